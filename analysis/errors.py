@@ -1,0 +1,9 @@
+"""Errors a user can act on. The app and the command line show their message, never a traceback."""
+
+
+class UserError(Exception):
+    """Bad input, a model that cannot be found offline, a malformed file: one clear sentence."""
+
+
+class TruncationWarning(UserWarning):
+    """Some texts were longer than the model's limit and were cut."""
