@@ -1,0 +1,200 @@
+"""What every embedding method shares: templating, batching by length, one forward pass, readout, trace.
+
+A method is a small subclass that sets a few class attributes and, if it intervenes in the forward pass,
+overrides `intervention` (hooks / attention-function kwargs) or `forward`. Its parameters are a frozen
+dataclass whose fields carry their paper default and the reason for it (`param(default, help=...)`).
+
+    m = get_method("prompteol", layer=-1)
+    emb = m.encode(backbone, texts)                      # (n, d) float32, L2-normalised, input order
+    emb, tr = m.encode(backbone, texts[:4], trace=True)  # plus named captures (analysis.trace)
+    per_layer = m.encode_layers(backbone, texts)         # (n, L+1, d) raw readouts at every layer
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar
+
+import numpy as np
+import torch
+
+from analysis.errors import UserError
+from analysis.forward import Captured, attention_backend, resolve_layer, run
+from analysis.pooling import pool, token_mask
+from analysis.tokens import Batch, Encoded, batches_by_length, check_texts, collate, encode_texts
+from analysis.trace import Trace
+
+MAX_TRACE_TEXTS = 64  # full per-layer captures are (L+1, T, d) per text: keep traces for a handful of texts
+
+
+def param(default, help: str, **meta):
+    """A parameter field: `help` says what it does and why the default is what it is (shown in the UI).
+    Optional meta: choices=[...], min=, max=, step= for the UI and for validation."""
+    return field(default=default, metadata={"help": help, **meta})
+
+
+@dataclass(frozen=True)
+class ReadoutParams:
+    layer: int = param(-1, "Hidden state read out (0 = embeddings, -1 = final layer after the final norm).")
+
+
+class EmbeddingMethod:
+    """Base class. Subclasses set `name`, `title`, `summary`, `Params`; most need nothing else."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    summary: ClassVar[str]
+    Params: ClassVar[type] = ReadoutParams
+    pooling: ClassVar[str] = "last"  # default readout; a `pooling` field in Params overrides it
+    mean_segments: ClassVar[tuple[int, ...] | None] = (1,)  # tokens averaged by mean pooling: the text
+    needs_eager: ClassVar[bool] = False  # attention function must return weights (no sdpa) for this method
+
+    def __init__(self, params=None, **overrides):
+        base = params if params is not None else self.Params()
+        try:
+            self.params = dataclasses.replace(base, **overrides)
+        except TypeError as err:
+            known = ", ".join(f.name for f in dataclasses.fields(self.Params))
+            raise UserError(f"{self.name}: unknown parameter in {sorted(overrides)}; known: {known}") from err
+        self.validate()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.params})"
+
+    # ---- what subclasses customise -------------------------------------------------------------------
+    def validate(self) -> None:
+        """Check parameter values; raise UserError with a sentence a user can act on."""
+        for f in dataclasses.fields(self.params):
+            value, meta = getattr(self.params, f.name), f.metadata
+            if "choices" in meta and value not in meta["choices"]:
+                raise UserError(f"{self.name}: {f.name} must be one of {meta['choices']}, not {value!r}")
+            if "min" in meta and value < meta["min"] or "max" in meta and value > meta["max"]:
+                raise UserError(f"{self.name}: {f.name}={value} is outside [{meta.get('min')}, {meta.get('max')}]")
+
+    @property
+    def template(self) -> str:
+        return getattr(self.params, "template", "{text}")
+
+    @property
+    def readout_pooling(self) -> str:
+        return getattr(self.params, "pooling", self.pooling)
+
+    def prepare(self, backbone, texts: list[str]) -> list[Encoded]:
+        return encode_texts(backbone.tokenizer, self.template, texts, backbone.facts.max_length)
+
+    def collate(self, backbone, items: list[Encoded], padding_side: str) -> Batch:
+        return collate(items, backbone.tokenizer.pad_token_id, padding_side)
+
+    def intervention(self, backbone, batch: Batch):
+        """Context manager around the forward pass; yields extra keyword arguments for the model call.
+        Hooks installed here must be removed on exit (use `analysis.forward.hooks`)."""
+        return contextlib.nullcontext({})
+
+    def forward(self, backbone, batch: Batch, layers, attention: bool = False) -> Captured:
+        with self.intervention(backbone, batch) as model_kwargs:
+            return run(backbone, batch, layers, attention=attention, **model_kwargs)
+
+    def readout(self, hidden: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """(B, T, d) states of one layer -> (B, d) embeddings."""
+        return pool(hidden, batch, self.readout_pooling, self.mean_segments)
+
+    def trace_batch(self, backbone, batch: Batch, cap: Captured, trace: Trace) -> None:
+        """Add this batch's captures to `trace`, padding removed. Methods extend it for their own names."""
+        L = backbone.facts.n_layers
+        mask = token_mask(batch, self.mean_segments) if self.readout_pooling != "last" else None
+        for b in range(batch.input_ids.shape[0]):
+            idx = batch.attention_mask[b].nonzero().squeeze(1)  # (T_b,)
+            trace.tokens.append(backbone.tokenizer.convert_ids_to_tokens(batch.input_ids[b, idx].tolist()))
+            trace.add("hidden", [torch.stack([cap.hidden[l][b, idx] for l in range(L + 1)]).numpy()])
+            trace.add("segments", [batch.segments[b, idx].numpy().astype(np.int8)])
+            if mask is not None:
+                trace.add("pool_mask", [(mask[b, idx] / mask[b].sum()).numpy()])
+            if cap.attention:
+                extra = cap.attention[0].shape[-1] - batch.input_ids.shape[1]  # prefix columns a method adds
+                cols = torch.cat([torch.arange(extra), idx + extra])
+                att = torch.stack([cap.attention[l][b][:, idx][:, :, cols] for l in range(L)])  # (L, H, T, S)
+                trace.add("attention", [att.float().numpy()])
+
+    # ---- the shared loop ---------------------------------------------------------------------------------
+    def encode(
+        self,
+        backbone,
+        texts,
+        *,
+        batch_size: int = 16,
+        normalize: bool = True,
+        trace: bool = False,
+        attention: bool = False,
+        padding_side: str = "right",
+        progress: Callable[[int, int], None] | None = None,
+    ):
+        """Embed texts.
+
+        Args:
+            backbone: a loaded `Backbone`.
+            texts: list of non-empty strings (a single string is accepted).
+            batch_size: texts per forward pass; batches group texts of similar length.
+            normalize: L2-normalise the embeddings.
+            trace: also return a `Trace` with every layer's states (at most 64 texts).
+            attention: with `trace`, capture attention weights too (switches to the eager backend).
+            padding_side: "right" or "left"; results do not depend on it.
+            progress: called as progress(done, total) after each batch.
+
+        Returns:
+            (n, d) float32 array in input order, or (array, Trace) when `trace` is set.
+        """
+        layer = resolve_layer(backbone.facts.n_layers, self.params.layer)
+        if trace:
+            texts = check_texts(texts)
+            if len(texts) > MAX_TRACE_TEXTS:
+                raise UserError(f"trace keeps every layer's states: give at most {MAX_TRACE_TEXTS} texts")
+        out, tr = self._loop(backbone, texts, "all" if trace else [layer], layer, batch_size, padding_side,
+                             progress, trace, attention)
+        emb = out[:, 0]
+        if normalize:
+            emb = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+        return (emb, tr) if trace else emb
+
+    def encode_layers(
+        self,
+        backbone,
+        texts,
+        layers="all",
+        *,
+        batch_size: int = 16,
+        padding_side: str = "right",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> np.ndarray:
+        """Raw (un-normalised) readouts at several hidden-state indices: (n, len(layers), d), or
+        (n, L+1, d) for "all". One forward pass per batch for all layers."""
+        out, _ = self._loop(backbone, texts, layers, None, batch_size, padding_side, progress, False, False)
+        return out
+
+    def _loop(self, backbone, texts, layers, readout_layer, batch_size, padding_side, progress, trace, attention):
+        texts = check_texts(texts)
+        L = backbone.facts.n_layers
+        wanted = list(range(L + 1)) if layers == "all" else [resolve_layer(L, l) for l in layers]
+        items = self.prepare(backbone, texts)
+        result = np.zeros((len(texts), 1 if readout_layer is not None else len(wanted),
+                           backbone.facts.hidden_size), dtype=np.float32)
+        tr = Trace(texts=[]) if trace else None
+        backend = attention_backend(backbone, "eager") if attention and not self.needs_eager else contextlib.nullcontext()
+        done = 0
+        groups = batches_by_length([len(e) for e in items], batch_size) if not trace else \
+            [list(range(i, min(i + batch_size, len(texts)))) for i in range(0, len(texts), batch_size)]
+        with torch.inference_mode(), backbone.lock, backend:
+            for idx in groups:
+                batch = self.collate(backbone, [items[i] for i in idx], padding_side)
+                cap = self.forward(backbone, batch, wanted, attention=attention)
+                keep = [readout_layer] if readout_layer is not None else wanted
+                for j, l in enumerate(keep):
+                    result[idx, j] = self.readout(cap.hidden[l], batch).float().numpy()
+                if tr is not None:
+                    tr.texts.extend(texts[i] for i in idx)  # trace groups keep input order
+                    self.trace_batch(backbone, batch, cap, tr)
+                done += len(idx)
+                if progress is not None:
+                    progress(done, len(texts))
+        return result, tr

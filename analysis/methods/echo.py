@@ -1,0 +1,32 @@
+"""Echo embeddings (Springer et al., 2024, "Repetition Improves Language Model Embeddings"): repeat the
+text inside a rewrite prompt and mean-pool only the second copy, whose tokens can attend to the whole
+first copy and so see the text's future context despite causal attention."""
+
+from dataclasses import dataclass
+
+from analysis.methods.base import EmbeddingMethod, param
+
+
+@dataclass(frozen=True)
+class EchoParams:
+    template: str = param(
+        "Rewrite the sentence: {text}, rewritten sentence: {text}",
+        "The paper's symmetric-task prompt; the text must appear exactly twice.",
+    )
+    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.")
+
+
+class Echo(EmbeddingMethod):
+    name = "echo"
+    title = "Echo"
+    summary = "Text repeated twice; mean over the second copy only."
+    Params = EchoParams
+    pooling = "mean"
+    mean_segments = (2,)
+
+    def validate(self) -> None:
+        super().validate()
+        if self.params.template.count("{text}") != 2:
+            from analysis.errors import UserError
+
+            raise UserError("echo: the template must contain {text} exactly twice.")

@@ -1,0 +1,12 @@
+"""Last-token readout: the final real token's state, the only position that has seen the whole text
+under causal attention."""
+
+from analysis.methods.base import EmbeddingMethod, ReadoutParams
+
+
+class LastToken(EmbeddingMethod):
+    name = "last"
+    title = "Last token"
+    summary = "State of the final (non-pad) token; no prompt."
+    Params = ReadoutParams
+    pooling = "last"

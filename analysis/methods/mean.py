@@ -1,0 +1,12 @@
+"""Mean readout: masked average over the text's tokens (special tokens and padding excluded). Every
+position contributes, so early tokens are not squashed, but early tokens never saw later context."""
+
+from analysis.methods.base import EmbeddingMethod, ReadoutParams
+
+
+class MeanPooling(EmbeddingMethod):
+    name = "mean"
+    title = "Mean pooling"
+    summary = "Average of the text tokens' states; no prompt."
+    Params = ReadoutParams
+    pooling = "mean"

@@ -1,0 +1,38 @@
+"""Shared fixtures: tiny random decoders of several architectures, and the real default model (once)."""
+
+import os
+
+import pytest
+
+from analysis.tiny import ARCHITECTURES, tiny_backbone
+
+# Tests write their own cache entries (and the converted default model) under the project's cache, unless
+# the caller points EMBEDSCOPE_CACHE elsewhere; tests that need isolation use tmp_path explicitly.
+
+
+@pytest.fixture(scope="session", params=ARCHITECTURES)
+def tiny(request):
+    """A tiny random backbone, once per architecture (llama, qwen2, qwen3, mistral, gemma)."""
+    return tiny_backbone(request.param)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama():
+    return tiny_backbone("llama")
+
+
+@pytest.fixture(scope="session")
+def real():
+    """The real default model (SmolLM2-135M-Instruct); converted once into the cache (~30 s the first time)."""
+    from analysis import load_backbone
+
+    return load_backbone()
+
+
+def stsb_dev_or_skip():
+    from analysis.data import shared_stsb
+
+    path = shared_stsb("dev")
+    if path is None:
+        pytest.skip("STS-B dev not found at ../shared/data/stsbenchmark (development data, not shipped with the repo)")
+    return path
