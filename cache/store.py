@@ -1,0 +1,274 @@
+"""Content-addressed on-disk store for computed arrays (embeddings, traces, scores).
+
+Each entry is a directory ``<root>/<namespace>/<key[:2]>/<key>/`` holding ``data.npz`` (plain arrays, never
+pickled) and ``meta.json`` (sha256 of data.npz, the key parts, creation time, the caller's meta). An entry
+is built in a hidden temp directory beside its final place and renamed into place, so two processes that
+compute the same entry at once cannot corrupt it: the first rename wins, the loser discards its copy.
+Anything that fails to read back exactly is treated as a miss, removed and recomputed.
+
+    store = Store(tmp_path)
+    entry, hit = store.get_or_compute({"model": "m", "texts": ["a"]}, lambda: ({"x": np.zeros(3)}, {}))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import uuid
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+DATA, META = "data.npz", "meta.json"
+MODELS = "models"  # converted model weights (analysis.backbone): slow to rebuild, only cleared on request
+STALE_SECONDS = 3600  # a hidden temp dir younger than this may belong to a writer that is still running
+_KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{1,127}")  # no dots or slashes: a key can never leave root
+_NS_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+# Everything a damaged entry can raise on read; each means "recompute", never "trust".
+_BROKEN = (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile)
+
+
+def make_key(parts: dict) -> str:
+    """sha256 hex of the canonical JSON of ``parts`` plus the library version (an upgrade never reuses results).
+
+    Args:
+        parts: What determines the result (model identity, method, parameters, the exact texts): str, int,
+            float, bool, None, lists, tuples, str-keyed dicts, dataclass instances, numpy scalars.
+
+    Raises:
+        TypeError: anything else (sets, arrays, objects), which has no stable canonical form.
+    """
+    import analysis  # light: its heavy parts load lazily
+
+    if not isinstance(parts, dict):
+        raise TypeError(f"cache key parts must be a dict, got {type(parts).__name__}")
+    text = json.dumps(_jsonable({**parts, "__lib__": analysis.__version__}),
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _jsonable(obj):
+    """Plain JSON values for ``obj``, or TypeError; tuples become lists (JSON cannot tell them apart)."""
+    if obj is None or isinstance(obj, (str, bool, int, float)):
+        return obj
+    if isinstance(obj, np.generic):
+        return _jsonable(obj.item())
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return _jsonable(dataclasses.asdict(obj))
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(x) for x in obj]
+    if isinstance(obj, dict):
+        if not all(isinstance(k, str) for k in obj):  # json would make {1: x} and {"1": x} collide
+            raise TypeError(f"cache key/meta dict keys must be str, got {list(obj)!r:.80}")
+        return {k: _jsonable(v) for k, v in obj.items()}
+    raise TypeError(f"cannot put a {type(obj).__name__} into a cache key or meta: {obj!r:.80}")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One cached result: the arrays and the meta given to ``Store.put``."""
+
+    arrays: dict[str, np.ndarray]
+    meta: dict
+    key: str
+    created: float  # time.time() when the entry was written
+
+
+class Store:
+    """The cache under one root directory. Safe to share between threads and processes."""
+
+    def __init__(self, root: str | Path | None = None):
+        self.root = Path(root).expanduser() if root is not None else _default_root()
+
+    def path_for(self, key: str, namespace: str = "default") -> Path:
+        if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
+            raise ValueError(f"invalid cache key {key!r}")
+        return self._ns_dir(namespace) / key[:2] / key
+
+    def get(self, key: str, namespace: str = "default") -> Entry | None:
+        """The entry for ``key``, or None on a miss. A damaged entry is removed and reported as a miss."""
+        path = self.path_for(key, namespace)
+        if not path.is_dir():
+            return None
+        try:
+            return _read(path, key)
+        except _BROKEN:
+            _discard(path)
+            return None
+
+    def put(self, key: str, arrays: dict[str, np.ndarray], meta: dict | None = None,
+            parts: dict | None = None, namespace: str = "default") -> Entry:
+        """Write an entry atomically; if another writer got there first, return its (equally valid) entry.
+
+        Raises:
+            TypeError: an object-dtype array (storable only by pickling), or non-JSON-like meta/parts.
+        """
+        final = self.path_for(key, namespace)
+        arrays = _check_arrays(arrays)
+        meta = _jsonable(dict(meta or {}))
+        record = {"key": key, "created": time.time(), "parts": _jsonable(parts), "meta": meta}
+        blob = _npz_bytes(arrays)
+        record["sha256"] = hashlib.sha256(blob).hexdigest()
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:16]}-", dir=final.parent))
+        try:
+            (tmp / DATA).write_bytes(blob)
+            (tmp / META).write_text(json.dumps(record, ensure_ascii=False, indent=1), encoding="utf-8")
+            for path in (tmp / DATA, tmp / META, tmp):  # on disk before the rename makes them visible
+                _fsync(path)
+            for _ in range(3):
+                try:
+                    os.rename(tmp, final)  # atomic; fails if `final` exists and is not empty
+                    _fsync(final.parent)
+                    return Entry(arrays, meta, key, record["created"])
+                except OSError:
+                    if not final.exists():
+                        raise
+                winner = self.get(key, namespace)  # a broken one is removed, and we retry the rename
+                if winner is not None:
+                    return winner
+            return Entry(arrays, meta, key, record["created"])  # kept losing races: still a correct result
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def get_or_compute(self, parts: dict, compute: Callable[[], tuple[dict[str, np.ndarray], dict]],
+                       namespace: str = "default") -> tuple[Entry, bool]:
+        """Return ``(entry, hit)``; on a miss call ``compute() -> (arrays, meta)`` and store its result."""
+        key = make_key(parts)
+        entry = self.get(key, namespace)
+        if entry is not None:
+            return entry, True
+        arrays, meta = compute()
+        return self.put(key, arrays, meta, parts=parts, namespace=namespace), False
+
+    def size_bytes(self) -> int:
+        """Total bytes of all files under root, model weights included (0 if root does not exist)."""
+        total = 0
+        for folder, _, files in os.walk(self.root):  # does not follow symlinked folders
+            for name in files:
+                with contextlib.suppress(FileNotFoundError):  # removed by another process meanwhile
+                    total += os.lstat(os.path.join(folder, name)).st_size
+        return total
+
+    def count(self) -> int:
+        """Number of complete-looking entries in all namespaces (not verified byte by byte)."""
+        return sum(1 for ns in _subdirs(self.root) for shard in _subdirs(ns) for d in _subdirs(shard)
+                   if d.name.startswith(shard.name) and (d / DATA).is_file() and (d / META).is_file())
+
+    def clear(self, namespace: str | None = None) -> int:
+        """Remove entries of one namespace, or of all but ``models/`` when None; return how many.
+
+        Hidden temp directories of writers that may still be running are left alone; stale ones go.
+        Symlinks are unlinked, never followed, so nothing outside root is touched.
+        """
+        if namespace is None:
+            dirs = [d for d in _subdirs(self.root) if d.name != MODELS]
+        else:
+            ns_dir = self._ns_dir(namespace)
+            dirs = [ns_dir] if ns_dir.is_dir() and not ns_dir.is_symlink() else []
+        removed = 0
+        for ns_dir in dirs:
+            if ns_dir.name == MODELS:  # one folder per model; .lock files and .convert-* dirs are in use
+                removed += sum(_discard(d) for d in ns_dir.iterdir() if not d.name.startswith("."))
+                continue
+            for shard in _subdirs(ns_dir):
+                for item in list(shard.iterdir()):
+                    if not item.name.startswith("."):
+                        removed += _discard(item)
+                    elif _stale(item):  # a crashed writer's leftovers; not an entry, so not counted
+                        _discard(item)
+                with contextlib.suppress(OSError):  # not empty: a writer is busy there
+                    shard.rmdir()
+            with contextlib.suppress(OSError):
+                ns_dir.rmdir()
+        return removed
+
+    def _ns_dir(self, namespace: str) -> Path:
+        if not isinstance(namespace, str) or not _NS_RE.fullmatch(namespace):
+            raise ValueError(f"invalid cache namespace {namespace!r}")
+        return self.root / namespace
+
+
+def _default_root() -> Path:
+    env = os.environ.get("EMBEDSCOPE_CACHE")
+    return Path(env).expanduser() if env else Path(__file__).resolve().parent / "store"
+
+
+def _check_arrays(arrays: dict) -> dict[str, np.ndarray]:
+    if not isinstance(arrays, dict) or not all(isinstance(k, str) and k for k in arrays):
+        raise TypeError("arrays must be a dict of non-empty str names to numpy arrays")
+    out = {name: np.asarray(a) for name, a in arrays.items()}
+    for name, a in out.items():
+        if a.dtype.hasobject:
+            raise TypeError(f"array {name!r} has an object dtype; the cache stores plain arrays only, "
+                            "never pickles (convert to a numeric or fixed-width string dtype)")
+    return out
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """The bytes np.savez would write, built here with allow_pickle=False and no name clash with savez's args."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
+        for name, a in arrays.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, a, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _read(path: Path, key: str) -> Entry:
+    record = json.loads((path / META).read_text(encoding="utf-8"))
+    blob = (path / DATA).read_bytes()  # read once: what we hash is exactly what we load
+    if record["key"] != key or record["sha256"] != hashlib.sha256(blob).hexdigest() or \
+            not isinstance(record["meta"], dict):
+        raise ValueError(f"cache entry {path} does not match its record")
+    with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    return Entry(arrays, record["meta"], key, float(record["created"]))
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)  # POSIX: directories too (the project already relies on fcntl)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _subdirs(path: Path) -> list[Path]:
+    """Real (non-symlink) visible subdirectories of ``path``; [] if it does not exist."""
+    try:
+        return [d for d in path.iterdir() if not d.name.startswith(".") and d.is_dir() and not d.is_symlink()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _stale(path: Path) -> bool:
+    try:
+        return path.name.startswith(".trash-") or time.time() - path.lstat().st_mtime > STALE_SECONDS
+    except FileNotFoundError:
+        return False
+
+
+def _discard(path: Path) -> bool:
+    """Remove a file, symlink or folder (renamed aside first: no reader sees half of one); True if a folder."""
+    try:
+        if path.is_symlink() or not path.is_dir():
+            path.unlink()
+            return False
+        trash = path.with_name(f".trash-{uuid.uuid4().hex}")
+        os.rename(path, trash)
+    except FileNotFoundError:  # another process removed it first
+        return False
+    shutil.rmtree(trash, ignore_errors=True)
+    return True

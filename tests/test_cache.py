@@ -1,0 +1,319 @@
+"""Tests for the on-disk compute cache: keys, corruption handling, no pickle, concurrent writers, clearing."""
+
+import hashlib
+import io
+import json
+import multiprocessing as mp
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import analysis
+import cache
+from cache import Entry, Store, cached_encode, default_store, make_key
+from cache import store as store_mod
+
+
+@dataclass(frozen=True)
+class Params:
+    layer: int = -1
+    prompt: str = 'This sentence : "{text}" means in one word:"'
+
+
+class FakeBackbone:
+    def __init__(self, identity="fake-model@sha256:abc"):
+        self.identity = identity
+
+
+class FakeMethod:
+    """Counts encode calls; embeds each text as (len, number of 'a's, layer)."""
+
+    def __init__(self, name="fake", params=Params(), warn=None):
+        self.name, self.params, self.warn, self.calls = name, params, warn, 0
+
+    def encode(self, backbone, texts, progress=None, **kwargs):
+        self.calls += 1
+        if self.warn:
+            warnings.warn(self.warn, analysis.TruncationWarning)
+        return np.array([[len(t), t.count("a"), self.params.layer] for t in texts], dtype=np.float64)
+
+
+PARTS = {"model": "m@rev1", "method": "prompteol", "params": Params(), "texts": ["a cat", "a dog"]}
+
+
+def compute_counter():
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "ids": np.array([3, 1])}, {"note": "hi"}
+
+    return compute, calls
+
+
+def only_entry_dir(store, namespace="default"):
+    dirs = [d for d in (store.root / namespace).glob("*/*") if d.is_dir()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+# ---------------------------------------------------------------- keys
+
+
+def test_same_parts_hit_once(tmp_path):
+    store = Store(tmp_path)
+    compute, calls = compute_counter()
+    e1, hit1 = store.get_or_compute(dict(PARTS), compute)
+    e2, hit2 = store.get_or_compute(dict(PARTS), compute)
+    assert (hit1, hit2) == (False, True) and len(calls) == 1
+    np.testing.assert_array_equal(e2.arrays["x"], np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert e2.arrays["x"].dtype == np.float32 and e2.meta == {"note": "hi"} and e1.key == e2.key
+    assert e1.created == pytest.approx(e2.created)
+
+
+@pytest.mark.parametrize("change", [
+    {"model": "m@rev2"},
+    {"method": "pcoteol"},
+    {"params": Params(layer=-2)},
+    {"params": Params(prompt='This sentence : "{text}" means in one word:')},
+    {"texts": ["a cat", "a dog."]},
+    {"texts": ["a cat", "a  dog"]},
+    {"texts": ["a dog", "a cat"]},
+])
+def test_any_change_is_a_new_key_and_a_miss(tmp_path, change):
+    store = Store(tmp_path)
+    compute, calls = compute_counter()
+    store.get_or_compute(dict(PARTS), compute)
+    changed = {**PARTS, **change}
+    assert make_key(changed) != make_key(PARTS)
+    _, hit = store.get_or_compute(changed, compute)
+    assert not hit and len(calls) == 2
+
+
+def test_library_version_is_in_the_key(tmp_path, monkeypatch):
+    store = Store(tmp_path)
+    compute, calls = compute_counter()
+    before = make_key(PARTS)
+    store.get_or_compute(PARTS, compute)
+    monkeypatch.setattr(analysis, "__version__", analysis.__version__ + ".post1")
+    assert make_key(PARTS) != before
+    _, hit = store.get_or_compute(PARTS, compute)
+    assert not hit and len(calls) == 2
+
+
+def test_key_is_canonical_and_typed():
+    assert make_key({"a": 1, "b": [1, 2]}) == make_key({"b": (1, 2), "a": 1})  # order, tuple vs list
+    assert make_key({"a": np.int64(3), "f": np.float32(0.5)}) == make_key({"a": 3, "f": 0.5})
+    assert make_key({"p": Params()}) == make_key({"p": {"layer": -1, "prompt": Params.prompt}})
+    assert make_key({"t": "é"}) != make_key({"t": "e"})
+    assert len(make_key({})) == 64
+    for bad in ({"s": {1, 2}}, {"a": np.zeros(2)}, {"o": object()}, {1: "int key"}, ["not", "a dict"]):
+        with pytest.raises(TypeError):
+            make_key(bad)
+
+
+# ---------------------------------------------------------------- corruption
+
+
+def _truncate(d):
+    data = (d / "data.npz").read_bytes()
+    (d / "data.npz").write_bytes(data[: len(data) // 2])
+
+
+def _garbage_meta(d):
+    (d / "meta.json").write_text("{not json")
+
+
+def _delete_npz(d):
+    (d / "data.npz").unlink()
+
+
+def _tamper(d):
+    data = bytearray((d / "data.npz").read_bytes())
+    data[-60] ^= 0xFF  # same length, still a plausible file: only the hash can tell
+    (d / "data.npz").write_bytes(bytes(data))
+
+
+def _swap_for_valid_npz(d):
+    buf = io.BytesIO()  # a perfectly readable npz, just not the one the record describes
+    np.savez(buf, x=np.zeros((2, 3), dtype=np.float32), ids=np.array([9, 9]))
+    (d / "data.npz").write_bytes(buf.getvalue())
+
+
+def _wrong_record(d):
+    rec = json.loads((d / "meta.json").read_text())
+    del rec["sha256"]
+    (d / "meta.json").write_text(json.dumps(rec))
+
+
+@pytest.mark.parametrize("damage", [_truncate, _garbage_meta, _delete_npz, _tamper, _swap_for_valid_npz, _wrong_record])
+def test_damaged_entry_is_a_miss_then_valid_again(tmp_path, damage):
+    store = Store(tmp_path)
+    compute, calls = compute_counter()
+    store.get_or_compute(PARTS, compute)
+    damage(only_entry_dir(store))
+    assert store.get(make_key(PARTS)) is None
+    assert not store.path_for(make_key(PARTS)).exists()  # removed, not left to fail again
+    _, hit = store.get_or_compute(PARTS, compute)
+    assert not hit and len(calls) == 2
+    entry, hit = store.get_or_compute(PARTS, compute)
+    assert hit and len(calls) == 2 and entry.arrays["ids"].tolist() == [3, 1]
+
+
+def test_object_arrays_rejected(tmp_path):
+    store = Store(tmp_path)
+    for bad in (np.array([{"a": 1}, None], dtype=object), [1, "two", None]):
+        with pytest.raises(TypeError, match="object dtype"):
+            store.put(make_key({"b": 1}), {"x": bad})
+    assert store.count() == 0
+
+
+def test_load_never_unpickles(tmp_path, monkeypatch):
+    """An entry whose npz holds a pickled object array (hash and record consistent) is not trusted."""
+    store = Store(tmp_path)
+    key = make_key(PARTS)
+    store.put(key, {"x": np.zeros(2)})
+    d = store.path_for(key)
+    buf = io.BytesIO()
+    np.savez(buf, x=np.array([{"evil": 1}], dtype=object))  # written with pickle, as an attacker could
+    blob = buf.getvalue()
+    (d / "data.npz").write_bytes(blob)
+    rec = json.loads((d / "meta.json").read_text())
+    rec["sha256"] = hashlib.sha256(blob).hexdigest()
+    (d / "meta.json").write_text(json.dumps(rec))
+
+    seen = []
+    real_load = np.load
+    monkeypatch.setattr(np, "load", lambda *a, **kw: seen.append(kw.get("allow_pickle")) or real_load(*a, **kw))
+    assert store.get(key) is None
+    assert seen == [False]
+
+
+# ---------------------------------------------------------------- concurrency
+
+
+def _race_worker(root, parts, index, barrier):
+    store = Store(root)
+    barrier.wait()  # everyone misses, computes and writes at the same moment
+
+    def compute():
+        time.sleep(0.2)
+        return {"x": np.full((256, 512), index, dtype=np.float32)}, {"writer": index}  # 512 KiB each
+
+    entry, hit = store.get_or_compute(parts, compute)
+    return index, hit, float(entry.arrays["x"].min()), float(entry.arrays["x"].max()), entry.meta["writer"]
+
+
+def test_concurrent_writers_leave_one_valid_entry(tmp_path):
+    ctx = mp.get_context("spawn")
+    n = 4
+    with ctx.Manager() as manager:
+        barrier = manager.Barrier(n)
+        with ctx.Pool(n) as pool:
+            results = pool.starmap(_race_worker, [(str(tmp_path), PARTS, i, barrier) for i in range(n)])
+    store = Store(tmp_path)
+    entry = store.get(make_key(PARTS))
+    assert entry is not None and store.count() == 1
+    winner = entry.meta["writer"]
+    assert entry.arrays["x"].shape == (256, 512) and np.all(entry.arrays["x"] == winner)  # not a mix
+    for _, _, lo, hi, writer in results:  # losers hand back the winner's entry, so all agree
+        assert lo == hi == winner == writer
+    leftovers = [p.name for p in tmp_path.rglob("*") if p.name.startswith(".")]
+    assert leftovers == []
+    assert sum(not hit for _, hit, *_ in results) >= 2  # a real race: at least one writer lost the rename
+
+
+# ---------------------------------------------------------------- size, count, clear
+
+
+def test_size_count_clear_spare_models(tmp_path):
+    store = Store(tmp_path / "root")
+    assert store.size_bytes() == 0 and store.count() == 0 and store.clear() == 0  # root does not exist yet
+    for i in range(3):
+        store.put(make_key({"i": i}), {"x": np.zeros(1000)})
+    store.put(make_key({"i": 0}), {"x": np.ones(10)}, namespace="scores")
+    weights = store.root / "models" / "smollm2-abc" / "model.safetensors"
+    weights.parent.mkdir(parents=True)
+    weights.write_bytes(b"w" * 5000)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me")
+    (store.root / "default" / "ab").mkdir(parents=True, exist_ok=True)
+    (store.root / "default" / "ab" / ("ab" + "0" * 62)).symlink_to(tmp_path)  # must be unlinked, not followed
+
+    assert store.count() == 4
+    assert store.size_bytes() > 3 * 8000 + 5000
+    assert store.clear("scores") == 1 and store.count() == 3
+    assert store.clear() == 3
+    assert store.count() == 0 and weights.is_file() and outside.read_text() == "keep me"
+    assert not (store.root / "default").exists()  # emptied shard and namespace folders go too
+    assert store.size_bytes() == 5000
+    assert store.clear("models") == 1 and not weights.exists() and store.size_bytes() == 0
+    with pytest.raises(ValueError):
+        store.clear("../escape")
+
+
+def test_clear_spares_fresh_temp_dirs_and_removes_stale_ones(tmp_path):
+    store = Store(tmp_path)
+    key = make_key({"k": 1})
+    store.put(key, {"x": np.zeros(3)})
+    shard = store.path_for(key).parent
+    fresh, stale = shard / ".tmp-fresh", shard / ".tmp-stale"
+    fresh.mkdir(), stale.mkdir()
+    old = time.time() - 2 * store_mod.STALE_SECONDS
+    os.utime(stale, (old, old))
+    assert store.clear() == 1
+    assert fresh.is_dir() and not stale.exists()
+
+
+def test_bad_keys_and_namespaces_rejected(tmp_path):
+    store = Store(tmp_path)
+    for key in ("../x", "a/b", "", "x", ".." + "a" * 10):
+        with pytest.raises(ValueError):
+            store.path_for(key)
+    with pytest.raises(ValueError):
+        store.path_for(make_key({}), namespace="..")
+
+
+def test_default_store_follows_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path / "a"))
+    a = default_store()
+    assert a is default_store() and a.root == tmp_path / "a"
+    monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path / "b"))
+    assert default_store().root == tmp_path / "b"
+    monkeypatch.delenv("EMBEDSCOPE_CACHE")
+    assert default_store().root == Path(cache.__file__).resolve().parent / "store"
+
+
+# ---------------------------------------------------------------- cached_encode
+
+
+def test_cached_encode_hits_and_replays_warnings(tmp_path):
+    store = Store(tmp_path)
+    bb, method = FakeBackbone(), FakeMethod(warn="1 text was cut to 512 tokens")
+    texts = ["a cat sat", "dog"]
+    with pytest.warns(analysis.TruncationWarning, match="cut to 512"):
+        emb, meta, hit = cached_encode(store, bb, method, texts, max_length=512)
+    assert not hit and emb.dtype == np.float32 and emb.shape == (2, 3)
+    assert meta["warnings"] == ["1 text was cut to 512 tokens"] and meta["n"] == 2 and meta["seconds"] >= 0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a hit re-emits nothing: the messages are in meta
+        emb2, meta2, hit2 = cached_encode(store, bb, method, texts, max_length=512)
+    assert hit2 and method.calls == 1 and meta2 == meta
+    np.testing.assert_array_equal(emb2, emb)
+    assert emb2.dtype == np.float32
+
+    with pytest.warns(analysis.TruncationWarning):
+        _, _, hit3 = cached_encode(store, bb, method, texts, max_length=256)  # kwargs are part of the key
+    assert not hit3 and method.calls == 2
+    with pytest.warns(analysis.TruncationWarning):
+        _, _, hit4 = cached_encode(store, FakeBackbone("other"), method, texts, max_length=512)
+    assert not hit4 and method.calls == 3
+    assert isinstance(store.get(make_key({"model": bb.identity, "method": "fake", "params": Params(),
+                                          "texts": texts, "kwargs": {"max_length": 512}}),
+                                namespace="embeddings"), Entry)
