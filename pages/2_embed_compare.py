@@ -1,0 +1,77 @@
+"""Embed & compare
+
+Embed texts with several methods; compare their cosine-similarity matrices and nearest neighbours.
+"""
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import ui
+
+
+def heatmap(sim: np.ndarray, texts: list[str], title: str) -> go.Figure:
+    short = [t if len(t) <= 40 else t[:39] + "…" for t in texts]
+    labels = [f"{i + 1}. {s}" for i, s in enumerate(short)]
+    hover = [[f"<b>{sim[i, j]:.3f}</b><br>{i + 1}: {texts[i][:120]}<br>{j + 1}: {texts[j][:120]}"
+              for j in range(len(texts))] for i in range(len(texts))]
+    fig = go.Figure(go.Heatmap(z=sim, x=labels, y=labels, text=hover, hoverinfo="text", colorscale="RdBu_r",
+                               zmid=0, zmin=-1, zmax=1, colorbar=dict(title="cos")))
+    fig.update_layout(title=title, height=520, margin=dict(l=10, r=10, t=40, b=10),
+                      xaxis=dict(showticklabels=len(texts) <= 30), yaxis=dict(showticklabels=len(texts) <= 30,
+                                                                              autorange="reversed"))
+    return fig
+
+
+with ui.user_errors():
+    st.title("Embed & compare")
+    st.caption("Cosine similarity between every pair of texts, one matrix per method, and each text's nearest "
+               "neighbours. Methods that agree on what is similar give similar-looking matrices.")
+    col_in, col_m = st.columns(2)
+    with col_in:
+        texts = ui.text_input("embed")
+    with col_m:
+        methods = ui.method_picker("embed", default=("last", "prompteol"))
+        k = st.number_input("Neighbours per text", min_value=1, max_value=max(1, min(10, len(texts) - 1)),
+                            value=min(3, max(1, len(texts) - 1)), key="embed_k")
+
+    results, timing = {}, []
+    for m in methods:
+        label = f"{m.title} ({m.name})"
+        results[label], info = ui.encode_with_info(m, texts, quiet=True)
+        timing.append({"method": label, "params": str(m.params), "texts": info["n"],
+                       "seconds (this run)": round(info["seconds"], 3),
+                       "seconds (computing)": round(info["computed_seconds"], 3),
+                       "cache": "hit" if info["hit"] else "miss"})
+    st.dataframe(pd.DataFrame(timing), hide_index=True)
+
+    st.subheader("Cosine similarity")
+    items = list(results.items())
+    for row in range(0, len(items), 2):
+        for col, (label, emb) in zip(st.columns(2), items[row:row + 2]):
+            with col:
+                sim = emb @ emb.T  # (n, n); embeddings are L2-normalised
+                frame = pd.DataFrame(sim, columns=texts.texts)
+                frame.insert(0, "text", texts.texts)
+                ui.show_figure(heatmap(sim, texts.texts, label), frame, f"similarity_{label.split('(')[-1][:-1]}")
+
+    st.subheader("Nearest neighbours")
+    if len(texts) < 2:
+        st.info("Give at least two texts to see neighbours.")
+    else:
+        rows = []
+        for label, emb in results.items():
+            sim = emb @ emb.T
+            np.fill_diagonal(sim, -np.inf)  # a text is not its own neighbour
+            order = np.argsort(-sim, axis=1)[:, :k]  # (n, k)
+            for i, text in enumerate(texts.texts):
+                for rank, j in enumerate(order[i], start=1):
+                    rows.append({"text": text, "method": label, "rank": rank, "neighbour": texts.texts[j],
+                                 "cosine": round(float(sim[i, j]), 4)})
+        table = pd.DataFrame(rows)
+        wide = table.pivot_table(index=["text", "rank"], columns="method", values="neighbour", aggfunc="first",
+                                 sort=False).reset_index()
+        st.dataframe(wide, hide_index=True)
+        st.download_button("Download neighbours (CSV)", table.to_csv(index=False).encode("utf-8"),
+                           file_name="neighbours.csv", mime="text/csv", key="csv_neighbours", on_click="ignore")

@@ -1,0 +1,26 @@
+"""Shared Streamlit widgets for embedscope's pages: the model, the inputs, cached computations, figures.
+
+Pages stay short by going through this package (the only Streamlit code outside `app.py` and `pages/`):
+
+    import ui
+    with ui.user_errors():
+        texts = ui.text_input("my_page")
+        methods = ui.method_picker("my_page", default=("prompteol", "mean"))
+        for m in methods:
+            emb = ui.encode(m, texts)          # through the cache, progress bar, truncation warnings
+        ui.show_figure(fig, frame, "my_figure")  # chart (PNG from its toolbar) + CSV download
+"""
+
+from ui.compute import cached, encode, encode_with_info, user_errors
+from ui.figures import show_figure
+from ui.inputs import MAX_CHARS, MAX_PAIRS, MAX_TEXTS, method_picker, pairs_input, text_input
+from ui.model import LAYER_CONVENTION, facts_table, get_backbone, model_name, sidebar, store
+from ui.nav import page_files, pages
+
+__all__ = [
+    "get_backbone", "store", "sidebar", "model_name", "facts_table", "LAYER_CONVENTION",
+    "method_picker", "text_input", "pairs_input", "MAX_TEXTS", "MAX_CHARS", "MAX_PAIRS",
+    "encode", "encode_with_info", "cached", "user_errors",
+    "show_figure",
+    "pages", "page_files",
+]

@@ -1,0 +1,110 @@
+"""Computations through the on-disk cache, with a progress bar, timing, hit/miss and warnings shown."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import streamlit as st
+
+import cache
+from analysis.errors import UserError
+from ui.model import get_backbone, store
+
+
+@contextlib.contextmanager
+def user_errors():
+    """Run a page body: a UserError becomes its message on the page, and the page stops there."""
+    try:
+        yield
+    except UserError as err:
+        st.error(str(err))
+        st.stop()
+
+
+def _progress_bar(label: str):
+    bar = st.progress(0.0, text=label)
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(min(done / max(total, 1), 1.0), text=f"{label} {done:,}/{total:,}")
+
+    return bar, progress
+
+
+def _report(label: str, hit: bool, meta: dict, wall: float, quiet: bool) -> None:
+    for message in meta.get("warnings") or []:
+        st.warning(f"{label}: {message}")
+    if quiet:
+        return
+    if hit:
+        st.caption(f"{label}: from the cache in {wall:.2f} s (computed earlier in {meta.get('seconds', 0):.1f} s)")
+    else:
+        st.caption(f"{label}: computed in {wall:.1f} s and stored in the cache")
+
+
+def encode_with_info(method, texts, *, quiet: bool = False, **encode_kwargs) -> tuple[np.ndarray, dict]:
+    """Like `encode`, also returning {"hit", "seconds" (this call), "computed_seconds", "warnings", "n"}."""
+    texts = list(getattr(texts, "texts", texts))  # Texts or a list of strings
+    backbone = get_backbone()
+    label = getattr(method, "title", method.name)
+    bar, progress = _progress_bar(f"{label}: embedding {len(texts):,} text(s)…")
+    start = time.perf_counter()
+    try:
+        with warnings.catch_warnings():  # shown below from meta, on hits and misses alike
+            warnings.simplefilter("ignore")
+            emb, meta, hit = cache.cached_encode(store(), backbone, method, texts, progress=progress,
+                                                 **encode_kwargs)
+    finally:
+        bar.empty()
+    wall = time.perf_counter() - start
+    _report(label, hit, meta, wall, quiet)
+    return emb, {"hit": hit, "seconds": wall, "computed_seconds": float(meta.get("seconds", wall)),
+                 "warnings": list(meta.get("warnings") or []), "n": len(texts)}
+
+
+def encode(method, texts, **encode_kwargs) -> np.ndarray:
+    """Embeddings (n, d) of `texts` (a list or `analysis.data.Texts`) with a configured method, through the
+    cache; shows a progress bar while computing, then where the result came from and how long it took, and
+    any truncation warning (also when the result comes from the cache)."""
+    return encode_with_info(method, texts, **encode_kwargs)[0]
+
+
+def cached(namespace: str, parts: dict, compute: Callable, label: str, *, quiet: bool = False):
+    """A generic cached computation for a page.
+
+    Args:
+        namespace: store namespace, e.g. "layer_sweep" (letters, digits, _ . -).
+        parts: everything that determines the result (method, params, texts, settings). The model's
+            identity is added as "model" unless given.
+        compute: `compute(progress) -> (arrays: dict[str, np.ndarray], meta: dict)`; call
+            `progress(done, total)` as work proceeds. Warnings it raises are recorded in meta["warnings"].
+        label: what is computed, shown with the progress bar and the timing line.
+
+    Returns:
+        (arrays, meta); meta is a copy with "cache_hit" (bool) and "wall_seconds" (this call) added.
+    """
+    if "model" not in parts:
+        parts = {**parts, "model": get_backbone().identity}
+    bar, progress = _progress_bar(f"{label}…")
+
+    def run():
+        begin = time.perf_counter()
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            arrays, meta = compute(progress)
+        meta = dict(meta or {})
+        meta.setdefault("seconds", time.perf_counter() - begin)
+        meta["warnings"] = list(meta.get("warnings") or []) + [str(w.message) for w in record]
+        return arrays, meta
+
+    start = time.perf_counter()
+    try:
+        entry, hit = store().get_or_compute(parts, run, namespace=namespace)
+    finally:
+        bar.empty()
+    wall = time.perf_counter() - start
+    _report(label, hit, entry.meta, wall, quiet)
+    return entry.arrays, {**entry.meta, "cache_hit": hit, "wall_seconds": wall}

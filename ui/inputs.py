@@ -1,0 +1,207 @@
+"""Input widgets: methods with generated parameter widgets, texts, similarity pairs.
+
+Each widget raises `UserError` (or shows a message and stops the page) on bad input; pages run under
+`ui.user_errors()`, so a user never sees a traceback.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from analysis.data import Pairs, Texts, read_sts, read_texts, similarity_sets, text_sets
+from analysis.errors import UserError
+
+MAX_TEXTS = 5000  # more than this is cut (with a message): a CPU needs minutes per thousand texts and method
+MAX_PAIRS = 10000  # STS-B train (5,749 pairs) fits
+MAX_CHARS = 50_000  # per text: ~12k tokens, past the default model's 8,192-token limit (so truncation is reachable)
+MAX_TOTAL_CHARS = 2_000_000  # all texts together: beyond this a page would stall for a long time
+DEFAULT_LIMIT = 200
+
+
+# ---- methods -------------------------------------------------------------------------------------------
+
+def method_picker(key: str, default=("prompteol",), multi: bool = True, only=None) -> list:
+    """Choose embedding methods and set their parameters; returns configured method instances.
+
+    Widgets are generated from each method's Params metadata, so methods added later appear here
+    automatically. Stops the page (with a message) when no method is chosen or a parameter is invalid.
+    """
+    from analysis.methods import get_method, list_methods
+    from ui.model import get_backbone
+
+    infos = {m.name: m for m in list_methods() if only is None or m.name in only}
+    if not infos:
+        raise UserError(f"None of the methods {list(only)} is available.")
+    names = list(infos)
+    fmt = lambda n: infos[n].title  # noqa: E731
+    overview = "\n".join(f"- **{m.title}** (`{m.name}`): {m.summary}" for m in infos.values())
+    if multi:
+        chosen = st.multiselect("Methods", names, default=[d for d in default if d in infos], format_func=fmt,
+                                key=f"{key}_methods", help=overview)
+    else:
+        first = next((d for d in default if d in infos), names[0])
+        chosen = [st.selectbox("Method", names, index=names.index(first), format_func=fmt,
+                               key=f"{key}_method", help=overview)]
+    if not chosen:
+        st.info("Choose at least one method.")
+        st.stop()
+
+    n_layers = get_backbone().facts.n_layers
+    methods, problems = [], 0
+    for name in chosen:
+        info = infos[name]
+        with st.expander(f"{info.title}: parameters"):
+            st.caption(info.summary)
+            values = {f["name"]: _param_widget(f"{key}_{name}", name, f, n_layers) for f in info.params}
+            values = {k: v for k, v in values.items() if v is not _UNCHANGED}
+            try:
+                methods.append(get_method(name, **values))
+            except UserError as err:
+                st.error(str(err))
+                problems += 1
+    if problems:
+        st.error("Fix the parameters marked above to continue.")
+        st.stop()
+    return methods
+
+
+_UNCHANGED = object()  # a free-form field left at its default
+
+
+def _param_widget(prefix: str, method: str, field: dict, n_layers: int):
+    """One widget for one Params field (a dict from MethodInfo.params)."""
+    name, default, help_ = field["name"], field["default"], field.get("help", "")
+    label, key = name.replace("_", " "), f"{prefix}_{name}"
+    lo, hi, step = field.get("min"), field.get("max"), field.get("step")
+    if "choices" in field:
+        choices = list(field["choices"])
+        return st.selectbox(label, choices, index=choices.index(default) if default in choices else 0,
+                            key=key, help=help_)
+    if isinstance(default, bool):
+        return st.checkbox(label, value=default, key=key, help=help_)
+    if isinstance(default, int) and "layer" in name:
+        lo = -(n_layers + 1) if lo is None else max(lo, -(n_layers + 1))
+        hi = n_layers if hi is None else min(hi, n_layers)
+        note = f" This model has hidden states 0..{n_layers}; negative values count from the end (-1 = {n_layers})."
+        return int(st.number_input(label, min_value=lo, max_value=hi, value=min(max(default, lo), hi), step=1,
+                                   key=f"{key}_L{n_layers}", help=help_ + note))
+    if isinstance(default, (int, float)):
+        kind = type(default)
+        lo, hi = (kind(v) if v is not None else None for v in (lo, hi))
+        step = kind(step) if step is not None else (1 if kind is int else None)
+        if lo is not None and hi is not None:
+            return st.slider(label, min_value=lo, max_value=hi, value=default, step=step, key=key, help=help_)
+        return st.number_input(label, min_value=lo, max_value=hi, value=default, step=step, key=key, help=help_,
+                               format=None if kind is int else "%g")
+    if isinstance(default, str):
+        return st.text_input(label, value=default, key=key, help=help_)
+    # Anything else (None, tuples, ...): edited as text and parsed like a command-line key=value.
+    shown = "" if default is None else str(default)
+    raw = st.text_input(label, value=shown, key=key, help=help_ + " (same syntax as --param on the command line)")
+    if raw.strip() == shown:
+        return _UNCHANGED
+    from analysis.methods import parse_params
+
+    return parse_params(method, [f"{name}={raw.strip()}"])[name]
+
+
+# ---- texts ---------------------------------------------------------------------------------------------
+
+_SOURCES = {"set": "Built-in set", "paste": "Paste", "upload": "Upload a file"}
+_PASTE_EXAMPLE = "\n".join([
+    "She sat on the bank of the river and watched the water.",
+    "He went to the bank to deposit his paycheck.",
+    "The river bank was covered in wildflowers.",
+    "The bank raised its interest rates again.",
+    "A cat is sleeping on the sofa.",
+    "A kitten naps on the couch.",
+])
+
+
+def text_input(key: str, default: str = "Demo sentences") -> Texts:
+    """Texts from a built-in set, pasted lines or an uploaded .txt/.csv; with a limit and a count."""
+    source = st.radio("Texts", list(_SOURCES), format_func=_SOURCES.get, horizontal=True, key=f"{key}_source")
+    if source == "set":
+        sets = text_sets()
+        names = list(sets)
+        name = st.selectbox("Text set", names, index=names.index(default) if default in names else 0,
+                            key=f"{key}_set")
+        texts = sets[name]()
+    elif source == "paste":
+        raw = st.text_area("One text per line", value=_PASTE_EXAMPLE, height=160, key=f"{key}_paste")
+        lines = [line.strip() for line in raw.split("\n") if line.strip()]
+        if not lines:
+            raise UserError("No texts were given: type or paste at least one line of text.")
+        texts = Texts("Pasted texts", lines)
+    else:
+        upload = st.file_uploader("A .txt file (one text per line) or a .csv/.tsv with a 'text' column "
+                                  "(and optionally 'label')", type=["txt", "csv", "tsv"], key=f"{key}_upload")
+        if upload is None:
+            st.info("Upload a file to continue, or choose another source of texts.")
+            st.stop()
+        texts = read_texts(upload.getvalue(), filename=upload.name)
+    return _limit_texts(key, texts)
+
+
+def _limit_texts(key: str, texts: Texts) -> Texts:
+    n = len(texts)
+    if n == 0:
+        raise UserError(f"{texts.name} holds no texts.")
+    if n > DEFAULT_LIMIT:
+        limit = st.number_input(f"Use the first N texts (of {n:,})", min_value=1, max_value=min(n, MAX_TEXTS),
+                                value=DEFAULT_LIMIT, step=50, key=f"{key}_limit",
+                                help=f"Every text is embedded by every method; at most {MAX_TEXTS:,} at a time.")
+        texts = texts.head(int(limit))
+        if n > MAX_TEXTS:
+            st.warning(f"{texts.name} has {n:,} texts; at most {MAX_TEXTS:,} can be embedded at once.")
+    _check_sizes(texts.texts)
+    st.caption(f"{len(texts):,} text(s) from {texts.name}" + (f" (of {n:,})" if len(texts) < n else ""))
+    return texts
+
+
+def _check_sizes(texts: list[str]) -> None:
+    for i, t in enumerate(texts):
+        if len(t) > MAX_CHARS:
+            raise UserError(f"Text {i + 1} has {len(t):,} characters; this tool accepts at most {MAX_CHARS:,} per "
+                            "text (far more than the model reads). Shorten it or split it.")
+    total = sum(map(len, texts))
+    if total > MAX_TOTAL_CHARS:
+        raise UserError(f"The texts have {total:,} characters in all; at most {MAX_TOTAL_CHARS:,} can be embedded "
+                        "at once. Use fewer texts.")
+
+
+# ---- pairs ---------------------------------------------------------------------------------------------
+
+def pairs_input(key: str, default: str = "Demo paraphrase pairs") -> Pairs:
+    """Similarity pairs with gold scores: a built-in set (Lee corpus, demo pairs, STS-B when present) or an
+    uploaded STS-B-format file / table with sentence1, sentence2, score."""
+    source = st.radio("Pairs", ["set", "upload"], horizontal=True, key=f"{key}_source",
+                      format_func={"set": "Built-in set", "upload": "Upload a file"}.get)
+    if source == "set":
+        sets = similarity_sets()
+        names = list(sets)
+        name = st.selectbox("Pair set", names, index=names.index(default) if default in names else 0,
+                            key=f"{key}_set")
+        pairs = sets[name]()
+    else:
+        upload = st.file_uploader("STS-Benchmark format (tab-separated: score in column 5, sentences in 6 and 7) "
+                                  "or a .csv/.tsv with sentence1, sentence2, score", type=["csv", "tsv", "txt"],
+                                  key=f"{key}_upload")
+        if upload is None:
+            st.info("Upload a file to continue, or choose a built-in set.")
+            st.stop()
+        pairs = read_sts(upload.getvalue(), name=upload.name)
+    n = len(pairs)
+    if n == 0:
+        raise UserError(f"{pairs.name} holds no pairs.")
+    limit = st.number_input(f"Use the first N pairs (of {n:,})", min_value=1, max_value=min(n, MAX_PAIRS),
+                            value=min(n, MAX_PAIRS), step=100, key=f"{key}_limit")
+    pairs = pairs.head(int(limit))
+    if any(not s.strip() for s in pairs.left + pairs.right):
+        raise UserError(f"{pairs.name} has an empty sentence; every pair needs two texts.")
+    _check_sizes(pairs.unique_texts())
+    st.caption(f"{len(pairs):,} pair(s), {len(pairs.unique_texts()):,} distinct texts, from {pairs.name}"
+               + (f" (of {n:,})" if len(pairs) < n else "") + (f"; only the first {MAX_PAIRS:,} can be used"
+                                                               if n > MAX_PAIRS else ""))
+    return pairs
+
