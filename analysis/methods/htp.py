@@ -1,0 +1,103 @@
+"""Hierarchical Token Prepending (Ding et al., 2025, "Hierarchical Token Prepending: Enhancing Information Flow in
+Decoder-based LLM Embeddings").
+
+Token Prepending squeezes a whole document into one placeholder, and last-token readout squeezes it into one
+position. HTP removes both bottlenecks: the text is cut into blocks (K sentences, or every N tokens), a *local*
+summary token goes in front of every block and a run of M *global* summary tokens (M = number of blocks) goes
+at the very start of the text. At the input of every decoder layer in [start, exit), each local token takes the
+state of its block's final token and each global token then takes the state of its local token, so every
+position can read a summary of every block, including the blocks after it. The embedding is the mean over the
+real text tokens (placeholders excluded) at an early-exit layer; last token is an option.
+
+        [G1 G2 G3] [L1] block 1 ... [L2] block 2 ... [L3] block 3 ...
+          ^  ^  ^    ^-- final token of block 1 (L2 <- end of block 2, ...)
+          '--'--'--- G_k <- L_k  (= end of block k)
+
+Wiring, placeholder embeddings and the trace capture are shared with Token Prepending (see
+`analysis.methods.token_prepending`): a pre-hook per rewired decoder layer does one gather over a precomputed
+per-position source index. "Global takes its local's state" happens within the same layer input, where the local
+token already holds its block's final state, so the composed source (global -> end of block) is one gather.
+The two placeholder kinds get two different random input vectors (the reference adds `<PST>` and `<B-PST>`).
+
+Ablations: `summary="local"` (sentence-level TP, no global tokens), `"global"` (no local tokens: the global
+tokens read the block ends directly, the reference's `omit_pst`), `"none"` (no placeholders).
+
+Differences from the reference code, on purpose: sentences come from pysbd (the reference uses spaCy), the text is
+not edited (the reference appends a '.' to sentences without one), and the placeholders are inserted as
+positions rather than as vocabulary tokens (see token_prepending for the embedding choice).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analysis.methods.base import param
+from analysis.methods.token_prepending import GLOBAL, LOCAL, Placed, RewiringMethod, insert_placeholders
+from analysis.partition import PARTITIONS, token_blocks
+
+SUMMARIES = ("both", "local", "global", "none")
+
+
+@dataclass(frozen=True)
+class HTPParams:
+    partition: str = param("sentences", "Blocks of K sentences (the paper; pysbd splitter) or of N tokens (the "
+                           "paper's ablation).", choices=PARTITIONS)
+    k: int = param(1, "Sentences per block; the paper uses one summary token per sentence.", min=1, max=1000)
+    n_tokens: int = param(32, "Tokens per block when partition = tokens (about one sentence; the paper gives no "
+                          "single value).", min=1, max=100000)
+    summary: str = param("both", "Which summary tokens: both (HTP), local only (sentence-level TP), global only, "
+                         "or none (the plain forward at the readout layer).", choices=SUMMARIES)
+    start: int = param(1, "First decoder layer whose input is rewired (the paper's setting, as for TP).",
+                       min=0, max=512)
+    exit: int = param(7, "Rewiring stops before this decoder layer: the paper's 7 of 32 layers, about the first "
+                      "quarter (7 of SmolLM2's 30). Values past the model's depth are clipped.", min=0, max=512)
+    layer: int = param(-2, "Hidden state read out (early exit): -2 = second-to-last decoder layer's output, no final "
+                       "norm, as in the paper's configuration.")
+    pooling: str = param("mean", "Readout: mean over the text tokens, placeholders excluded (the paper: mean avoids "
+                         "last-token over-squashing), or last token.", choices=("mean", "last"))
+    template: str = param("{text}", "Prompt around the text (needs {text} once); the paper embeds documents bare.")
+    seed: int = param(0, "Seed of the two random placeholder embeddings (local and global), fixed as in the paper.",
+                      min=0, max=2**31 - 1)
+
+
+class HTP(RewiringMethod):
+    name = "htp"
+    title = "Hierarchical Token Prepending (HTP)"
+    summary = "Local summary token per block + global summary tokens at the start; mean readout, early exit."
+    Params = HTPParams
+    pooling = "mean"
+    labels = {LOCAL: "<PST>", GLOBAL: "<B-PST>"}
+
+    def blocks(self, text_end, text: str) -> np.ndarray:
+        """(n,) block number of each text token (see analysis.partition.token_blocks)."""
+        p = self.params
+        size = p.k if p.partition == "sentences" else p.n_tokens
+        return token_blocks(text_end, text, p.partition, size)
+
+    def layout(self, backbone, text: str) -> Placed:
+        summary = self.params.summary
+        per_block = {"both": 2, "local": 1, "global": 1, "none": 0}[summary]
+        found = {}
+
+        def reserve(text_end, kept):  # placeholders this (possibly cut) text will need
+            found["block"] = self.blocks(text_end, kept) if per_block else np.zeros(len(text_end), np.int64)
+            return per_block * (int(found["block"][-1]) + 1 if len(text_end) else 0)
+
+        enc, _, _ = self._tokenize(backbone, text, reserve)
+        block = found["block"]  # (n,) for the text tokens of the kept text
+        tpos = np.flatnonzero(enc.segments == 1)  # (n,) positions of the text tokens
+        change = np.flatnonzero(np.diff(block)) + 1  # (M-1,) index (into tpos) where a new block starts
+        firsts = tpos[np.r_[0, change]]  # (M,) first token of each block
+        lasts = tpos[np.r_[change - 1, len(tpos) - 1]]  # (M,) final token of each block
+        M = len(firsts)
+        before, kinds, sources = [], [], []
+        if summary in ("both", "global"):  # M global tokens at the very start of the text
+            before.append(np.full(M, tpos[0])), kinds.append(np.full(M, GLOBAL)), sources.append(lasts)
+        if summary in ("both", "local"):  # one local token in front of each block (after the globals)
+            before.append(firsts), kinds.append(np.full(M, LOCAL)), sources.append(lasts)
+        if not before:
+            return Placed(enc.ids, enc.segments, enc.truncated, np.zeros(len(enc), np.int8), np.arange(len(enc)))
+        return insert_placeholders(enc, np.concatenate(before), np.concatenate(kinds), np.concatenate(sources),
+                                   self._placeholder_id(backbone))

@@ -1,0 +1,265 @@
+"""Token Prepending (Fu et al., 2024, ACL 2025, "Token Prepending: A Training-Free Approach for Eliciting Better
+Sentence Embeddings from LLMs").
+
+Under causal attention the text's early tokens never see its end. TP puts one placeholder token in front of the
+text and, at the input of every decoder layer in [start, exit), overwrites the placeholder's state with the
+state of the final token (which has read everything) from the previous layer's output. From then on every text
+token can attend to a running summary of the whole sentence. The embedding is read out at an early-exit layer:
+the PromptEOL last token (the paper's recipe) or the mean of the text tokens.
+
+How it is wired here (no modeling code copied):
+* The layout is built at tokenisation time: a placeholder position is inserted in front of the text's first
+  token, with a fixed random input embedding (see below). Each position carries `source`, the position whose
+  state it takes at a rewired layer (itself for ordinary tokens), and `kind` (0 token, 1 placeholder).
+* Rewiring is a forward PRE-hook on each decoder layer in [start, exit) that replaces the incoming
+  hidden_states by `hidden.gather(1, source)`: one vectorised gather per layer, padding-safe (pads map to
+  themselves), out of place (captured states and autograd stay intact). `intervention` installs the hooks with
+  `analysis.forward.hooks`, so they are removed on exit, also after an exception.
+* Because the source is read from the layer's *input*, "the final token's state from the previous layer's
+  output" is exactly what arrives. Hidden state l in a trace is the output of decoder layer l-1, before the
+  rewiring of layer l's input.
+
+Placeholder embedding: the paper adds a `<PST>` token to the vocabulary with a random embedding. A frozen model
+cannot grow its vocabulary here, so the placeholder's input vector is drawn once from a Gaussian with the
+per-dimension mean and spread of the model's own input embeddings (what Hugging Face's `resize_token_embeddings`
+does for new tokens), with an exposed `seed`. The TP reference used a standard normal vector; under RMSNorm only
+its direction matters, and from layer `start` on it is overwritten anyway. Its input id is the pad id (never
+looked up: the embedding row is replaced); traces label it `<PST>`.
+
+Placement: the reference prompt is `This sentence : <PST> "{text}" ...`, i.e. the placeholder sits before the
+opening quote. We insert it immediately before the text's first token, so the prompt's own tokenisation is
+exactly PromptEOL's with one position added; this moves the placeholder one token to the right.
+
+Trace capture (`encode(..., trace=True)`): `placeholders` (T,) int8 per text, 0 token, 1 local/TP placeholder,
+2 HTP global placeholder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from analysis.errors import TruncationWarning, UserError
+from analysis.forward import Captured, hooks, run
+from analysis.methods.base import EmbeddingMethod, param
+from analysis.partition import tokenize_with_offsets
+from analysis.tokens import Batch, Encoded, check_texts, collate
+
+TOKEN, LOCAL, GLOBAL = 0, 1, 2  # placeholder kinds (TP's single placeholder is LOCAL)
+
+
+@dataclass(frozen=True)
+class Placed(Encoded):
+    """A tokenized text with placeholder positions inserted."""
+
+    kind: np.ndarray  # (T,) int8: TOKEN, LOCAL or GLOBAL
+    source: np.ndarray  # (T,) int64: position whose state this one takes at a rewired layer (itself if TOKEN)
+
+
+@dataclass
+class RewiredBatch(Batch):
+    kind: torch.Tensor  # (B, T) long, TOKEN on padding
+    source: torch.Tensor  # (B, T) long, batch positions (padding offset included); pads point to themselves
+
+
+def insert_placeholders(enc: Encoded, before: np.ndarray, kinds: np.ndarray, sources: np.ndarray,
+                        placeholder_id: int) -> Placed:
+    """Insert placeholders into a tokenized text.
+
+    Args:
+        enc: the text's tokens (T0,).
+        before: (P,) non-decreasing original index each placeholder is inserted in front of.
+        kinds: (P,) LOCAL or GLOBAL.
+        sources: (P,) original index of the token whose state the placeholder takes when rewired.
+        placeholder_id: input id stored at placeholder positions (its embedding is replaced anyway).
+    """
+    before, sources = np.asarray(before, dtype=np.int64), np.asarray(sources, dtype=np.int64)
+    T0, P = len(enc.ids), len(before)
+    # With non-decreasing `before`, placeholder p lands at before[p] + p, and original token i moves right by
+    # the number of placeholders inserted at or before it.
+    new_ph = before + np.arange(P, dtype=np.int64)  # (P,)
+    new_tok = np.arange(T0, dtype=np.int64) + np.searchsorted(before, np.arange(T0), side="right")  # (T0,)
+    T = T0 + P
+    ids = np.full(T, placeholder_id, dtype=np.int64)
+    segments = np.zeros(T, dtype=np.int8)  # placeholders count as template: never pooled by mean over the text
+    kind = np.zeros(T, dtype=np.int8)
+    source = np.arange(T, dtype=np.int64)
+    ids[new_tok], segments[new_tok] = enc.ids, enc.segments
+    kind[new_ph] = kinds
+    source[new_ph] = new_tok[sources]
+    return Placed(ids, segments, enc.truncated, kind, source)
+
+
+_STATS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # embedding module -> (mean, std) (d,)
+
+
+def embedding_stats(backbone) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-dimension mean and std of the vectors the input embedding layer returns (scaled as the model scales
+    them, e.g. Gemma's sqrt(d)). Computed once per model; plain tensors usable with and without autograd."""
+    emb = backbone.input_embeddings
+    if emb not in _STATS:
+        with torch.inference_mode(False), torch.no_grad():
+            W = emb.weight.detach().float()  # (V, d)
+            probe = torch.arange(min(W.shape[0], 64))
+            scale = emb.forward(probe).float().norm()  # .forward: no hooks fire
+            scale = scale / W[probe].norm().clamp_min(1e-12)  # the layer's own scaling
+            _STATS[emb] = (W.mean(0) * scale, W.std(0) * scale)
+    return _STATS[emb]
+
+
+class RewiringMethod(EmbeddingMethod):
+    """Shared machinery of TP and HTP: placeholder layout, their input vectors, and the pre-hook rewiring.
+    Subclasses implement `layout(backbone, text) -> (Placed, kept_text)` and set `labels`."""
+
+    labels: dict[int, str] = {LOCAL: "<PST>"}  # trace labels per placeholder kind
+    mean_segments = (1,)  # mean readout over the text tokens: placeholders (segment 0) never count
+
+    def validate(self) -> None:
+        super().validate()
+        p = self.params
+        if p.start > p.exit:
+            raise UserError(f"{self.name}: start ({p.start}) must not be after exit ({p.exit}); "
+                            "rewiring runs at decoder layers start .. exit-1.")
+
+    # ---- layout ------------------------------------------------------------------------------------------
+    def layout(self, backbone, text: str) -> Placed:
+        raise NotImplementedError
+
+    def _tokenize(self, backbone, text: str, reserve):
+        return tokenize_with_offsets(backbone.tokenizer, self.template, text, backbone.facts.max_length, reserve)
+
+    def _placeholder_id(self, backbone) -> int:
+        tok = backbone.tokenizer
+        return tok.pad_token_id if tok.pad_token_id is not None else 0
+
+    def prepare(self, backbone, texts) -> list[Placed]:
+        texts = check_texts(texts)
+        if self.params.start >= backbone.facts.n_layers:
+            raise UserError(f"{self.name}: start={self.params.start} is beyond this model's "
+                            f"{backbone.facts.n_layers} decoder layers (0..{backbone.facts.n_layers - 1}).")
+        items = [self.layout(backbone, t) for t in texts]
+        n_cut = sum(e.truncated for e in items)
+        if n_cut:
+            warnings.warn(f"{n_cut} of {len(texts)} text(s) exceeded the model's limit of "
+                          f"{backbone.facts.max_length} tokens and were truncated.", TruncationWarning, stacklevel=3)
+        return items
+
+    def collate(self, backbone, items: list[Placed], padding_side: str) -> RewiredBatch:
+        base = collate(items, backbone.tokenizer.pad_token_id, padding_side)
+        B, T = base.input_ids.shape
+        kind = torch.zeros((B, T), dtype=torch.long)
+        source = torch.arange(T).repeat(B, 1)  # (B, T): pads (and ordinary tokens) read themselves
+        for b, e in enumerate(items):  # one slice assignment per text, no loop over tokens
+            off = 0 if padding_side == "right" else T - len(e)
+            kind[b, off: off + len(e)] = torch.from_numpy(e.kind.astype(np.int64))
+            source[b, off: off + len(e)] = torch.from_numpy(e.source) + off
+        return RewiredBatch(base.input_ids, base.attention_mask, base.position_ids, base.segments,
+                            base.padding_side, kind, source)
+
+    # ---- placeholder input vectors -------------------------------------------------------------------------
+    def placeholder_vectors(self, backbone) -> torch.Tensor:
+        """(3, d): row k is the input vector of placeholder kind k (row 0 unused). Same seed, same vectors."""
+        mean, std = embedding_stats(backbone)
+        g = torch.Generator().manual_seed(int(self.params.seed))
+        z = torch.randn(2, mean.shape[0], generator=g)  # (2, d): one vector per kind, like one added token each
+        return torch.cat([torch.zeros_like(mean)[None], mean + std * z])  # (3, d)
+
+    def input_embeds(self, backbone, batch: RewiredBatch) -> torch.Tensor:
+        """(B, T, d) the model's input embeddings with placeholder rows replaced by their fixed vectors."""
+        emb = backbone.input_embeddings(batch.input_ids)  # (B, T, d), scaled as the model scales it
+        table = self.placeholder_vectors(backbone).to(emb.dtype)  # (3, d)
+        return torch.where((batch.kind > 0).unsqueeze(-1), table[batch.kind], emb)  # (B, T, d)
+
+    # ---- rewiring ---------------------------------------------------------------------------------------
+    def rewired_layers(self, n_layers: int) -> range:
+        """Decoder layers whose input is rewired: [start, exit) within the model."""
+        return range(self.params.start, min(self.params.exit, n_layers))
+
+    @contextlib.contextmanager
+    def intervention(self, backbone, batch: RewiredBatch):
+        B, T = batch.source.shape
+        idx = batch.source.unsqueeze(-1).expand(B, T, backbone.facts.hidden_size)  # (B, T, d), a view
+
+        def rewire(module, args, kwargs):
+            # Every position takes the state of its source: placeholders their block's final token, all
+            # others themselves. Out of place, so the previous layer's captured output is left untouched.
+            if args:
+                return (args[0].gather(1, idx), *args[1:]), kwargs
+            return args, {**kwargs, "hidden_states": kwargs["hidden_states"].gather(1, idx)}
+
+        layers = backbone.layers
+        regs = [lambda l=l: layers[l].register_forward_pre_hook(rewire, with_kwargs=True)
+                for l in self.rewired_layers(backbone.facts.n_layers)]
+        with hooks(*regs):
+            yield {}
+
+    def forward(self, backbone, batch: RewiredBatch, layers, attention: bool = False) -> Captured:
+        embeds = self.input_embeds(backbone, batch)
+        with self.intervention(backbone, batch) as model_kwargs:
+            return run(backbone, batch, layers, attention=attention, inputs_embeds=embeds, **model_kwargs)
+
+    # ---- trace ----------------------------------------------------------------------------------------------
+    def trace_batch(self, backbone, batch: RewiredBatch, cap: Captured, trace) -> None:
+        super().trace_batch(backbone, batch, cap, trace)
+        B = batch.input_ids.shape[0]
+        for b in range(B):
+            idx = batch.attention_mask[b].nonzero().squeeze(1)  # (T_b,)
+            kind = batch.kind[b, idx].numpy().astype(np.int8)
+            tokens = trace.tokens[len(trace.tokens) - B + b]
+            for t in np.flatnonzero(kind):
+                tokens[t] = self.labels.get(int(kind[t]), "<PST>")
+            trace.add("placeholders", [kind])
+
+
+@dataclass(frozen=True)
+class TokenPrependingParams:
+    template: str = param(
+        'This sentence : "{text}" means in one word:"',
+        "PromptEOL's prompt, the paper's main recipe; the placeholder goes in front of the text. Needs {text} once.",
+    )
+    start: int = param(
+        1,
+        "First decoder layer whose input is rewired. The paper starts at 1: layer 0 sees the plain embeddings, "
+        "where the final token has not read anything yet.",
+        min=0, max=512,
+    )
+    exit: int = param(
+        7,
+        "Rewiring stops before this decoder layer. The paper uses 7 of Llama-2-7B's 32 layers (about the first "
+        "quarter); 7 of SmolLM2's 30 is the same share. Values past the model's depth are clipped.",
+        min=0, max=512,
+    )
+    layer: int = param(
+        -2,
+        "Hidden state read out (early exit). -2 = output of the second-to-last decoder layer, no final norm: the "
+        "paper's setting for most backbones (Llama-2-7B used 27 of 32). The pass stops there.",
+    )
+    pooling: str = param("last", "Readout: the PromptEOL last token (the paper) or the mean over the text tokens "
+                         "(placeholder excluded).", choices=("last", "mean"))
+    seed: int = param(0, "Seed of the placeholder's random input embedding (the paper's <PST> is random too).",
+                      min=0, max=2**31 - 1)
+    placeholder: bool = param(True, "Insert the placeholder. Off (with start = exit) is plain PromptEOL at the "
+                              "readout layer: the ablation.")
+
+
+class TokenPrepending(RewiringMethod):
+    name = "token_prepending"
+    title = "Token Prepending (TP)"
+    summary = "One placeholder before the text takes the final token's state in early layers; early exit."
+    Params = TokenPrependingParams
+    pooling = "last"
+    labels = {LOCAL: "<PST>"}
+
+    def layout(self, backbone, text: str) -> Placed:
+        n_ph = int(self.params.placeholder)
+        enc, _, _ = self._tokenize(backbone, text, lambda text_end, kept: n_ph)
+        if not n_ph:
+            return Placed(enc.ids, enc.segments, enc.truncated, np.zeros(len(enc), np.int8), np.arange(len(enc)))
+        first_text = int(np.flatnonzero(enc.segments == 1)[0])
+        # Source: the prompt's final token (the PromptEOL position), as in the reference's hidden[:, -1].
+        return insert_placeholders(enc, [first_text], [LOCAL], [len(enc) - 1], self._placeholder_id(backbone))
