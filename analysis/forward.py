@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 
 import torch
 
+from analysis.errors import UserError
 from analysis.tokens import Batch
+
+
+class LayerError(UserError, ValueError):
+    """A layer index the model does not have: a UserError for the app and the command line, and still a
+    ValueError for callers that caught that before."""
 
 
 class _StopForward(Exception):
@@ -30,7 +36,8 @@ class Captured:
 def resolve_layer(n_layers: int, layer: int) -> int:
     """Map a hidden-state index (negative allowed, -1 = final) to 0..n_layers; raise on out of range."""
     if not -(n_layers + 1) <= layer <= n_layers:
-        raise ValueError(f"layer {layer} is out of range: this model has hidden states 0..{n_layers}")
+        raise LayerError(f"Layer {layer} is out of range: this model has hidden states 0..{n_layers} "
+                         f"(or -{n_layers + 1}..-1 counted from the end).")
     return layer % (n_layers + 1)
 
 
