@@ -34,8 +34,7 @@ def test_spearman_on_hand_computed_cases():
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=200), rng.normal(size=200)
     assert spearman(a, b) == pytest.approx(spearmanr(a, b).statistic)
-    rows = spearman(np.stack([a, b]), np.stack([b, b]))  # one value per row
-    assert rows == pytest.approx([spearmanr(a, b).statistic, 1.0])
+    assert np.isnan(spearman([1.0, 1.0, 1.0], [1, 2, 3]))  # constant similarities have no ranking
 
 
 def test_sts_uses_cosine_of_pairs_and_brackets_the_estimate():
@@ -165,3 +164,24 @@ def test_run_task_on_a_tiny_model(tiny_llama):
                   ["a" if i % 2 else "b" for i in range(20)])
     p = run_task(Task("t", "probe", texts), embed, n_boot=100)
     assert p.metric == "accuracy" and p.n == 20 and p.value > 0.8  # the label word is in the text
+
+
+def test_bench_command_json_and_csv(real, capsys):
+    import csv
+    import io
+    import json
+
+    from analysis.__main__ import main
+
+    args = ["bench", "--methods", "last,mean", "--data", "demo,topics", "--n-boot", "50"]
+    assert main(args + ["--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["method"], r["data"], r["metric"]) for r in rows] == [
+        ("last", "Demo pairs", "Spearman"), ("last", "Topics", "accuracy"),
+        ("mean", "Demo pairs", "Spearman"), ("mean", "Topics", "accuracy")]
+    assert all(r["ci_low"] <= r["score"] <= r["ci_high"] for r in rows)
+    assert main(args) == 0  # CSV, now from the cache
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [float(r["score"]) for r in table] == [r["score"] for r in rows]
+    assert main(["bench", "--methods", "mean", "--param", "prompteol.layer=3"]) == 2
+    assert "not among the chosen methods" in capsys.readouterr().err

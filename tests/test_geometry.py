@@ -152,3 +152,23 @@ def test_anisotropy_by_layer_on_a_tiny_model(tiny_llama):
     assert curve[0] == pytest.approx(1.0, abs=1e-5)
     per_layer = get_method("mean").encode_layers(tiny_llama, texts, "all")
     assert anisotropy_by_layer(tiny_llama, get_method("mean"), texts)[2] == pytest.approx(anisotropy(per_layer[:, 2]))
+
+
+def test_geometry_command_on_the_real_model(real, capsys):
+    import json
+
+    from analysis.__main__ import main
+
+    assert main(["geometry", "--method", "mean", "--data", "demo", "--n-boot", "50"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"alignment", "uniformity", "anisotropy", "n_pairs", "n_texts", "method"} <= set(out)
+    assert (out["method"], out["n_pairs"], out["n_texts"]) == ("mean", 10, 40)
+    assert 0 <= out["alignment"] <= 4 and out["uniformity"] <= 0 and -1 <= out["anisotropy"] <= 1
+    assert out["alignment_ci"][0] <= out["alignment"] <= out["alignment_ci"][1]
+    # the numbers are those of the library on the same embeddings
+    pos = positive_pairs(demo_pairs())
+    emb = get_method("mean").encode(real, pos.texts)
+    assert out["alignment"] == pytest.approx(alignment(emb[pos.left_index], emb[pos.right_index]), abs=1e-5)
+    assert out["uniformity"] == pytest.approx(uniformity(emb), abs=1e-5)
+    assert main(["geometry", "--method", "mean", "--data", "demo", "--threshold", "2"]) == 2
+    assert "only 0 pair(s) count as positive" in capsys.readouterr().err

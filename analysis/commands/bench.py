@@ -1,0 +1,117 @@
+"""`python -m analysis bench --methods last,prompteol --data lee,demo,polarity [--format csv|json]`: the
+benchmark table (one row per method and data set, score with a bootstrap interval)."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+import sys
+
+from analysis.errors import UserError
+
+HELP = ("Benchmark methods on data sets: STS Spearman (lee, demo, stsb-dev, stsb-train, sts:FILE), probe accuracy "
+        "(polarity, topics, probe:FILE), retrieval nDCG@10 (beir:FOLDER); each score with a bootstrap interval. "
+        "Cells are cached and shared with the Benchmark page.")
+
+DEFAULT_DATA = "lee,demo,polarity"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--methods", default="all", help="comma-separated method names, or 'all' (default)")
+    parser.add_argument("--data", default=DEFAULT_DATA, help=f"comma-separated data sets (default {DEFAULT_DATA})")
+    parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="[METHOD.]KEY=VALUE",
+                        help="method parameter, e.g. --param prompteol.layer=20; without METHOD. it applies to "
+                             "every chosen method that has the parameter (repeatable)")
+    parser.add_argument("--limit", type=int, default=None, help="use only the first N pairs / texts / queries")
+    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates for the intervals (0 = none)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap and cross-validation seed (default 0)")
+    parser.add_argument("--format", choices=["csv", "json"], default="csv", help="output: CSV table (default) or JSON")
+    parser.add_argument("--model", default="default", help="'default', a Hugging Face id in the local cache, or a folder")
+    parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass (default 16)")
+    parser.add_argument("--no-cache", action="store_true", help="always compute; neither read nor write the cache")
+
+
+def configure_methods(names: str, params: list[str]) -> list:
+    """Methods from 'a,b,c' or 'all', with `[method.]key=value` parameters parsed by each method's Params."""
+    from analysis.methods import get_method, list_methods, method_class, parse_params
+
+    chosen = [m.name for m in list_methods()] if names.strip() == "all" else \
+        [n.strip() for n in names.split(",") if n.strip()]
+    if not chosen:
+        raise UserError("--methods names no method.")
+    for n in chosen:
+        method_class(n)  # unknown name -> UserError listing the available ones
+    per_method: dict[str, list[str]] = {n: [] for n in chosen}
+    for p in params:
+        key = p.partition("=")[0]
+        target, dot, _ = key.partition(".")
+        if dot:
+            if target not in per_method:
+                raise UserError(f"--param {p}: {target!r} is not among the chosen methods {chosen}.")
+            per_method[target].append(p[len(target) + 1:])
+            continue
+        takers = [n for n in chosen if key.strip() in {f.name for f in dataclasses.fields(method_class(n).Params)}]
+        if not takers:
+            raise UserError(f"--param {p}: no chosen method has a parameter {key.strip()!r}.")
+        for n in takers:
+            per_method[n].append(p)
+    return [get_method(n, **parse_params(n, per_method[n])) for n in chosen]
+
+
+def run(args):
+    from analysis.commands._common import encode, load_model
+    from analysis.evaluate import BENCH_NAMESPACE, bench_parts, load_task, run_task, score_from_record, score_record
+
+    methods = configure_methods(args.methods, args.param)
+    if args.n_boot < 0:
+        raise UserError(f"--n-boot must be 0 or more, got {args.n_boot}.")
+    if args.batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {args.batch_size}.")
+    specs = [s.strip() for s in args.data.split(",") if s.strip()]
+    if not specs:
+        raise UserError("--data names no data set.")
+    tasks = [load_task(s, args.limit) for s in specs]
+    backbone = load_model(args.model)
+    store = None
+    if not args.no_cache:
+        from cache import default_store
+
+        store = default_store()
+
+    rows = []
+    for method in methods:
+        for task in tasks:
+            def compute(method=method, task=task):
+                score = run_task(task, lambda texts: encode(args, backbone, method, texts)[0], n_boot=args.n_boot,
+                                 seed=args.seed)
+                return score_record(score)
+
+            if store is None:
+                arrays, meta = compute()
+            else:
+                entry, _ = store.get_or_compute(bench_parts(backbone.identity, method, task, n_boot=args.n_boot,
+                                                            seed=args.seed), compute, namespace=BENCH_NAMESPACE)
+                arrays, meta = entry.arrays, entry.meta
+            s = score_from_record(arrays, meta)
+            rows.append({"method": method.name, "params": _params_text(method), "data": task.name,
+                         "metric": s.metric, "score": _num(s.value), "ci_low": _num(s.lo), "ci_high": _num(s.hi),
+                         "n": s.n})
+            print(f"{method.name} on {task.name}: {s.metric} {s.value:.4f}", file=sys.stderr)
+    if args.format == "json":
+        return rows
+    writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return None
+
+
+def _params_text(method) -> str:
+    """Only the parameters that differ from the method's defaults, as k=v; '' for the defaults."""
+    default = type(method.params)()
+    return " ".join(f"{f.name}={getattr(method.params, f.name)}" for f in dataclasses.fields(method.params)
+                    if getattr(method.params, f.name) != getattr(default, f.name))
+
+
+def _num(x: float):
+    return None if math.isnan(x) else round(float(x), 6)
