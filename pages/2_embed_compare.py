@@ -30,11 +30,12 @@ with ui.user_errors():
                "neighbours. Methods that agree on what is similar give similar-looking matrices.")
     col_in, col_m = st.columns(2)
     with col_in:
-        texts = ui.text_input("embed")
+        texts = ui.text_input("embed", default="Demo: ambiguous words")
     with col_m:
         methods = ui.method_picker("embed", default=("last", "prompteol"))
-        k = st.number_input("Neighbours per text", min_value=1, max_value=max(1, min(10, len(texts) - 1)),
-                            value=min(3, max(1, len(texts) - 1)), key="embed_k")
+        k_max = max(1, min(10, len(texts) - 1))
+        k = st.number_input("Neighbours per text", min_value=1, max_value=k_max, value=min(3, k_max),
+                            key=f"embed_k_{k_max}")
 
     results, timing = {}, []
     for m in methods:

@@ -52,10 +52,9 @@ def method_picker(key: str, default=("prompteol",), multi: bool = True, only=Non
         info = infos[name]
         with st.expander(f"{info.title}: parameters"):
             st.caption(info.summary)
-            values = {f["name"]: _param_widget(f"{key}_{name}", name, f, n_layers) for f in info.params}
-            values = {k: v for k, v in values.items() if v is not _UNCHANGED}
             try:
-                methods.append(get_method(name, **values))
+                values = {f["name"]: _param_widget(f"{key}_{name}", name, f, n_layers) for f in info.params}
+                methods.append(get_method(name, **{k: v for k, v in values.items() if v is not _UNCHANGED}))
             except UserError as err:
                 st.error(str(err))
                 problems += 1
@@ -69,7 +68,7 @@ _UNCHANGED = object()  # a free-form field left at its default
 
 
 def _param_widget(prefix: str, method: str, field: dict, n_layers: int):
-    """One widget for one Params field (a dict from MethodInfo.params)."""
+    """One widget for one Params field (a dict from MethodInfo.params); returns the value to pass on."""
     name, default, help_ = field["name"], field["default"], field.get("help", "")
     label, key = name.replace("_", " "), f"{prefix}_{name}"
     lo, hi, step = field.get("min"), field.get("max"), field.get("step")
@@ -79,23 +78,24 @@ def _param_widget(prefix: str, method: str, field: dict, n_layers: int):
                             key=key, help=help_)
     if isinstance(default, bool):
         return st.checkbox(label, value=default, key=key, help=help_)
-    if isinstance(default, int) and "layer" in name:
+    if isinstance(default, int) and "layer" in name and "parse" not in field:
         lo = -(n_layers + 1) if lo is None else max(lo, -(n_layers + 1))
         hi = n_layers if hi is None else min(hi, n_layers)
         note = f" This model has hidden states 0..{n_layers}; negative values count from the end (-1 = {n_layers})."
         return int(st.number_input(label, min_value=lo, max_value=hi, value=min(max(default, lo), hi), step=1,
-                                   key=f"{key}_L{n_layers}", help=help_ + note))
-    if isinstance(default, (int, float)):
+                                   key=f"{key}_L{n_layers}", help=help_ + note))  # new model, new bounds
+    if isinstance(default, (int, float)) and "parse" not in field:
         kind = type(default)
         lo, hi = (kind(v) if v is not None else None for v in (lo, hi))
         step = kind(step) if step is not None else (1 if kind is int else None)
-        if lo is not None and hi is not None:
+        bounded = lo is not None and hi is not None
+        if bounded and (hi - lo) / (step or (hi - lo) / 100) <= 200:  # a slider only when its steps are few
             return st.slider(label, min_value=lo, max_value=hi, value=default, step=step, key=key, help=help_)
         return st.number_input(label, min_value=lo, max_value=hi, value=default, step=step, key=key, help=help_,
                                format=None if kind is int else "%g")
-    if isinstance(default, str):
+    if isinstance(default, str) and "parse" not in field:
         return st.text_input(label, value=default, key=key, help=help_)
-    # Anything else (None, tuples, ...): edited as text and parsed like a command-line key=value.
+    # Anything else (None, tuples, fields with their own parser): edited as text, read like --param key=value.
     shown = "" if default is None else str(default)
     raw = st.text_input(label, value=shown, key=key, help=help_ + " (same syntax as --param on the command line)")
     if raw.strip() == shown:
@@ -144,12 +144,12 @@ def text_input(key: str, default: str = "Demo sentences") -> Texts:
 
 
 def _limit_texts(key: str, texts: Texts) -> Texts:
-    n = len(texts)
+    n = len(texts)  # limit widgets are keyed by size: a different set starts from its own default
     if n == 0:
         raise UserError(f"{texts.name} holds no texts.")
     if n > DEFAULT_LIMIT:
         limit = st.number_input(f"Use the first N texts (of {n:,})", min_value=1, max_value=min(n, MAX_TEXTS),
-                                value=DEFAULT_LIMIT, step=50, key=f"{key}_limit",
+                                value=DEFAULT_LIMIT, step=50, key=f"{key}_limit_{n}",
                                 help=f"Every text is embedded by every method; at most {MAX_TEXTS:,} at a time.")
         texts = texts.head(int(limit))
         if n > MAX_TEXTS:
@@ -195,7 +195,7 @@ def pairs_input(key: str, default: str = "Demo paraphrase pairs") -> Pairs:
     if n == 0:
         raise UserError(f"{pairs.name} holds no pairs.")
     limit = st.number_input(f"Use the first N pairs (of {n:,})", min_value=1, max_value=min(n, MAX_PAIRS),
-                            value=min(n, MAX_PAIRS), step=100, key=f"{key}_limit")
+                            value=min(n, MAX_PAIRS), step=100, key=f"{key}_limit_{n}")
     pairs = pairs.head(int(limit))
     if any(not s.strip() for s in pairs.left + pairs.right):
         raise UserError(f"{pairs.name} has an empty sentence; every pair needs two texts.")

@@ -98,17 +98,33 @@ def _choose_model() -> None:
         st.session_state[MODEL_KEY] = typed.strip()
 
 
-def _cache_panel() -> None:
+def cache_sizes(s: cache.Store) -> tuple[int, int]:
+    """(bytes of stored results, bytes of converted model weights) under the store's root."""
+    results = models = 0
+    for item in (s.root.iterdir() if s.root.is_dir() else []):
+        if item.is_dir():
+            size = cache.Store(item).size_bytes()  # follows item itself if it is a symlink (tests link models/)
+        else:
+            size = item.lstat().st_size
+        if item.name == cache.store.MODELS:
+            models += size
+        else:
+            results += size
+    return results, models
+
+
+def cache_panel() -> None:
+    """Cache size and a "Clear cache" button (results only: converted model weights are kept)."""
     s = store()
-    models = cache.Store(s.root / cache.store.MODELS)  # converted weights: kept by "Clear cache"
-    model_bytes = models.size_bytes()
-    result_bytes = max(s.size_bytes() - model_bytes, 0)
+    result_bytes, model_bytes = cache_sizes(s)
     st.markdown(f"**Cache**: {human_bytes(result_bytes)} of results ({s.count()} entries)")
     st.caption(f"Converted model weights: {human_bytes(model_bytes)} (kept when clearing). Folder: `{s.root}`")
     if st.button("Clear cache", key="ui_clear_cache", help="Delete stored results; converted models stay."):
         removed = s.clear()
-        st.toast(f"Removed {removed} cached result(s).")
+        st.session_state["ui_cleared"] = removed
         st.rerun()
+    if "ui_cleared" in st.session_state:
+        st.success(f"Removed {st.session_state.pop('ui_cleared')} cached result(s).")
 
 
 def sidebar() -> None:
@@ -118,7 +134,7 @@ def sidebar() -> None:
         _choose_model()
         facts_box = st.container()
         st.divider()
-        _cache_panel()
+        cache_panel()
         st.caption(LAYER_CONVENTION)
     try:
         backbone = _try_load(model_name())

@@ -26,9 +26,16 @@ def _slug(path: Path) -> str:
     return re.sub(r"^\d+_", "", path.stem)
 
 
+def url_path(path: Path) -> str:
+    """"2_embed_compare.py" -> "2-embed-compare". Deliberately not Streamlit's own name for a file in pages/
+    ("embed_compare"): while a process has not yet seen st.navigation, Streamlit treats pages/ as a legacy
+    multipage folder and would run a page whose URL matches that name on its own, without app.py's sidebar."""
+    return path.stem.replace("_", "-").lower()
+
+
 def pages() -> list:
     """`st.Page` objects for `st.navigation`; the first one is the default (home) page."""
     import streamlit as st
 
-    return [st.Page(str(p), title=page_title(p), url_path=_slug(p), default=(i == 0))
+    return [st.Page(str(p), title=page_title(p), url_path=url_path(p), default=(i == 0))
             for i, p in enumerate(page_files())]

@@ -1,0 +1,312 @@
+"""The app, run headless with streamlit.testing.v1.AppTest on the real default model.
+
+Every page found in pages/ is run through app.py (so later pages are covered automatically); Embed &
+compare, the sidebar and the ui widgets get behaviour tests. Cache entries go to a temporary
+EMBEDSCOPE_CACHE whose models/ is a symlink to the real store's converted models (the ~30 s GGUF
+conversion happens at most once, in the real store, and is never repeated per test run).
+"""
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import ui
+
+REPO = Path(__file__).resolve().parent.parent
+APP = str(REPO / "app.py")
+TIMEOUT = 600  # seconds per script run: the first run may convert the default model; later pages may be slow
+
+pytestmark = pytest.mark.real
+
+
+@pytest.fixture(scope="module", autouse=True)
+def app_cache(tmp_path_factory):
+    """A fresh cache root for this module's results, sharing the real converted models."""
+    from analysis.backbone import cache_root
+
+    real_models = cache_root() / "models"
+    real_models.mkdir(parents=True, exist_ok=True)
+    root = tmp_path_factory.mktemp("embedscope_cache")
+    (root / "models").symlink_to(real_models, target_is_directory=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EMBEDSCOPE_CACHE", str(root))
+        yield root
+
+
+def run_app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    return at.run()
+
+
+def errors(at) -> list[str]:
+    return [e.value for e in at.error]
+
+
+def open_page(page: str, **state) -> AppTest:
+    """Run app.py, switch to `page` (relative path), run it."""
+    at = run_app()
+    assert not at.exception, at.exception
+    return at.switch_page(page).run()
+
+
+# ---- every page -------------------------------------------------------------------------------------------
+
+def test_app_home_and_sidebar():
+    at = run_app()
+    assert not at.exception, at.exception
+    assert not errors(at)
+    sidebar = " ".join(c.value for c in at.sidebar.caption)
+    assert "30 layers" in sidebar and "d=576" in sidebar  # the loaded model's facts
+    assert "decoder layer ℓ produces hidden state ℓ+1" in sidebar
+    assert at.sidebar.button(key="ui_clear_cache").label == "Clear cache"
+    assert any("Cache" in m.value for m in at.sidebar.markdown)
+    assert at.title[0].value == "embedscope"  # the home page is the default
+    page_links = at.get("page_link")
+    assert len(page_links) == len(ui.page_files()) - 1  # one link per view
+
+
+@pytest.mark.parametrize("page", [p.relative_to(REPO).as_posix() for p in ui.page_files()])
+def test_every_page_runs(page):
+    at = open_page(page)
+    assert not at.exception, f"{page}: {at.exception}"
+    assert not errors(at), f"{page}: {errors(at)}"
+    assert at.sidebar.radio(key="ui_model_choice").value == "default"  # app.py's sidebar framed the page
+
+
+def test_pages_are_titled_from_docstrings():
+    titles = [ui.nav.page_title(p) for p in ui.page_files()]
+    assert titles[:2] == ["Home", "Embed & compare"]
+    assert len(set(ui.nav.url_path(p) for p in ui.page_files())) == len(titles)
+
+
+# ---- Embed & compare --------------------------------------------------------------------------------------
+
+EMBED = "pages/2_embed_compare.py"
+FOUR = "A cat sat on the mat.\nA kitten rested on the rug.\nStocks fell sharply today.\nThe market dropped."
+
+
+def embed_page(text: str, methods=("last", "prompteol")) -> AppTest:
+    at = run_app().switch_page(EMBED)
+    at.run()
+    at.radio(key="embed_source").set_value("paste").run()
+    at.multiselect(key="embed_methods").set_value(list(methods))
+    at.text_area(key="embed_paste").set_value(text)
+    return at.run()
+
+
+def test_embed_compare_two_methods_heatmaps_table_timing():
+    at = embed_page(FOUR)
+    assert not at.exception, at.exception
+    assert not errors(at)
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2  # one heatmap per method
+    config = charts[0].proto.config
+    assert '"displayModeBar": true' in config and "toImageButtonOptions" in config  # PNG from the toolbar
+    downloads = [b.proto.id.rsplit("-", 1)[-1] for b in at.get("download_button")]  # ids end with the key
+    assert {"csv_similarity_last", "csv_similarity_prompteol", "csv_neighbours"} <= set(downloads)
+    timing, neighbours = at.dataframe[0].value, at.dataframe[1].value
+    assert list(timing["cache"]) == ["miss", "miss"]
+    assert (timing["seconds (computing)"] > 0).all()
+    assert len(neighbours) == 4 * 3  # 4 texts x k=3 neighbours, one column per method
+    assert {"Last token (last)", "PromptEOL (prompteol)"} <= set(neighbours.columns)
+    # The same inputs again: both results come from the cache.
+    at.run()
+    assert list(at.dataframe[0].value["cache"]) == ["hit", "hit"]
+
+
+def test_embed_compare_neighbours_are_right():
+    # Two near-duplicates and two unrelated texts: each duplicate's first neighbour is the other.
+    at = embed_page("The cat sat on the mat.\nThe cat sat on the mat!\nQuarterly revenue grew.\nIt rained in Oslo.",
+                    methods=("mean",))
+    table = at.dataframe[1].value
+    first = table[table["rank"] == 1].set_index("text")["Mean pooling (mean)"]
+    assert first["The cat sat on the mat."] == "The cat sat on the mat!"
+    assert first["The cat sat on the mat!"] == "The cat sat on the mat."
+
+
+def test_embed_compare_empty_input_is_a_message():
+    at = embed_page("   \n\n  ")
+    assert not at.exception, at.exception
+    assert any("No texts" in e for e in errors(at))
+    assert not at.get("plotly_chart")
+
+
+def test_embed_compare_no_method_is_a_message():
+    at = embed_page(FOUR, methods=())
+    assert not at.exception
+    assert any("at least one method" in i.value for i in at.info)
+
+
+def test_huge_text_is_refused_with_a_message():
+    at = embed_page("word " * (ui.MAX_CHARS // 5 + 10))
+    assert not at.exception
+    assert any("characters" in e and f"{ui.MAX_CHARS:,}" in e for e in errors(at))
+
+
+def test_many_texts_are_limited():
+    lines = "\n".join(f"Sentence number {i}." for i in range(ui.MAX_TEXTS + 20))
+    at = run_app().switch_page(EMBED)
+    at.run()
+    at.radio(key="embed_source").set_value("paste").run()
+    at.text_area(key="embed_paste").set_value(lines)
+    at.multiselect(key="embed_methods").set_value(["last"])
+    at.run()
+    assert not at.exception
+    limit = at.number_input(key=f"embed_limit_{ui.MAX_TEXTS + 20}")
+    assert limit.max == ui.MAX_TEXTS and limit.value == 200  # a default limit, never all 5,020
+    assert any(f"{ui.MAX_TEXTS:,}" in w.value for w in at.warning)
+    assert len(at.dataframe[1].value) == 200 * 3
+
+
+def test_invalid_parameter_is_a_message():
+    at = embed_page(FOUR, methods=("echo",))
+    at.text_input(key="embed_echo_template").set_value("only one copy: {text}").run()
+    assert not at.exception
+    assert any("exactly twice" in e for e in errors(at))
+    assert not at.get("plotly_chart")
+
+
+def test_layer_parameter_is_bounded_by_the_model():
+    at = embed_page(FOUR, methods=("last",))
+    layer = at.number_input(key="embed_last_layer_L30")
+    assert (layer.min, layer.max, layer.value) == (-31, 30, -1)
+    layer.set_value(0).run()  # hidden state 0: the token embeddings
+    assert not at.exception and not errors(at)
+    assert "layer=0" in at.dataframe[0].value["params"][0]
+
+
+# ---- sidebar: other models -------------------------------------------------------------------------------
+
+def test_unknown_model_id_is_a_clear_error():
+    at = run_app()
+    at.radio(key="ui_model_choice").set_value("other").run()
+    at.text_input(key="ui_model_id").set_value("no-such-org/no-such-model-xyz").run()
+    assert not at.exception, at.exception
+    assert any("no-such-org/no-such-model-xyz" in e and "not found" in e for e in errors(at))
+    assert at.sidebar.warning  # the sidebar says the model is not loaded
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory):
+    """A tiny random Llama saved as a local model folder, with a 128-token limit."""
+    from analysis.tiny import tiny_backbone
+
+    bb = tiny_backbone("llama", max_length=128)
+    folder = tmp_path_factory.mktemp("tiny_llama")
+    bb.model.save_pretrained(folder)
+    bb.tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_local_folder_model_and_truncation_message(tiny_folder):
+    at = run_app()
+    at.radio(key="ui_model_choice").set_value("other").run()
+    at.text_input(key="ui_model_id").set_value(str(tiny_folder)).run()
+    assert not at.exception and not errors(at)
+    assert "4 layers" in " ".join(c.value for c in at.sidebar.caption)
+    at.switch_page(EMBED).run()
+    at.radio(key="embed_source").set_value("paste").run()
+    at.multiselect(key="embed_methods").set_value(["mean"])
+    at.text_area(key="embed_paste").set_value("short one\n" + "a long text " * 200)
+    at.run()
+    assert not at.exception and not errors(at)
+    warned = [w.value for w in at.warning if "truncated" in w.value]
+    assert warned and "limit of 128 tokens" in warned[0]
+    at.run()  # from the cache now: the warning is still shown
+    assert list(at.dataframe[0].value["cache"]) == ["hit"]
+    assert any("truncated" in w.value for w in at.warning)
+
+
+# ---- ui pieces in isolation ----------------------------------------------------------------------------
+
+def test_clear_cache_keeps_model_weights(tmp_path, monkeypatch):
+    import cache
+
+    monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path))
+    store = cache.Store(tmp_path)
+    store.put(cache.make_key({"x": 1}), {"a": np.ones(1000)}, namespace="embeddings")
+    weights = tmp_path / "models" / "some-model" / "model.safetensors"
+    weights.parent.mkdir(parents=True)
+    weights.write_bytes(b"\0" * 2048)
+
+    def script():
+        import ui.model
+
+        ui.model.cache_panel()
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    assert "1 entries" in at.markdown[0].value and "2.0 KB" in at.caption[0].value
+    at.button(key="ui_clear_cache").click().run()
+    assert not at.exception
+    assert store.count() == 0 and weights.is_file()
+    assert "0 entries" in at.markdown[0].value and any("Removed 1" in s.value for s in at.success)
+
+
+def test_every_method_gets_parameter_widgets():
+    def script():
+        import streamlit as st
+
+        import ui
+        from analysis.methods import list_methods
+
+        with ui.user_errors():
+            methods = ui.method_picker("t", default=[m.name for m in list_methods()])
+            st.session_state["out"] = [m.name for m in methods]
+
+    from analysis.methods import list_methods
+
+    at = AppTest.from_function(script, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    assert not errors(at)
+    assert at.session_state["out"] == [m.name for m in list_methods()]
+    assert len(at.expander) == len(list_methods())
+
+
+def test_cached_runs_once_and_keeps_warnings():
+    def script():
+        import warnings
+
+        import numpy as np
+        import streamlit as st
+
+        import ui
+
+        def compute(progress):
+            st.session_state["calls"] = st.session_state.get("calls", 0) + 1
+            progress(1, 2)
+            warnings.warn("something to know")
+            progress(2, 2)
+            return {"x": np.arange(3.0)}, {"note": "hi"}
+
+        arrays, meta = ui.cached("uitest", {"v": 1, "t": st.session_state.get("t", 0)}, compute, "Test job")
+        st.session_state["meta"] = meta
+        st.session_state["x"] = arrays["x"].tolist()
+
+    at = AppTest.from_function(script, default_timeout=TIMEOUT)
+    at.session_state["t"] = time.time()  # a fresh key per test run
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state["x"] == [0.0, 1.0, 2.0] and at.session_state["calls"] == 1
+    assert at.session_state["meta"]["cache_hit"] is False
+    at.run()
+    assert at.session_state["calls"] == 1 and at.session_state["meta"]["cache_hit"] is True
+    assert at.session_state["meta"]["note"] == "hi"
+    assert any("something to know" in w.value for w in at.warning)  # shown again on the hit
+
+
+def test_pairs_input_counts():
+    def script():
+        import ui
+
+        with ui.user_errors():
+            ui.pairs_input("p")
+
+    at = AppTest.from_function(script, default_timeout=TIMEOUT).run()
+    assert not at.exception and not errors(at)
+    assert any("pair(s)" in c.value for c in at.caption)
+    at.selectbox(key="p_set").set_value("Lee corpus (human ratings)").run()
+    assert any("1,225 pair(s), 50 distinct texts" in c.value for c in at.caption)
