@@ -1,0 +1,291 @@
+"""KV-Embedding (Tang & Yang, 2026, "KV-Embedding: Training-free Text Embedding via Internal KV Re-routing in
+Decoder-only LLMs"): in a few chosen layers, the key and value of the final token -- which has read the whole
+text -- are prepended as an extra attended position, so every token can see a summary of the sequence in the
+same forward pass. A compression prompt pushes the final token towards summarising, and the embedding is the
+average of last-token and mean pooling over the final layer.
+
+How it is wired (no modeling code copied, no second pass):
+* `kv_reroute` is a registered attention function (`transformers.AttentionInterface`) with a mask function of
+  the same name (`AttentionMaskInterface`, the stock `sdpa_mask`, so the causal/padding mask is exactly the one
+  sdpa would get). It reads its per-call configuration from the keyword argument `kv_reroute` (a `Reroute`)
+  that `analysis.forward.run(..., kv_reroute=...)` passes to every attention call, and `module.layer_idx`.
+  `kv_reroute_eager` is the same with the eager mask and eager attention, for attention maps.
+* In a layer outside the set it calls the model's own sdpa/eager function with the untouched arguments, so an
+  empty set reproduces the prompt-only forward exactly. In a layer inside the set it gathers each row's final
+  real token's key/value (right or left padding), prepends them, widens the mask by n columns that every query
+  may attend to with additive score `bias`, and calls the same function.
+
+Layer numbers: the set holds DECODER layer indices (attention runs inside decoder layers). Decoder layer l reads
+hidden state l and produces hidden state l+1, so the pair re-routed at decoder layer l is a projection of hidden
+state l: an intrinsic-dimension window over hidden states s..e maps to decoder layers s..e.
+
+Trace capture (with `encode(..., trace=True)`): `kv.prefix_mass` (L, H, T) per text, the attention mass each
+query puts on the re-routed positions, per decoder layer and head (zero outside the set). With
+`attention=True`, `attention` has n + T columns in every layer, the n prefix columns first (zero outside the set).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass, field
+
+import torch
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
+
+from analysis.errors import UserError
+from analysis.forward import attention_backend, run
+from analysis.methods.base import EmbeddingMethod, param
+
+KWARG = "kv_reroute"  # the model keyword argument that carries a `Reroute`
+BACKEND, BACKEND_EAGER = "kv_reroute", "kv_reroute_eager"
+
+PROMPTS = {
+    "document": 'Context: "{text}"\nCompress the context in one word:',
+    "query": 'Query: "{text}"\nCompress the query in one word:',
+}
+
+
+# ---- the layer-set parameter ---------------------------------------------------------------------------------
+def parse_layers(raw: str) -> str:
+    """Canonical form of a layer-set string: "auto", "none", or sorted decoder layers like "3,4,5".
+    Accepts ranges ("3-5") and spaces. Raises ValueError (shown as a UserError by the callers)."""
+    text = str(raw).strip().lower()
+    if text in ("auto", "none", ""):
+        return text or "none"
+    out: set[int] = set()
+    for part in text.replace(" ", "").split(","):
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(f"{part!r} is not a layer number or range like 3-5")
+        out.update(range(int(lo), int(hi) + 1) if sep else [int(lo)])
+    if not out:
+        return "none"
+    return ",".join(str(l) for l in sorted(out))
+
+
+@dataclass(frozen=True)
+class KVEmbeddingParams:
+    layers: str = param(
+        "auto",
+        "Decoder layers whose attention gets the re-routed pair: 'auto' (the intrinsic-dimension window of this "
+        "model, computed once on the built-in texts), 'none' (prompt only, the ablation) or a list like '3,4,5' / "
+        "'3-5'. The paper chooses the layers by intrinsic dimension.",
+        parse=parse_layers,
+    )
+    bias: float = param(
+        1.0,
+        "Added to the pre-softmax score of the re-routed position(s); the paper's default 1.0 nudges every token "
+        "to read the summary. A very negative value switches the re-routing off.",
+        max=50.0, step=0.5,
+    )
+    n: int = param(1, "How many final tokens are re-routed (the last n); the paper re-routes the final token only.",
+                   min=1, max=16)
+    rerotate: bool = param(
+        False,
+        "Re-rotate the re-routed key from the final token's rotary position to position 0 (n tokens -> 0..n-1). "
+        "Off = the literal reading of the paper: the key keeps the final token's position.",
+    )
+    prompt: str = param("document", "The paper's compression prompt for documents ('Context') or queries ('Query').",
+                        choices=("document", "query"))
+    template: str = param("", "Custom prompt with {text}; empty = the paper's compression prompt chosen by `prompt`.")
+    pooling: str = param("hybrid", "Readout over the final layer: the paper's hybrid (mean of last-token and mean "
+                         "pooling) balances the summary token with the whole text; last and mean as options.",
+                         choices=("hybrid", "last", "mean"))
+    layer: int = param(-1, "Hidden state read out; the paper pools the final layer.")
+
+
+# ---- the attention function ----------------------------------------------------------------------------------
+@dataclass
+class Reroute:
+    """Per-call configuration read by the attention function (passed as model kwarg `kv_reroute`)."""
+
+    layers: frozenset  # decoder layers that re-route
+    bias: float
+    index: torch.Tensor  # (B, n) token indices of each row's re-routed tokens (its last n real tokens)
+    rope: tuple | None = None  # (cos_src, sin_src, cos_dst, sin_dst): (B|1, n, head_dim) each, for re-rotation
+    weights: bool = False  # return attention weights (eager backend): every layer gets n leading columns
+    masses: dict | None = None  # if a dict: decoder layer -> (B, H, T) attention mass on the prefix, filled here
+    n: int = field(init=False)
+
+    def __post_init__(self):
+        self.n = self.index.shape[1]
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def _rerotate(k: torch.Tensor, rope: tuple) -> torch.Tensor:
+    """Undo the rotary rotation at the source positions and apply the target positions' (rotate_half RoPE, as in
+    Llama/Qwen/Mistral/Gemma). k: (B, H_kv, n, d); cos/sin: (B|1, n, d)."""
+    cos_s, sin_s, cos_t, sin_t = (t.unsqueeze(1) for t in rope)  # (B|1, 1, n, d): broadcast over heads
+    # RoPE is x*cos + rot(x)*sin with cos^2+sin^2 = scale^2 per element; its inverse divides by that.
+    k0 = (k * cos_s - _rotate_half(k) * sin_s) / (cos_s**2 + sin_s**2)
+    return k0 * cos_t + _rotate_half(k0) * sin_t
+
+
+def _eager_of(module):
+    """The model's own eager attention function (from its modeling module), for exact delegation."""
+    fn = getattr(sys.modules[type(module).__module__], "eager_attention_forward", None)
+    if fn is None:
+        from transformers.models.llama.modeling_llama import eager_attention_forward as fn
+    return fn
+
+
+def _additive(mask: torch.Tensor | None, B: int, T: int, dtype, device) -> torch.Tensor:
+    """Any mask the model hands us -> additive float (B|1, 1, T, T): 0 = visible, dtype-min = hidden."""
+    lowest = torch.finfo(dtype).min
+    if mask is None:  # sdpa skipped the mask for a plain causal batch without padding
+        causal = torch.ones(T, T, dtype=torch.bool, device=device).tril()
+        return torch.zeros((), dtype=dtype, device=device).masked_fill(~causal, lowest)[None, None]
+    if mask.dtype == torch.bool:
+        return torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(~mask, lowest)
+    return mask.to(dtype)
+
+
+def _kv_attention(module, query, key, value, attention_mask, *, eager: bool, **kwargs):
+    cfg: Reroute | None = kwargs.pop(KWARG, None)
+    base = _eager_of(module) if eager else sdpa_attention_forward
+    if cfg is None or module.layer_idx not in cfg.layers:
+        out, weights = base(module, query, key, value, attention_mask, **kwargs)  # exactly the vanilla layer
+        if weights is not None and cfg is not None and cfg.weights:
+            pad = weights.new_zeros(*weights.shape[:3], cfg.n)  # (B, H, T, n): nothing on the absent prefix
+            weights = torch.cat([pad, weights], dim=-1)  # (B, H, T, n+T)
+        return out, weights
+
+    B, Hkv, T, d = key.shape  # (B, H_kv, T, d): before repeat_kv, so grouped-query attention needs nothing special
+    idx = cfg.index.to(key.device)[:, None, :, None].expand(B, Hkv, cfg.n, d)  # (B, H_kv, n, d)
+    k_pre = key.gather(2, idx)  # (B, H_kv, n, d): each row's own final real token(s), whatever the padding
+    v_pre = value.gather(2, idx)  # (B, H_kv, n, d)
+    if cfg.rope is not None:
+        k_pre = _rerotate(k_pre, cfg.rope)
+    key = torch.cat([k_pre, key], dim=2)  # (B, H_kv, n+T, d)
+    value = torch.cat([v_pre, value], dim=2)  # (B, H_kv, n+T, d)
+
+    mask = _additive(attention_mask, B, T, query.dtype, query.device)  # (B|1, 1, T, T)
+    bias = max(float(cfg.bias), torch.finfo(query.dtype).min)  # -inf -> dtype-min: padded rows stay finite
+    prefix = torch.full((mask.shape[0], 1, T, cfg.n), bias, dtype=query.dtype, device=query.device)
+    mask = torch.cat([prefix, mask], dim=-1)  # (B|1, 1, T, n+T): every query sees the prefix, with score + bias
+
+    out, weights = base(module, query, key, value, mask, **kwargs)
+    if cfg.masses is not None:
+        if weights is None:  # sdpa returns no weights: compute them for this layer only (trace mode)
+            k_full = key.repeat_interleave(query.shape[1] // Hkv, dim=1)  # (B, H, n+T, d)
+            scale = kwargs.get("scaling") or d**-0.5
+            weights = torch.softmax((query @ k_full.transpose(2, 3)) * scale + mask, dim=-1)  # (B, H, T, n+T)
+        cfg.masses[module.layer_idx] = weights[..., : cfg.n].sum(-1)  # (B, H, T)
+    return out, (weights if eager else None)
+
+
+def _sdpa_reroute(module, query, key, value, attention_mask, **kwargs):
+    return _kv_attention(module, query, key, value, attention_mask, eager=False, **kwargs)
+
+
+def _eager_reroute(module, query, key, value, attention_mask, **kwargs):
+    return _kv_attention(module, query, key, value, attention_mask, eager=True, **kwargs)
+
+
+AttentionInterface.register(BACKEND, _sdpa_reroute)
+AttentionInterface.register(BACKEND_EAGER, _eager_reroute)
+# The mask functions must be registered too, or transformers builds no causal mask at all for these names.
+AttentionMaskInterface.register(BACKEND, sdpa_mask)
+AttentionMaskInterface.register(BACKEND_EAGER, eager_mask)
+
+
+# ---- the method ----------------------------------------------------------------------------------------------
+_recording = threading.local()  # set while encode(trace=True) runs, so forward records prefix masses
+
+
+class KVEmbedding(EmbeddingMethod):
+    name = "kv_embedding"
+    title = "KV-Embedding"
+    summary = "Final token's key/value re-routed as a prefix in ID-chosen layers; hybrid pooling."
+    Params = KVEmbeddingParams
+    pooling = "hybrid"
+    bench_reference = {"layers": "none"}  # the benchmark compares against the prompt-only forward
+
+    def validate(self) -> None:
+        super().validate()
+        try:
+            canonical = parse_layers(self.params.layers)
+        except ValueError as err:
+            raise UserError(f"kv_embedding: layers={self.params.layers!r}: {err}; use auto, none or e.g. 3,4,5") from None
+        if canonical != self.params.layers:  # one spelling per layer set, so cache keys agree
+            object.__setattr__(self.params, "layers", canonical)
+        if self.params.template and "{text}" not in self.params.template:
+            raise UserError("kv_embedding: a custom template must contain {text}.")
+
+    @property
+    def template(self) -> str:
+        return self.params.template or PROMPTS[self.params.prompt]
+
+    def decoder_layers(self, backbone) -> frozenset:
+        """The decoder layers that re-route on this model (resolves 'auto'; validates explicit sets)."""
+        L = backbone.facts.n_layers
+        spec = self.params.layers
+        if spec == "none":
+            return frozenset()
+        if spec == "auto":
+            from analysis.intrinsic_dim import auto_window
+
+            return frozenset(auto_window(backbone, self.template).layers)
+        layers = frozenset(int(x) for x in spec.split(","))
+        bad = sorted(l for l in layers if l >= L)
+        if bad:
+            raise UserError(f"kv_embedding: decoder layers {bad} do not exist; this model has decoder layers 0..{L - 1}.")
+        return layers
+
+    def encode(self, backbone, texts, **kwargs):
+        previous = getattr(_recording, "on", False)
+        _recording.on = bool(kwargs.get("trace"))
+        try:
+            return super().encode(backbone, texts, **kwargs)
+        finally:
+            _recording.on = previous
+
+    def reroute(self, backbone, batch, *, weights: bool = False, masses: dict | None = None) -> Reroute:
+        """The per-call configuration for one padded batch."""
+        n = self.params.n
+        last = batch.last_index  # (B,)
+        index = (last[:, None] - torch.arange(n - 1, -1, -1)[None, :]).clamp(min=0)  # (B, n): last n, in order
+        if batch.padding_side == "left":  # left pads sit before the text: never re-route a pad
+            first = batch.attention_mask.argmax(dim=1)  # (B,) first real token
+            index = torch.maximum(index, first[:, None])
+        rope = None
+        if self.params.rerotate:
+            rotary = getattr(backbone.decoder, "rotary_emb", None)
+            if rotary is None:
+                raise UserError(f"kv_embedding: re-rotation needs a rotary embedding; {backbone.facts.architecture} "
+                                "has none where expected (decoder.rotary_emb).")
+            src = batch.position_ids.gather(1, index)  # (B, n) rotary positions of the re-routed tokens
+            dst = torch.arange(n)[None, :]  # (1, n): positions 0..n-1
+            probe = torch.zeros(1, dtype=backbone.model.dtype)
+            rope = (*rotary(probe, src), *rotary(probe, dst))  # cos/sin (B, n, d), then (1, n, d)
+        return Reroute(self.decoder_layers(backbone), float(self.params.bias), index, rope, weights, masses)
+
+    def forward(self, backbone, batch, layers, attention: bool = False):
+        masses = {} if getattr(_recording, "on", False) else None
+        cfg = self.reroute(backbone, batch, weights=attention, masses=masses)
+        with attention_backend(backbone, BACKEND_EAGER if attention else BACKEND):
+            cap = run(backbone, batch, layers, attention=attention, **{KWARG: cfg})
+        if masses is not None:
+            B, T = batch.input_ids.shape
+            zero = torch.zeros(B, backbone.facts.n_heads, T)
+            cap.kv_prefix_mass = torch.stack(
+                [masses.get(l, zero) for l in range(backbone.facts.n_layers)], dim=1)  # (B, L, H, T)
+        return cap
+
+    def trace_batch(self, backbone, batch, cap, trace) -> None:
+        super().trace_batch(backbone, batch, cap, trace)
+        mass = getattr(cap, "kv_prefix_mass", None)
+        if mass is None:
+            return
+        for b in range(batch.input_ids.shape[0]):
+            idx = batch.attention_mask[b].nonzero().squeeze(1)  # (T_b,) real tokens
+            trace.add("kv.prefix_mass", [mass[b][:, :, idx].float().numpy()])  # (L, H, T_b)

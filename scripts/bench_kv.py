@@ -1,0 +1,80 @@
+"""Cost of KV-Embedding's re-routing against the prompt-only forward, on the same texts in the same run.
+
+    python scripts/bench_kv.py [--texts 128] [--reps 5] [--layers auto] [--model default]
+
+Three configurations share the prompt, batching and pooling; only the attention differs:
+  vanilla      the model's own sdpa attention, no re-routing machinery at all
+  prompt-only  kv_embedding with layers=none (the registered function delegates in every layer)
+  re-routed    kv_embedding with the chosen layers (default: the ID-selected window)
+Runs are interleaved and the best of `reps` is kept, so load from other processes hurts all three alike.
+Prints one JSON line with seconds and ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--texts", type=int, default=128, help="how many STS-B dev sentences (demo sentences offline)")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--layers", default="auto")
+    ap.add_argument("--model", default="default")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    from analysis import load_backbone
+    from analysis.data import demo_texts, shared_stsb, text_sets
+    from analysis.forward import run
+    from analysis.methods import get_method
+    from analysis.methods.kv_embedding import KVEmbedding
+
+    bb = load_backbone(args.model)
+    if shared_stsb("dev") is not None:
+        texts = text_sets()["STS-B dev sentences"]().texts[: args.texts]
+    else:
+        texts = (demo_texts("all").texts * 10)[: args.texts]
+
+    class Vanilla(KVEmbedding):  # same prompt, batching and pooling; plain forward
+        def forward(self, backbone, batch, layers, attention=False):
+            return run(backbone, batch, layers)
+
+    rerouted = get_method("kv_embedding", layers=args.layers)
+    configs = {
+        "vanilla": Vanilla(layers="none"),
+        "prompt-only": get_method("kv_embedding", layers="none"),
+        "re-routed": rerouted,
+    }
+    layers = sorted(rerouted.decoder_layers(bb))  # resolves auto once, outside the timing
+    best = {k: float("inf") for k in configs}
+    with torch.inference_mode():
+        for m in configs.values():
+            m.encode(bb, texts[:16])  # warm-up
+        for _ in range(args.reps):
+            for name, m in configs.items():
+                start = time.perf_counter()
+                m.encode(bb, texts)
+                best[name] = min(best[name], time.perf_counter() - start)
+    out = {
+        "model": bb.facts.name,
+        "texts": len(texts),
+        "layers": layers,
+        "seconds": {k: round(v, 4) for k, v in best.items()},
+        "ratio_rerouted_vs_prompt_only": round(best["re-routed"] / best["prompt-only"], 4),
+        "ratio_rerouted_vs_vanilla": round(best["re-routed"] / best["vanilla"], 4),
+        "ratio_prompt_only_vs_vanilla": round(best["prompt-only"] / best["vanilla"], 4),
+    }
+    print(json.dumps(out))
+    return out
+
+
+if __name__ == "__main__":
+    main()
