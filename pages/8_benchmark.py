@@ -1,0 +1,104 @@
+"""Benchmark
+
+Methods × data sets: STS Spearman, classification-probe accuracy and retrieval nDCG@10, each with a 95%
+bootstrap interval. Every cell is cached, so the table fills in as it computes and reloads instantly.
+"""
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+import cache
+import ui
+from analysis import data as datasets
+from analysis.errors import UserError
+from analysis.evaluate import BENCH_NAMESPACE, Task, bench_parts, load_beir, run_task, score_from_record, score_record
+
+
+def builtin_tasks() -> dict:
+    """Offline data sets by menu name; each value builds its Task when called."""
+    tasks = {
+        "Lee corpus (STS)": lambda: Task("Lee", "sts", datasets.lee_pairs()),
+        "Demo pairs (STS)": lambda: Task("Demo pairs", "sts", datasets.demo_pairs()),
+        "Polarity (probe)": lambda: Task("Polarity", "probe", datasets.polarity()),
+        "Topics (probe)": lambda: Task("Topics", "probe", datasets.demo_texts("topics")),
+    }
+    if datasets.shared_stsb("dev") is not None:
+        tasks["STS-B dev (STS)"] = lambda: Task("STS-B dev", "sts", datasets.similarity_sets()["STS-B dev"]())
+    return tasks
+
+
+def cell_text(value: float, lo: float, hi: float) -> str:
+    return f"{value:.3f}" if lo != lo else f"{value:.3f} [{lo:.3f}, {hi:.3f}]"  # lo != lo: NaN, no interval
+
+
+with ui.user_errors():
+    st.title("Benchmark")
+    st.caption("STS: Spearman correlation of cosine similarity with the gold scores. Probe: accuracy of a "
+               "logistic regression on the frozen embeddings (stratified 5-fold cross-validation). Retrieval: "
+               "nDCG@10 of cosine ranking. Intervals: 95% percentile bootstrap over pairs, texts or queries.")
+    methods = ui.method_picker("bench", default=("last", "mean", "prompteol"))
+
+    menu = builtin_tasks()
+    chosen = st.multiselect("Data sets", list(menu), default=["Demo pairs (STS)", "Topics (probe)"], key="bench_sets")
+    tasks = [menu[name]() for name in chosen]
+    stsb = next((t for t in tasks if t.name == "STS-B dev"), None)
+    if stsb is not None:
+        n = int(st.slider("STS-B dev pairs (fewer = faster)", 100, len(stsb.data), min(500, len(stsb.data)),
+                          step=100, key="bench_stsb_limit"))
+        tasks[tasks.index(stsb)] = Task("STS-B dev" + ("" if n == len(stsb.data) else f" (first {n})"), "sts",
+                                        stsb.data.head(n))
+    with st.expander("Your own data"):
+        for up in st.file_uploader("Similarity pairs (STS-B format, or sentence1, sentence2, score)",
+                                   type=["csv", "tsv", "txt"], accept_multiple_files=True, key="bench_pairs_upload") or []:
+            tasks.append(Task(up.name, "sts", datasets.read_sts(up.getvalue(), name=up.name)))
+        for up in st.file_uploader("Labelled texts for the probe (.csv/.tsv with text and label columns)",
+                                   type=["csv", "tsv"], accept_multiple_files=True, key="bench_texts_upload") or []:
+            texts = datasets.read_texts(up.getvalue(), filename=up.name)
+            if texts.labels is None:
+                raise UserError(f"{up.name} has no 'label' column: the probe needs one.")
+            tasks.append(Task(up.name, "probe", texts))
+        folder = st.text_input("BEIR folder on this machine (corpus.jsonl, queries.jsonl, qrels/test.tsv)",
+                               key="bench_beir").strip()
+        if folder:
+            beir = load_beir(folder)
+            tasks.append(Task(f"BEIR {beir.name}", "retrieval", beir))
+    n_boot = int(st.slider("Bootstrap replicates", 0, 2000, 1000, step=100, key="bench_boot"))
+    if not tasks:
+        st.info("Choose at least one data set.")
+        st.stop()
+    for t in tasks:
+        if t.n_texts() > ui.MAX_TEXTS * 4:
+            raise UserError(f"{t.name} has {t.n_texts():,} texts to embed; use a smaller set or a limit.")
+
+    backbone = ui.get_backbone()
+    table_slot, rows = st.empty(), []
+    for m in methods:
+        for task in tasks:
+            def compute(progress, m=m, task=task):
+                def embed(texts):
+                    return cache.cached_encode(ui.store(), backbone, m, texts, progress=progress)[0]
+
+                return score_record(run_task(task, embed, n_boot=n_boot, seed=0))
+
+            arrays, meta = ui.cached(BENCH_NAMESPACE, bench_parts(backbone.identity, m, task, n_boot=n_boot, seed=0),
+                                     compute, f"{m.title} on {task.name}", quiet=True)
+            s = score_from_record(arrays, meta)
+            rows.append({"method": f"{m.title} ({m.name})", "data": task.name, "metric": s.metric, "score": s.value,
+                         "ci_low": s.lo, "ci_high": s.hi, "n": s.n, "cached": meta["cache_hit"]})
+            long = pd.DataFrame(rows)
+            wide = long.assign(cell=[cell_text(r.score, r.ci_low, r.ci_high) for r in long.itertuples()]) \
+                .pivot_table(index="method", columns=["data", "metric"], values="cell", aggfunc="first", sort=False)
+            wide.columns = [f"{d} ({metric})" for d, metric in wide.columns]
+            table_slot.dataframe(wide)
+
+    frame = pd.DataFrame(rows)
+    frame["err_plus"], frame["err_minus"] = frame["ci_high"] - frame["score"], frame["score"] - frame["ci_low"]
+    fig = px.bar(frame, x="data", y="score", color="method", barmode="group", error_y="err_plus",
+                 error_y_minus="err_minus", hover_data={"metric": True, "n": True, "err_plus": False,
+                                                        "err_minus": False},
+                 title="Score per data set (Spearman, accuracy or nDCG@10) with 95% intervals")
+    fig.update_layout(height=480, yaxis_title="score")
+    ui.show_figure(fig, frame.drop(columns=["err_plus", "err_minus"]), "benchmark")
+    computed = int((~frame["cached"]).sum())
+    st.caption(f"{len(frame)} cell(s): {computed} computed now, {len(frame) - computed} from the cache.")
