@@ -1,0 +1,99 @@
+"""Apply a trained PEFT adapter (e.g. a GIRCSE LoRA) from a local folder.
+
+The adapter is merged into a *copy* of the model (`merge_and_unload`), so the result is an ordinary
+decoder: hooks, attention functions and traces work unchanged, and the shared base model is never touched.
+The new backbone's identity adds a hash of the adapter's files, so cached results of the frozen model and
+of every adapter version stay apart. Loading is memoised per (backbone, adapter content).
+
+    tuned = load_adapter(backbone, "~/gircse-lora")   # Backbone
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import threading
+import weakref
+from pathlib import Path
+
+from analysis.backbone import Backbone
+from analysis.errors import UserError
+
+CONFIG = "adapter_config.json"
+WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+_SPEC = re.compile(r"^(?P<path>.+)@(?P<fp>[0-9a-f]{16})$")  # "folder@fingerprint", see adapter_spec
+
+_memo: "weakref.WeakKeyDictionary[Backbone, dict[str, Backbone]]" = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def adapter_folder(path: str) -> Path:
+    """The adapter folder named by `path` (a folder or a spec from `adapter_spec`), checked; else UserError."""
+    m = _SPEC.match(str(path).strip())
+    folder = Path(m["path"] if m else str(path).strip()).expanduser()
+    if not str(path).strip():
+        raise UserError("No adapter folder was given.")
+    if not folder.is_dir():
+        raise UserError(f"Adapter folder '{folder}' does not exist.")
+    if not (folder / CONFIG).is_file():
+        raise UserError(f"'{folder}' is not a PEFT adapter folder: it has no {CONFIG} (save one with "
+                        "peft's `save_pretrained`).")
+    try:
+        config = json.loads((folder / CONFIG).read_text())
+    except (OSError, ValueError) as err:
+        raise UserError(f"'{folder}/{CONFIG}' could not be read as JSON: {err}") from err
+    if not isinstance(config, dict) or "peft_type" not in config:
+        raise UserError(f"'{folder}/{CONFIG}' has no peft_type: not a PEFT adapter configuration.")
+    if not any((folder / w).is_file() for w in WEIGHTS):
+        raise UserError(f"'{folder}' has an adapter configuration but no weights ({' or '.join(WEIGHTS)}).")
+    return folder.resolve()
+
+
+def adapter_fingerprint(folder: Path) -> str:
+    """sha256 (16 hex digits) of the configuration and the weight files' bytes: LoRA files are small."""
+    h = hashlib.sha256()
+    for name in (CONFIG, *WEIGHTS):
+        f = folder / name
+        if f.is_file():
+            h.update(name.encode())
+            with open(f, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def adapter_spec(path: str) -> str:
+    """Canonical "absolute-folder@fingerprint" for a folder (or an older spec of it): what cache keys record."""
+    folder = adapter_folder(path)
+    return f"{folder}@{adapter_fingerprint(folder)}"
+
+
+def load_adapter(backbone: Backbone, path: str) -> Backbone:
+    """A new Backbone whose model is a copy of `backbone.model` with the adapter in `path` merged.
+
+    Raises:
+        UserError: the folder is not a PEFT adapter, or it does not fit this model.
+    """
+    folder = adapter_folder(path)
+    fingerprint = adapter_fingerprint(folder)
+    key = f"{folder}@{fingerprint}"
+    with _lock:
+        done = _memo.get(backbone, {}).get(key)
+        if done is not None:
+            return done
+        from peft import PeftModel
+
+        with backbone.lock:  # nobody hooks the base model while we copy it
+            model = copy.deepcopy(backbone.model)
+        try:
+            merged = PeftModel.from_pretrained(model, str(folder), is_trainable=False).merge_and_unload()
+        except (OSError, ValueError, KeyError, RuntimeError, AttributeError, TypeError) as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise UserError(f"The adapter in '{folder}' does not fit {backbone.facts.name}: {first}") from err
+        merged.eval()
+        merged.requires_grad_(False)
+        tuned = Backbone(merged, backbone.tokenizer, backbone.facts, f"{backbone.identity}+adapter:{fingerprint}")
+        _memo.setdefault(backbone, {})[key] = tuned
+        return tuned

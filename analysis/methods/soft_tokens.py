@@ -1,0 +1,348 @@
+"""Soft-token generation (GIRCSE: Tsai et al., 2025, "Let LLMs Speak Embedding Languages: Generative Text
+Embeddings via Iterative Contrastive Refinement").
+
+After the instruction-wrapped text the model generates K *soft* tokens: at step k the next-token
+distribution s_k = softmax(logits / τ) over the vocabulary is not sampled but turned into an input vector,
+the probability-weighted mix of the embedding matrix d_k = s_k · E, fed back with the KV cache (one new
+position per step). The embedding is the mean of the final-layer states of the K generated positions.
+
+GIRCSE's gains come from contrastive LoRA training with a stepwise loss; here the model is frozen unless an
+adapter folder is given (`adapter=`), so this module shows what generation alone does. `mode="hard"`
+feeds the argmax token instead (greedy decoding), for contrast.
+
+Layout. `collate` appends K placeholder positions (segment `GENERATED`) right after each text's tokens, so
+pooling, traces and `encode_layers` see one ordinary padded batch (B, T+K). Generation itself works in
+*cache columns*: the prompt with its own padding in columns 0..T-1 and step j in column T+j for every row;
+explicit position ids (from the batch) keep RoPE positions per row, and the 2D mask hides the pad gap of
+right-padded rows. The captured states are permuted back into the batch layout at the end.
+
+Trace names added (per text): `soft.top_ids` (K, n) int64, `soft.top_tokens` (K, n) str, `soft.top_probs`
+(K, n) float32 (the n most likely tokens of s_k), `soft.entropy` (K,) float32 in nats, `soft.argmax` (K,)
+int64, `soft.step_embeddings` (K, d) float32 = the readout after 1..K steps (un-normalised).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from analysis.errors import UserError
+from analysis.forward import Captured, resolve_layer, run
+from analysis.methods.base import EmbeddingMethod, param
+from analysis.tokens import Batch, Encoded, PLACEHOLDER, batches_by_length, check_texts, encode_texts
+from analysis.trace import Trace
+
+GENERATED = 127  # segment id of generated positions (fits the int8 segments kept in traces)
+TOPN = 10  # most likely tokens recorded per step in traces
+DEFAULT_INSTRUCTION = "Represent this text."
+POOLINGS = ("generated", "generated+text", "last_generated")
+
+
+@dataclass(frozen=True)
+class SoftTokenParams:
+    k: int = param(5, "Soft tokens generated after the input. GIRCSE trains with 5 and reports that 5 -> 20 at "
+                      "test time keeps improving its trained models; 0 = no generation (last prompt token).",
+                   min=0, max=64)
+    temperature: float = param(1.0, "τ in softmax(logits/τ). GIRCSE mixes the model's plain next-token "
+                                    "distribution (τ=1); τ -> 0 tends to the argmax token.", min=1e-4, max=10.0)
+    top_k: int = param(0, "Mix only the k most likely tokens (renormalised); 0 = the whole vocabulary, as GIRCSE.",
+                       min=0)
+    instruction: str = param(DEFAULT_INSTRUCTION, "Task instruction placed before the text as "
+                             "'Instruct: ...\\nQuery: <text>' (GIRCSE's format); a neutral default. Write an "
+                             "intention or emotion instruction to steer what the tokens express; empty = text only.")
+    pooling: str = param("generated", "generated = mean of the K generated states (GIRCSE); generated+text = mean "
+                         "over the text's tokens and the generated ones; last_generated = the K-th state only.",
+                         choices=list(POOLINGS))
+    mode: str = param("soft", "soft = probability-weighted mix of token embeddings (GIRCSE); hard = the argmax "
+                      "token (greedy decoding), the discrete baseline.", choices=["soft", "hard"])
+    layer: int = param(-1, "Hidden state read out at the generated positions; GIRCSE uses the final layer.")
+    adapter: str = param("", "Optional folder of a PEFT LoRA adapter (e.g. GIRCSE's trained weights) merged into "
+                         "a copy of the model; empty = the frozen model.")
+
+
+@dataclass
+class SoftCaptured(Captured):
+    """Captured states in the batch layout plus what each generation step saw."""
+
+    top_ids: torch.Tensor | None = None  # (B, K, n) most likely tokens of s_k
+    top_probs: torch.Tensor | None = None  # (B, K, n)
+    entropy: torch.Tensor | None = None  # (B, K) nats
+    argmax: torch.Tensor | None = None  # (B, K)
+    inputs: torch.Tensor | None = None  # (B, K, d) vectors fed at the generated positions
+    probs: torch.Tensor | None = None  # (B, K, V) whole distributions, only with keep_probs
+
+
+# ---- the mechanism, usable on its own ---------------------------------------------------------------------
+def next_token_logits(backbone, h: torch.Tensor) -> torch.Tensor:
+    """(B, d) final states (after the final norm) -> (B, V) logits, as the causal-LM head computes them."""
+    logits = backbone.model.get_output_embeddings()(h)  # (B, V)
+    cfg = backbone.model.config.get_text_config()
+    cap = getattr(cfg, "final_logit_softcapping", None)  # Gemma-2/3 squash logits; absent elsewhere
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    return logits
+
+
+def token_distribution(logits: torch.Tensor, temperature: float, top_k: int = 0) -> torch.Tensor:
+    """s = softmax(logits / τ), optionally restricted to the top-k logits and renormalised. (B, V) -> (B, V)."""
+    z = logits.to(torch.promote_types(logits.dtype, torch.float32)) / temperature  # half -> float32
+    if 0 < top_k < z.shape[-1]:
+        vals, idx = z.topk(top_k, dim=-1)  # (B, k)
+        return torch.zeros_like(z).scatter_(-1, idx, torch.softmax(vals, dim=-1))
+    return torch.softmax(z, dim=-1)
+
+
+def embed_mix(backbone, probs: torch.Tensor) -> torch.Tensor:
+    """d = s · E: (B, V) -> (B, d), on the same scale the embedding module gives a token (Gemma multiplies its
+    embeddings by sqrt(d) inside the module, so a one-hot s reproduces the token's input vector exactly)."""
+    emb = backbone.input_embeddings
+    mixed = probs.to(emb.weight.dtype) @ emb.weight  # (B, d)
+    scale = getattr(emb, "embed_scale", None)
+    return mixed * scale.to(mixed.dtype) if isinstance(scale, torch.Tensor) else mixed * (scale or 1.0)
+
+
+def generate(backbone, batch: Batch, layers, *, temperature: float = 1.0, top_k: int = 0, mode: str = "soft",
+             attention: bool = False, topn: int = TOPN, keep_probs: bool = False) -> SoftCaptured:
+    """Run the prompt once, then one cached step per `GENERATED` slot of `batch`; states in the batch layout.
+
+    Args:
+        batch: from `SoftTokens.collate`: every row has the same number K of `GENERATED` slots after its text.
+        layers: hidden-state indices or "all" (the final one is always computed: it gives the logits).
+        attention: also return attention weights (B, H, T+K, T+K) in the batch layout (eager backend).
+        topn: how many of each step's most likely tokens to record.
+        keep_probs: also return every step's whole distribution (B, K, V) (for one or a few texts).
+    """
+    from transformers import DynamicCache
+
+    L = backbone.facts.n_layers
+    layers = range(L + 1) if layers == "all" else layers
+    wanted = sorted({resolve_layer(L, l) for l in layers} | {L})
+    gen = batch.segments == GENERATED  # (B, S)
+    B, S = gen.shape
+    K = int(gen[0].sum())
+    if not bool((gen.sum(dim=1) == K).all()):
+        raise ValueError("every row must have the same number of generated slots")
+    T = S - K
+    # Cache column i holds batch column order[b, i]: prompt columns (pads included) first, then the K slots.
+    order = torch.argsort(gen.to(torch.int8), dim=1, stable=True)  # (B, S)
+    prompt_cols, gen_cols = order[:, :T], order[:, T:]  # (B, T), (B, K)
+    prompt = Batch(batch.input_ids.gather(1, prompt_cols), batch.attention_mask.gather(1, prompt_cols),
+                   batch.position_ids.gather(1, prompt_cols), batch.segments.gather(1, prompt_cols),
+                   batch.padding_side)
+    gen_pos = batch.position_ids.gather(1, gen_cols)  # (B, K): row b's step j sits at its length + j
+
+    # run() calls the decoder with use_cache=False; a cache passed explicitly is still read and extended by
+    # every attention layer (use_cache only decides whether the decoder creates and returns one).
+    cache = DynamicCache(config=backbone.model.config)
+    cap = run(backbone, prompt, wanted, attention=attention, past_key_values=cache)
+    states = {l: [cap.hidden[l]] for l in wanted}  # cache layout, (B, T, d) then (B, 1, d) per step
+    att_steps = [cap.attention] if attention else []
+    rows = torch.arange(B)
+    h = cap.hidden[L][rows, prompt.last_index]  # (B, d) state that predicts the first generated token
+    mask = prompt.attention_mask
+    top_ids, top_probs, entropy, argmax, fed, kept = [], [], [], [], [], []
+    for j in range(K):
+        probs = token_distribution(next_token_logits(backbone, h), temperature, top_k)  # (B, V)
+        p, i = probs.topk(min(topn, probs.shape[-1]), dim=-1)  # (B, n)
+        top_ids.append(i)
+        top_probs.append(p)
+        entropy.append(torch.special.entr(probs).sum(dim=-1))  # (B,), 0·log 0 = 0
+        argmax.append(i[:, 0])
+        if keep_probs:
+            kept.append(probs)
+        if mode == "hard":
+            x = backbone.input_embeddings(i[:, :1])  # (B, 1, d): exactly the token's input path
+        else:
+            x = embed_mix(backbone, probs).unsqueeze(1)  # (B, 1, d)
+        fed.append(x[:, 0])
+        mask = torch.cat([mask, mask.new_ones(B, 1)], dim=1)  # (B, T+j+1): the pad gap stays hidden
+        step = run(backbone, None, wanted, attention=attention, inputs_embeds=x, attention_mask=mask,
+                   position_ids=gen_pos[:, j:j + 1], past_key_values=cache)
+        for l in wanted:
+            states[l].append(step.hidden[l])
+        if attention:
+            att_steps.append(step.attention)
+        h = step.hidden[L][:, 0]  # (B, d)
+
+    inverse = torch.argsort(order, dim=1)  # batch column c is cache column inverse[b, c]
+    out = SoftCaptured()
+    for l in wanted:
+        x = torch.cat(states[l], dim=1)  # (B, S, d) cache layout
+        out.hidden[l] = x.gather(1, inverse.unsqueeze(-1).expand_as(x))  # (B, S, d) batch layout
+    if attention:
+        for layer in att_steps[0]:
+            H = att_steps[0][layer].shape[1]
+            full = att_steps[0][layer].new_zeros(B, H, S, S)  # (B, H, S, S) cache layout
+            full[:, :, :T, :T] = att_steps[0][layer]
+            for j, a in enumerate(att_steps[1:]):
+                full[:, :, T + j, : T + j + 1] = a[layer][:, :, 0]
+            idx = inverse[:, None, :, None].expand(B, H, S, S)
+            full = full.gather(2, idx)  # query rows into the batch layout
+            out.attention[layer] = full.gather(3, idx.transpose(2, 3))  # key columns too
+    d = backbone.facts.hidden_size
+    stack = (lambda xs, *shape: torch.stack(xs, dim=1) if xs else torch.zeros(B, 0, *shape))
+    out.top_ids, out.top_probs = stack(top_ids, topn).long(), stack(top_probs, topn)
+    out.entropy, out.argmax, out.inputs = stack(entropy), stack(argmax).long(), stack(fed, d)
+    if keep_probs:
+        out.probs = stack(kept, backbone.model.get_output_embeddings().out_features)
+    return out
+
+
+# ---- the method -------------------------------------------------------------------------------------------
+class SoftTokens(EmbeddingMethod):
+    name = "soft_tokens"
+    title = "Soft tokens (GIRCSE)"
+    summary = "Generate K soft tokens (probability-weighted embeddings) with the KV cache; mean of their states."
+    Params = SoftTokenParams
+
+    def validate(self) -> None:
+        super().validate()
+        p = self.params
+        if PLACEHOLDER in p.instruction:
+            raise UserError(f"soft_tokens: the instruction must not contain {PLACEHOLDER}; the text is added after it.")
+        if p.adapter:
+            from analysis.adapters import adapter_spec
+
+            # The key of cached results includes the params: record the adapter's content, not only its path.
+            self.params = dataclasses.replace(p, adapter=adapter_spec(p.adapter))
+
+    @property
+    def template(self) -> str:
+        instruction = self.params.instruction.strip()
+        return f"Instruct: {instruction}\nQuery: {PLACEHOLDER}" if instruction else PLACEHOLDER
+
+    # The base class uses these two for traces' pool_mask; readout_at is the single source of truth.
+    @property
+    def readout_pooling(self) -> str:
+        p = self.params
+        return "last" if p.pooling == "last_generated" or (p.k == 0 and p.pooling == "generated") else "mean"
+
+    @property
+    def mean_segments(self):
+        if self.params.pooling == "generated+text":
+            return (1, GENERATED) if self.params.k else (1,)
+        return (GENERATED,)
+
+    def prepare(self, backbone, texts: list[str]) -> list[Encoded]:
+        room = backbone.facts.max_length - self.params.k  # the generated tokens need positions too
+        if room < 2:
+            raise UserError(f"soft_tokens: k={self.params.k} leaves no room for text in this model's "
+                            f"{backbone.facts.max_length} positions.")
+        return encode_texts(backbone.tokenizer, self.template, texts, room)
+
+    def collate(self, backbone, items: list[Encoded], padding_side: str) -> Batch:
+        k, pad = self.params.k, backbone.tokenizer.pad_token_id
+        slots = [Encoded(np.concatenate([e.ids, np.full(k, pad, dtype=np.int64)]),
+                         np.concatenate([e.segments, np.full(k, GENERATED, dtype=np.int8)]), e.truncated)
+                 for e in items]
+        return super().collate(backbone, slots, padding_side)
+
+    def forward(self, backbone, batch: Batch, layers, attention: bool = False) -> Captured:
+        p = self.params
+        return generate(backbone, batch, layers, temperature=p.temperature, top_k=p.top_k, mode=p.mode,
+                        attention=attention)
+
+    def readout(self, hidden: torch.Tensor, batch: Batch) -> torch.Tensor:
+        return readout_at(hidden, batch, self.params.k, self.params.pooling)
+
+    def trace_batch(self, backbone, batch: Batch, cap: SoftCaptured, trace: Trace) -> None:
+        n_before = len(trace.tokens)
+        super().trace_batch(backbone, batch, cap, trace)
+        tok = backbone.tokenizer
+        layer = resolve_layer(backbone.facts.n_layers, self.params.layer)
+        hidden = cap.hidden[layer]  # (B, S, d)
+        K = self.params.k
+        steps = torch.stack([readout_at(hidden, batch, k, self.params.pooling) for k in range(1, K + 1)], dim=1) \
+            if K else hidden.new_zeros(hidden.shape[0], 0, hidden.shape[-1])  # (B, K, d)
+        for b in range(batch.input_ids.shape[0]):
+            ids = cap.top_ids[b]  # (K, n)
+            trace.add("soft.top_ids", [ids.numpy()])
+            trace.add("soft.top_tokens", [np.array([[token_text(tok, int(i)) for i in row] for row in ids],
+                                                   dtype=str).reshape(ids.shape)])
+            trace.add("soft.top_probs", [cap.top_probs[b].float().numpy()])
+            trace.add("soft.entropy", [cap.entropy[b].float().numpy()])
+            trace.add("soft.argmax", [cap.argmax[b].numpy()])
+            trace.add("soft.step_embeddings", [steps[b].float().numpy()])
+            # Generated positions have no token of their own: label them with their most likely token.
+            real = batch.attention_mask[b].nonzero().squeeze(1)
+            is_gen = (batch.segments[b, real] == GENERATED).tolist()
+            names = iter(f"⟨{token_text(tok, int(i))}⟩" for i in cap.argmax[b])
+            trace.tokens[n_before + b] = [next(names) if g else t for t, g in zip(trace.tokens[n_before + b], is_gen)]
+
+    # ---- entry points: the adapter (if any) is merged into a copy of the model once -------------------------
+    def encode(self, backbone, texts, **kwargs):
+        return super().encode(self.adapted(backbone), texts, **kwargs)
+
+    def encode_layers(self, backbone, texts, layers="all", **kwargs):
+        return super().encode_layers(self.adapted(backbone), texts, layers, **kwargs)
+
+    def adapted(self, backbone):
+        """The backbone with this method's adapter merged (the same object without one)."""
+        if not self.params.adapter:
+            return backbone
+        from analysis.adapters import load_adapter
+
+        return load_adapter(backbone, self.params.adapter)
+
+    def encode_steps(self, backbone, texts, ks, *, batch_size: int = 16, normalize: bool = True,
+                     padding_side: str = "right", progress=None) -> np.ndarray:
+        """Embeddings for several K from one generation of max(ks) tokens: (n, len(ks), d).
+
+        Generation is causal, so the first k steps of a longer run are exactly a run with K=k (the tests check
+        it); k=0 is the no-generation readout (last prompt token, or the text mean for generated+text).
+        """
+        ks = [int(k) for k in ks]
+        if not ks or min(ks) < 0:
+            raise UserError("soft_tokens: give one or more K >= 0.")
+        run_k = dataclasses.replace(self.params, k=max(ks))
+        method = type(self)(run_k)
+        backbone = method.adapted(backbone)
+        texts = check_texts(texts)
+        layer = resolve_layer(backbone.facts.n_layers, self.params.layer)
+        items = method.prepare(backbone, texts)
+        out = np.zeros((len(texts), len(ks), backbone.facts.hidden_size), dtype=np.float32)
+        done = 0
+        with torch.inference_mode(), backbone.lock:
+            for idx in batches_by_length([len(e) for e in items], batch_size):
+                batch = method.collate(backbone, [items[i] for i in idx], padding_side)
+                cap = method.forward(backbone, batch, [layer])
+                for j, k in enumerate(ks):
+                    out[idx, j] = readout_at(cap.hidden[layer], batch, k, self.params.pooling).float().numpy()
+                done += len(idx)
+                if progress is not None:
+                    progress(done, len(texts))
+        if normalize:
+            out = out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-12)
+        return out
+
+
+def readout_at(hidden: torch.Tensor, batch: Batch, k: int, pooling: str) -> torch.Tensor:
+    """The embedding a run with K=k gives, read from a batch with >= k generated slots. (B, S, d) -> (B, d)."""
+    gen = batch.segments == GENERATED  # (B, S)
+    rank = gen.long().cumsum(dim=1)  # (B, S): 1..K at the generated slots
+    first_k = gen & (rank <= k)
+    text = batch.segments == 1
+    if pooling == "generated+text":
+        keep = (first_k | text).to(hidden.dtype)  # (B, S)
+        return (hidden * keep.unsqueeze(-1)).sum(dim=1) / keep.sum(dim=1, keepdim=True)
+    rows = torch.arange(hidden.shape[0])
+    if k == 0:  # no generation: the state that predicts the first token
+        prompt = batch.attention_mask.bool() & ~gen
+        pos = torch.arange(gen.shape[1]).expand_as(gen)
+        return hidden[rows, torch.where(prompt, pos, -1).max(dim=1).values]
+    if pooling == "last_generated":
+        return hidden[rows, (gen & (rank == k)).long().argmax(dim=1)]
+    if pooling == "generated":
+        keep = first_k.to(hidden.dtype)
+        return (hidden * keep.unsqueeze(-1)).sum(dim=1) / keep.sum(dim=1, keepdim=True)
+    raise ValueError(f"unknown pooling {pooling!r}; choose one of {POOLINGS}")
+
+
+def token_text(tokenizer, token_id: int) -> str:
+    """Readable text of one token id (ids past the tokenizer's vocabulary are padding rows of the matrix)."""
+    if token_id >= len(tokenizer):
+        return f"<id {token_id}>"
+    return tokenizer.decode([token_id])
