@@ -16,8 +16,12 @@ def heatmap(sim: np.ndarray, texts: list[str], title: str) -> go.Figure:
     labels = [f"{i + 1}. {s}" for i, s in enumerate(short)]
     hover = [[f"<b>{sim[i, j]:.3f}</b><br>{i + 1}: {texts[i][:120]}<br>{j + 1}: {texts[j][:120]}"
               for j in range(len(texts))] for i in range(len(texts))]
-    fig = go.Figure(go.Heatmap(z=sim, x=labels, y=labels, text=hover, hoverinfo="text", colorscale="RdBu_r",
-                               zmid=0, zmin=-1, zmax=1, colorbar=dict(title="cos")))
+    # Colours span this matrix's own off-diagonal range: decoder embeddings are anisotropic (every cosine is
+    # high), so a fixed -1..1 scale would paint everything the same colour.
+    off = sim[~np.eye(len(texts), dtype=bool)]
+    low = float(off.min()) if off.size else -1.0
+    fig = go.Figure(go.Heatmap(z=sim, x=labels, y=labels, text=hover, hoverinfo="text", colorscale="Viridis",
+                               zmin=low, zmax=1.0, colorbar=dict(title="cos")))
     fig.update_layout(title=title, height=520, margin=dict(l=10, r=10, t=40, b=10),
                       xaxis=dict(showticklabels=len(texts) <= 30), yaxis=dict(showticklabels=len(texts) <= 30,
                                                                               autorange="reversed"))
@@ -27,7 +31,8 @@ def heatmap(sim: np.ndarray, texts: list[str], title: str) -> go.Figure:
 with ui.user_errors():
     st.title("Embed & compare")
     st.caption("Cosine similarity between every pair of texts, one matrix per method, and each text's nearest "
-               "neighbours. Methods that agree on what is similar give similar-looking matrices.")
+               "neighbours. Methods that agree on what is similar give similar-looking matrices. Each matrix's colours span "
+               "its own range of cosines (shown on its colour bar).")
     col_in, col_m = st.columns(2)
     with col_in:
         texts = ui.text_input("embed", default="Demo: ambiguous words")
