@@ -1,0 +1,67 @@
+"""`python -m analysis embed --method NAME --input texts.txt --output out.npy`: embed a file of texts."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from analysis.commands._common import add_method_arguments, encode, load_model, method_from_args, params_dict
+from analysis.errors import UserError
+
+HELP = "Embed the texts of a .txt (one per line) or .csv (`text` column) file with a method; save an (n, d) float32 .npy."
+
+
+def add_arguments(parser) -> None:
+    add_method_arguments(parser)
+    parser.add_argument("--input", required=True, help=".txt (one text per line), .csv or .tsv (a `text` column)")
+    parser.add_argument("--output", required=True, help="where to write the (n, d) float32 array (.npy)")
+
+
+def run(args) -> dict:
+    from analysis.data import read_texts
+
+    method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
+    output = Path(args.output)
+    if output.suffix != ".npy":
+        raise UserError(f"--output must be a .npy file, got {args.output}.")
+    if not output.parent.is_dir():
+        raise UserError(f"The folder of --output does not exist: {output.parent}.")
+    texts = read_texts(args.input).texts
+    backbone = load_model(args.model)
+    emb, info = encode(args, backbone, method, texts)
+    _save(output, emb)
+    return {
+        "method": method.name,
+        "params": params_dict(method),
+        "model": backbone.identity,
+        "n": int(emb.shape[0]),
+        "dim": int(emb.shape[1]),
+        "seconds": round(info["seconds"], 3),
+        "cached": info["cached"],
+        "truncated": _count_truncated(backbone, method, texts) if info["warnings"] else 0,
+        "output": str(output),
+    }
+
+
+def _count_truncated(backbone, method, texts) -> int:
+    """How many texts were cut to the model's limit (re-tokenizes: cheap next to the forward pass).
+    Only called when encoding warned, since a cache hit keeps the warning's text but not the count."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # already reported once by `encode`
+        return sum(bool(getattr(e, "truncated", False)) for e in method.prepare(backbone, texts))
+
+
+def _save(path: Path, emb: np.ndarray) -> None:
+    """Write atomically, so an interrupted run never leaves a half-written array under the final name."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".npy", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.save(fh, emb.astype(np.float32), allow_pickle=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
