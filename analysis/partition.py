@@ -40,9 +40,7 @@ def sentence_starts(text: str) -> np.ndarray:
     A text without sentence punctuation is one sentence."""
     spans = _segmenter().segment(text) if text.strip() else []
     starts = sorted({int(s.start) for s in spans if s.sent.strip()})
-    if not starts or starts[0] != 0:
-        starts = [0] + [s for s in starts if s > 0]
-    return np.asarray(starts, dtype=np.int64)
+    return np.asarray([0] + starts[1:], dtype=np.int64)  # text before the first sentence joins it
 
 
 def token_blocks(text_end: np.ndarray, text: str, by: str = "sentences", size: int = 1) -> np.ndarray:
