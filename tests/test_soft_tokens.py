@@ -400,6 +400,7 @@ def test_scaling_curve_on_tiny(tiny_llama):
     np.testing.assert_allclose(curve["sims"][2], (emb * emb_r).sum(1), atol=1e-5)
 
 
+@pytest.mark.real
 def test_real_model_cached_generation_matches_recompute(real):
     m = get_method("soft_tokens", k=3)
     text = "The movie was an absolute delight from start to finish."
@@ -415,6 +416,7 @@ def test_real_model_cached_generation_matches_recompute(real):
     assert float(cap.entropy[0, 0]) < 0.5 * np.log(real.facts.vocab_size)
 
 
+@pytest.mark.real
 def test_command_line(real, capsys):
     from analysis.__main__ import main
 

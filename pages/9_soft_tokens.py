@@ -1,0 +1,194 @@
+"""Soft tokens
+
+Watch a frozen model "think" in soft tokens (GIRCSE-style generation) and test whether more generated tokens
+make a better embedding.
+"""
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import ui
+from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
+from analysis.soft_tokens import SCALING_KS, generate_soft_tokens, scaling_curve, steps_frame, token_heatmap
+
+EMOTION = "Which emotion does this text express?"
+DEFAULT_TEXT = "After months of waiting, the letter finally came: she had been accepted."
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def generate(_backbone, identity: str, text: str, instruction: str, **settings) -> dict:
+    """One text's generation report; reruns of the page (any widget change) reuse it. `identity` keys the model."""
+    return generate_soft_tokens(_backbone, text, instruction, **settings)
+
+
+def shown(token: str) -> str:
+    return repr(token)[1:-1] or "∅"  # newlines and spaces stay visible
+
+
+def token_table(r: dict) -> pd.DataFrame:
+    """Steps as rows, ranks as columns: "token  p"."""
+    rows = {f"step {s + 1}": [f"{shown(t)}  {p:.3f}" for t, p in zip(r["top_tokens"][s], r["top_probs"][s])]
+            for s in range(len(r["top_tokens"]))}
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=[f"#{i + 1}" for i in range(len(r["top_tokens"][0]))])
+    frame.insert(0, "entropy", np.round(r["entropy"], 2))
+    return frame
+
+
+def heatmap_figure(r: dict, title: str) -> tuple[go.Figure, pd.DataFrame]:
+    heat = token_heatmap(r, max_tokens=25)
+    fig = go.Figure(go.Heatmap(z=heat.values, x=list(heat.columns), y=list(heat.index), colorscale="Blues",
+                               zmin=0, zmax=max(float(heat.values.max()), 1e-6), colorbar=dict(title="p"),
+                               hovertemplate="%{y} at %{x}: p = %{z:.3f}<extra></extra>"))
+    fig.update_layout(title=title, height=120 + 18 * len(heat), margin=dict(l=10, r=10, t=40, b=10),
+                      yaxis=dict(autorange="reversed"))
+    return fig, heat.reset_index()
+
+
+def lines_figure(results: dict, key: str, title: str, y_title: str, ref=None) -> tuple[go.Figure, pd.DataFrame]:
+    fig, rows = go.Figure(), []
+    for label, r in results.items():
+        steps = np.arange(1, len(r[key]) + 1)
+        fig.add_scatter(x=steps, y=r[key], mode="lines+markers", name=label)
+        rows += [{"instruction": label, "step": int(s), key: float(v)} for s, v in zip(steps, r[key])]
+    if ref is not None:
+        fig.add_hline(y=ref[0], line_dash="dot", annotation_text=ref[1])
+    fig.update_layout(title=title, xaxis_title="step k", yaxis_title=y_title, height=320,
+                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
+    return fig, pd.DataFrame(rows)
+
+
+with ui.user_errors():
+    st.title("Soft tokens")
+    st.caption("GIRCSE (Tsai et al., 2025) lets the model write K *soft* tokens after the text: at each step the "
+               "next-token distribution s_k = softmax(logits/τ) is not sampled but turned into an input vector, "
+               "the probability-weighted mix of all token embeddings d_k = s_k·E, fed back with the KV cache. The "
+               "embedding is the mean of the final-layer states of the K generated positions.")
+    backbone = ui.get_backbone()
+
+    adapter = st.text_input("LoRA adapter folder (optional)", key="soft_adapter",
+                            help="A folder saved by peft (adapter_config.json + adapter_model.safetensors), e.g. "
+                                 "GIRCSE's trained weights for this base model. It is merged into a copy of the model.")
+    if adapter.strip():
+        from analysis.adapters import adapter_spec, load_adapter
+
+        with st.spinner("Merging the adapter into a copy of the model…"):
+            adapter = adapter_spec(adapter)
+            load_adapter(backbone, adapter)
+        st.success(f"Adapter loaded: {adapter}")
+    else:
+        st.info("No adapter is loaded, so the model is frozen. The gains GIRCSE reports (and its test-time scaling) "
+                "come from contrastive LoRA training with a stepwise loss, which this app does not perform: what you "
+                "see here is what generation alone does to an untrained model's embedding.")
+
+    text = st.text_area("Text", value=DEFAULT_TEXT, height=80, key="soft_text")
+    col_a, col_b = st.columns(2)
+    with col_a:
+        instr_a = st.text_input("Instruction A", value=DEFAULT_INSTRUCTION, key="soft_instr_a")
+    with col_b:
+        instr_b = st.text_input("Instruction B (side by side)", value=EMOTION, key="soft_instr_b")
+    c1, c2, c3, c4, c5 = st.columns(5)
+    k = c1.slider("Soft tokens K", 1, 20, 10, key="soft_k")
+    temperature = c2.number_input("Temperature τ", min_value=1e-4, max_value=10.0, value=1.0, step=0.1,
+                                  format="%g", key="soft_temperature")
+    top_k = c3.number_input("Top-k (0 = all)", min_value=0, max_value=100_000, value=0, step=1, key="soft_top_k")
+    mode = c4.radio("Mode", ["soft", "hard"], horizontal=True, key="soft_mode",
+                    help="soft: mix of token embeddings (GIRCSE); hard: the argmax token (greedy decoding)")
+    topn = c5.slider("Tokens shown per step", 3, 15, 8, key="soft_topn")
+    settings = dict(k=k, temperature=float(temperature), top_k=int(top_k), topn=topn, mode=mode, adapter=adapter)
+
+    results = {}
+    with st.spinner("Generating…"):
+        for label, instruction in (("A", instr_a), ("B", instr_b)):
+            results[label] = generate(backbone, backbone.identity, text, instruction, **settings)
+
+    # ---- one instruction, step by step -------------------------------------------------------------------
+    st.subheader("Step by step (instruction A)")
+    r = results["A"]
+    with st.expander("The prompt as the model reads it"):
+        st.code(r["template"].replace("{text}", text))
+        st.caption(" | ".join(shown(t) for t in r["prompt_tokens"]))
+    st.dataframe(token_table(r))
+    fig, heat = heatmap_figure(r, "Probability of the leading tokens at each step")
+    ui.show_figure(fig, heat, "soft_heatmap_A")
+    left, right = st.columns(2)
+    with left:
+        fig, frame = lines_figure({"A": r}, "entropy", "Entropy of s_k", "nats",
+                                  ref=(r["max_entropy"], "uniform over the vocabulary"))
+        ui.show_figure(fig, frame, "soft_entropy_A")
+    with right:
+        fig, frame = lines_figure({"A": r}, "drift", "Drift: cosine to the step-K embedding", "cosine")
+        ui.show_figure(fig, frame, "soft_drift_A")
+    st.caption("Entropy near log V means the mix is close to the average of all embeddings; near 0 it is one token. "
+               "Drift shows how far the running mean of the generated states still is from the final embedding.")
+    st.download_button("Download steps (CSV)", steps_frame(r).to_csv(index=False).encode("utf-8"),
+                       file_name="soft_steps_A.csv", mime="text/csv", key="csv_soft_steps_A", on_click="ignore")
+
+    # ---- two instructions ---------------------------------------------------------------------------------
+    st.subheader("Two instructions, same text")
+    cols = st.columns(2)
+    for col, label, instruction in zip(cols, ("A", "B"), (instr_a, instr_b)):
+        with col:
+            fig, heat = heatmap_figure(results[label], f"{label}: {instruction[:60] or '(no instruction)'}")
+            ui.show_figure(fig, heat, f"soft_heatmap_pair_{label}")
+    tops = {label: {t for row in res["top_tokens"] for t in row} for label, res in results.items()}
+    only = pd.DataFrame({"instruction": ["A only", "B only", "both"],
+                         "tokens": [", ".join(sorted(map(shown, tops["A"] - tops["B"]))) or "–",
+                                    ", ".join(sorted(map(shown, tops["B"] - tops["A"]))) or "–",
+                                    ", ".join(sorted(map(shown, tops["A"] & tops["B"]))) or "–"]})
+    st.dataframe(only, hide_index=True)
+    left, right = st.columns(2)
+    with left:
+        fig, frame = lines_figure(results, "entropy", "Entropy per step", "nats")
+        ui.show_figure(fig, frame, "soft_entropy_pair")
+    with right:
+        cos_ab = float(results["A"]["embedding"] @ results["B"]["embedding"])
+        fig, frame = lines_figure(results, "drift", "Drift per step", "cosine to step K")
+        ui.show_figure(fig, frame, "soft_drift_pair")
+    st.caption(f"Cosine between the two final embeddings of the same text: **{cos_ab:.3f}**.")
+
+    # ---- test-time scaling --------------------------------------------------------------------------------
+    st.subheader("Test-time scaling")
+    st.caption("STS Spearman of the embedding for several K, against the same prompt without generation (K = 0: "
+               "the last prompt token's state, dotted line). One generation of max K tokens per text gives every "
+               "smaller K too (generation is causal), so the curve costs one run; the result is cached.")
+    pairs = ui.pairs_input("soft_pairs", default="Lee corpus (human ratings)")
+    ks = st.multiselect("K", [k for k in SCALING_KS if k], default=[k for k in SCALING_KS if k], key="soft_ks")
+    instruction = st.radio("Instruction", ["A", "B"], horizontal=True, key="soft_scaling_instr",
+                           format_func=lambda x: f"{x}: {(instr_a, instr_b)[x == 'B'][:50]}")
+    with_hard = st.checkbox("Also hard tokens (argmax), for contrast", value=False, key="soft_with_hard")
+    if not ks:
+        st.info("Choose at least one K.")
+        st.stop()
+    if not st.toggle("Compute the scaling curve", value=False, key="soft_scaling_run",
+                     help=f"{len(pairs.unique_texts()):,} texts × {max(ks)} generated tokens; minutes on a CPU."):
+        st.stop()
+    chosen = instr_a if instruction == "A" else instr_b
+    curves = {}
+    for m in ["soft", "hard"] if with_hard else [mode]:
+        params = dict(instruction=chosen, temperature=float(temperature), top_k=int(top_k), mode=m, adapter=adapter)
+        parts = {"pairs": pairs.name, "left": pairs.left, "right": pairs.right,
+                 "scores": [float(s) for s in pairs.scores], "ks": sorted({0, *ks}), **params,
+                 "model": backbone.identity}
+        arrays, _ = ui.cached("soft_scaling", parts,
+                              lambda progress, params=params: (
+                                  scaling_curve(backbone, pairs, sorted({0, *ks}), progress=progress, **params), {}),
+                              label=f"Soft-token scaling ({m} tokens, K up to {max(ks)})")
+        curves[m] = arrays
+    fig, rows = go.Figure(), []
+    for m, arrays in curves.items():
+        base = float(arrays["spearman"][0])
+        fig.add_scatter(x=arrays["ks"][1:], y=arrays["spearman"][1:], mode="lines+markers", name=f"{m} tokens")
+        fig.add_hline(y=base, line_dash="dot", annotation_text=f"no generation (K=0): {base:.3f}")
+        rows += [{"mode": m, "K": int(kk), "spearman": float(s), "minus K=0": float(s) - base}
+                 for kk, s in zip(arrays["ks"], arrays["spearman"])]
+    fig.update_layout(title=f"{pairs.name}: Spearman vs K", xaxis_title="generated tokens K",
+                      yaxis_title="Spearman ρ", height=380, margin=dict(l=10, r=10, t=40, b=10))
+    table = pd.DataFrame(rows)
+    ui.show_figure(fig, table, "soft_scaling")
+    st.dataframe(table.round(4), hide_index=True)
+    best = table.loc[table["spearman"].idxmax()]
+    st.markdown(f"Best: **K = {int(best['K'])}** ({best['mode']}), ρ = {best['spearman']:.3f} "
+                f"({best['minus K=0']:+.3f} against no generation). A frozen model was never trained to put meaning "
+                "into these positions, so a flat or falling curve is an honest result, not a bug.")

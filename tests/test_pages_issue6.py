@@ -1,0 +1,170 @@
+"""Soft tokens page, run headless with AppTest on the real default model.
+
+Results go to a temporary cache whose models/ links to the real converted models (as tests/test_app.py does).
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from analysis.data import demo_pairs
+from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
+from analysis.soft_tokens import generate_soft_tokens, scaling_curve
+
+REPO = Path(__file__).resolve().parent.parent
+PAGE = str(REPO / "pages" / "9_soft_tokens.py")
+TIMEOUT = 900
+TEXT = "The cat sat on the mat."
+
+pytestmark = pytest.mark.real
+
+
+@pytest.fixture(scope="module", autouse=True)
+def page_cache(tmp_path_factory):
+    from analysis.backbone import cache_root
+
+    real_models = cache_root() / "models"
+    real_models.mkdir(parents=True, exist_ok=True)
+    root = tmp_path_factory.mktemp("embedscope_cache")
+    (root / "models").symlink_to(real_models, target_is_directory=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EMBEDSCOPE_CACHE", str(root))
+        yield root
+
+
+def errors(at):
+    return [e.value for e in at.error]
+
+
+def figures(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def values(v) -> np.ndarray:
+    """A Plotly JSON array: a plain list, or a typed array {"dtype", "bdata" (base64)}."""
+    if isinstance(v, dict) and "bdata" in v:
+        import base64
+
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+    return np.asarray(v)
+
+
+def small_page(k=4, **widgets) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.run()
+    at.text_area(key="soft_text").set_value(TEXT)
+    at.slider(key="soft_k").set_value(k)
+    for key, value in widgets.items():
+        at.text_input(key=key).set_value(value)
+    return at.run()
+
+
+def test_page_runs_with_defaults_and_says_it_is_frozen():
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    assert not errors(at)
+    assert any("does not perform" in i.value and "contrastive" in i.value for i in at.info)
+    table = at.dataframe[0].value
+    assert table.shape[0] == 10  # K = 10 steps by default
+    assert len(figures(at)) >= 6  # heatmap, entropy, drift, two heatmaps, entropy and drift pairs
+
+
+def test_step_view_matches_the_library(real):
+    at = small_page(k=4)
+    assert not at.exception, at.exception
+    assert not errors(at)
+    want = generate_soft_tokens(real, TEXT, DEFAULT_INSTRUCTION, k=4, topn=8)
+    table = at.dataframe[0].value
+    assert list(table.index) == ["step 1", "step 2", "step 3", "step 4"]
+    np.testing.assert_allclose(table["entropy"].to_numpy(), np.round(want["entropy"], 2), atol=0.011)
+    first = table.iloc[0, 1]  # "token  p" of step 1, rank 1
+    assert first.endswith(f"{want['top_probs'][0, 0]:.3f}")
+    heat = figures(at)[0]["data"][0]
+    assert heat["type"] == "heatmap" and heat["x"] == [f"step {s}" for s in range(1, 5)]
+    drift = values(next(f for f in figures(at) if "Drift: cosine" in f["layout"]["title"]["text"])["data"][0]["y"])
+    np.testing.assert_allclose(drift, want["drift"], atol=1e-4)
+    assert drift[-1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_two_instructions_side_by_side(real):
+    at = small_page(k=3, soft_instr_b="Which emotion does this text express?")
+    assert not at.exception, at.exception
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert any(t.startswith("A: ") for t in titles) and any(t.startswith("B: Which emotion") for t in titles)
+    only = at.dataframe[1].value
+    assert list(only["instruction"]) == ["A only", "B only", "both"]
+    a = generate_soft_tokens(real, TEXT, DEFAULT_INSTRUCTION, k=3, topn=8)
+    b = generate_soft_tokens(real, TEXT, "Which emotion does this text express?", k=3, topn=8)
+    cos = float(a["embedding"] @ b["embedding"])
+    assert any(f"{cos:.3f}" in c.value for c in at.caption)
+
+
+def test_hard_mode_and_top_k():
+    at = small_page(k=3)
+    at.radio(key="soft_mode").set_value("hard")
+    at.number_input(key="soft_top_k").set_value(5)
+    at.run()
+    assert not at.exception, at.exception
+    assert not errors(at)
+    table = at.dataframe[0].value
+    assert (table["entropy"] <= np.log(5) + 0.01).all()  # top-5 truncation bounds the entropy
+
+
+def test_test_time_scaling_matches_the_library_and_is_cached(real):
+    at = small_page(k=2)
+    at.radio(key="soft_pairs_source").set_value("set")
+    at.selectbox(key="soft_pairs_set").set_value("Demo paraphrase pairs")
+    at.run()
+    at.multiselect(key="soft_ks").set_value([1, 3])
+    at.toggle(key="soft_scaling_run").set_value(True)
+    at.run()
+    assert not at.exception, at.exception
+    assert not errors(at)
+    want = scaling_curve(real, demo_pairs(), ks=(0, 1, 3))
+    fig = next(f for f in figures(at) if "Spearman vs K" in f["layout"]["title"]["text"])
+    line = fig["data"][0]
+    assert values(line["x"]).tolist() == [1, 3]
+    np.testing.assert_allclose(values(line["y"]), want["spearman"][1:], atol=1e-6)
+    assert fig["layout"]["shapes"][0]["y0"] == pytest.approx(want["spearman"][0], abs=1e-6)  # K=0 line
+    table = at.dataframe[-1].value
+    assert list(table["K"]) == [0, 1, 3]
+    at.run()
+    assert any("from the cache" in c.value for c in at.caption)
+
+
+def test_adapter_folder(tmp_path, real):
+    at = small_page(k=2, soft_adapter=str(tmp_path / "missing"))
+    assert not at.exception, at.exception
+    assert any("does not exist" in e for e in errors(at))
+
+    import copy
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(0)
+    peft_model = get_peft_model(copy.deepcopy(real.model), LoraConfig(r=2, target_modules=["q_proj", "v_proj"],
+                                                                      init_lora_weights=False))
+    peft_model.save_pretrained(tmp_path / "lora")
+    del peft_model
+    at = small_page(k=2, soft_adapter=str(tmp_path / "lora"))
+    assert not at.exception, at.exception
+    assert not errors(at)
+    assert any("Adapter loaded" in s.value for s in at.success)
+    assert not any("does not perform" in i.value for i in at.info)
+    frozen = generate_soft_tokens(real, TEXT, DEFAULT_INSTRUCTION, k=2, topn=8)
+    entropy = at.dataframe[0].value["entropy"].to_numpy()
+    assert not np.allclose(entropy, np.round(frozen["entropy"], 2))
+
+
+def test_bad_input_is_a_message_not_a_traceback():
+    at = small_page(k=2, soft_instr_a="Put {text} here")
+    assert not at.exception, at.exception
+    assert any("must not contain {text}" in e for e in errors(at))
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
+    at.text_area(key="soft_text").set_value("   ").run()
+    assert not at.exception, at.exception
+    assert any("Enter a text" in e for e in errors(at))
