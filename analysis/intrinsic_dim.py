@@ -179,6 +179,28 @@ def trajectory(backbone, method, texts, readout: str = "last", *, bootstrap: int
     return trajectory_from_states(states, bootstrap=bootstrap, seed=seed, progress=est)
 
 
+COLUMNS = ("layer", "id", "lo", "hi", "n_points", "n_unique", "defined", "reason")
+
+
+def cache_parts(backbone, method, texts, readout: str, bootstrap: int, seed: int = 0) -> dict:
+    """Cache-key parts of a trajectory, shared by the app page and the `id` command (namespace
+    "intrinsic_dim"), so each reuses what the other computed."""
+    digest = hashlib.sha256(json.dumps(list(texts), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    return {"model": backbone.identity, "method": method.name, "params": method.params,
+            "texts": digest.hexdigest(), "readout": readout, "bootstrap": int(bootstrap), "seed": int(seed)}
+
+
+def to_arrays(df) -> dict[str, np.ndarray]:
+    """A trajectory DataFrame as plain arrays (no object dtype), for the compute cache."""
+    return {c: (df[c].to_numpy().astype(str) if c == "reason" else df[c].to_numpy()) for c in COLUMNS}
+
+
+def from_arrays(arrays):
+    import pandas as pd
+
+    return pd.DataFrame({c: arrays[c] for c in COLUMNS})
+
+
 # ---- selection -------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Selection:
@@ -247,7 +269,7 @@ def select_window(ids, n_layers: int) -> Selection:
 # ---- 'auto' for KV-Embedding: computed once per model and prompt ------------------------------------------------
 AUTO_DESCRIPTION = ("the ID trajectory of final-token states (prompt only, no re-routing) over the built-in texts: "
                     "112 demo sentences, the 50 Lee documents and 200 polarity sentences (362 texts)")
-_AUTO: dict[str, Selection] = {}
+_AUTO: dict[str, tuple] = {}  # key -> (Selection, ids)
 
 
 def auto_corpus() -> list[str]:
@@ -257,7 +279,13 @@ def auto_corpus() -> list[str]:
 
 
 def auto_window(backbone, template: str, progress: Callable[[int, int], None] | None = None) -> Selection:
-    """The window KV-Embedding's `layers=auto` uses: `select_window` on AUTO_DESCRIPTION's trajectory.
+    """The window KV-Embedding's `layers=auto` uses: `select_window` on AUTO_DESCRIPTION's trajectory."""
+    return auto_trajectory(backbone, template, progress)[0]
+
+
+def auto_trajectory(backbone, template: str,
+                    progress: Callable[[int, int], None] | None = None) -> tuple[Selection, list[float | None]]:
+    """(Selection, ID per hidden state 0..L, None = undefined) behind `layers=auto`.
 
     Cached in memory and as a small JSON record under the project cache (`<cache root>/auto_layers/`), keyed
     by the model identity, the prompt and the library version, so a model pays the ~360-text pass once."""
@@ -272,6 +300,7 @@ def auto_window(backbone, template: str, progress: Callable[[int, int], None] | 
     try:
         record = json.loads(path.read_text())
         sel = Selection(record["rule"], record["start"], record["end"], tuple(record["layers"]), record["reason"])
+        ids = list(record["ids"])
     except (OSError, ValueError, KeyError, TypeError):
         from analysis.methods import get_method
 
@@ -280,12 +309,13 @@ def auto_window(backbone, template: str, progress: Callable[[int, int], None] | 
         sel = select_window(df["id"].to_numpy(), backbone.facts.n_layers)
         if not sel.layers:
             raise UserError(f"layers=auto: no window could be chosen ({sel.reason}); give the layers explicitly.")
-        record = {**sel.as_dict(), "ids": [None if not np.isfinite(v) else float(v) for v in df["id"]],
-                  "model": backbone.identity, "template": template, "corpus": AUTO_DESCRIPTION}
+        ids = [None if not np.isfinite(v) else float(v) for v in df["id"]]
+        record = {**sel.as_dict(), "ids": ids, "model": backbone.identity, "template": template,
+                  "corpus": AUTO_DESCRIPTION}
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "w") as fh:
             json.dump(record, fh)
         os.replace(tmp, path)  # atomic: concurrent writers leave one complete record
-    _AUTO[key] = sel
-    return sel
+    _AUTO[key] = (sel, ids)
+    return sel, ids

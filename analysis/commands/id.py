@@ -1,0 +1,95 @@
+"""`python -m analysis id --data PATH [--limit N] [--readout last|mean] [--method NAME] [--bootstrap B]`: the
+TwoNN intrinsic-dimension trajectory over hidden states 0..L and the window KV-Embedding's rules select."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from analysis.commands._common import add_method_arguments, load_model, method_from_args
+from analysis.errors import UserError
+
+HELP = ("Intrinsic dimension (TwoNN) of every hidden state over a corpus, with bootstrap bands, and the layer "
+        "window KV-Embedding's selection rules pick (JSON). Hidden state 0 = embeddings; decoder layer l "
+        "produces hidden state l+1; window layer k = re-route in decoder layer k.")
+
+BUILT_IN = {"demo": "Demo sentences", "polarity": "Polarity sentences", "lee": "Lee corpus documents",
+            "stsb-dev": "STS-B dev sentences"}
+
+
+def add_arguments(parser) -> None:
+    add_method_arguments(parser)
+    parser.set_defaults(method="kv_embedding")
+    for action in parser._actions:
+        if action.dest == "method":
+            action.required = False
+            action.help = ("method whose prompt and intervention are applied (default kv_embedding, with "
+                           "layers=none unless --param layers=... is given: the prompt-only states the paper uses)")
+    parser.add_argument("--data", required=True, help="a .txt (one text per line) / .csv / .tsv file, or a built-in "
+                        f"set: {', '.join(BUILT_IN)}")
+    parser.add_argument("--limit", type=int, default=1000, help="use the first N texts (default 1000)")
+    parser.add_argument("--readout", choices=["last", "mean"], default="last",
+                        help="final-token states (default) or the mean over the text")
+    parser.add_argument("--bootstrap", type=int, default=20, help="bootstrap resamples for the bands (0 = none)")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def _texts(args) -> list[str]:
+    from analysis.data import read_texts, text_sets
+
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"--limit must be a positive number of texts, got {args.limit}.")
+    if args.data in BUILT_IN:
+        sets = text_sets()
+        if BUILT_IN[args.data] not in sets:
+            raise UserError(f"{args.data}: not available on this machine (STS-B lives in ../shared/data).")
+        return sets[BUILT_IN[args.data]]().texts[: args.limit]
+    return read_texts(args.data, limit=args.limit).texts
+
+
+def run(args) -> dict:
+    from analysis import intrinsic_dim as idm
+
+    if args.method == "kv_embedding" and not any(p.strip().startswith("layers=") for p in args.param):
+        args.param = [*args.param, "layers=none"]
+    method = method_from_args(args)
+    if args.bootstrap < 0:
+        raise UserError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
+    texts = _texts(args)
+    backbone = load_model(args.model)
+    start = time.perf_counter()
+
+    def compute():
+        df = idm.trajectory(backbone, method, texts, args.readout, bootstrap=args.bootstrap, seed=args.seed,
+                            batch_size=args.batch_size)
+        return idm.to_arrays(df), {"seconds": time.perf_counter() - start}
+
+    if args.no_cache:
+        arrays, hit = compute()[0], False
+    else:
+        from cache import default_store
+
+        entry, hit = default_store().get_or_compute(
+            idm.cache_parts(backbone, method, texts, args.readout, args.bootstrap, args.seed), compute,
+            namespace="intrinsic_dim")
+        arrays = entry.arrays
+    df = idm.from_arrays(arrays)
+    sel = idm.select_window(df["id"].to_numpy(), backbone.facts.n_layers)
+    clean = lambda v: None if isinstance(v, float) and math.isnan(v) else v  # noqa: E731 - JSON has no NaN
+    rows = [{k: clean(v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+            for r in df.to_dict(orient="records")]
+    return {
+        "model": backbone.identity,
+        "method": method.name,
+        "params": {k: getattr(method.params, k) for k in method.params.__dataclass_fields__},
+        "data": str(args.data),
+        "n_texts": len(texts),
+        "readout": args.readout,
+        "bootstrap": args.bootstrap,
+        "convention": "hidden state 0 = embeddings; decoder layer l produces hidden state l+1; "
+                      "window layer k = re-route in decoder layer k (it reads hidden state k)",
+        "trajectory": rows,
+        "selection": sel.as_dict(),
+        "seconds": round(time.perf_counter() - start, 3),
+        "cached": hit,
+    }

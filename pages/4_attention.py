@@ -1,0 +1,98 @@
+"""Attention
+
+Where does attention go? The mass every token puts on KV-Embedding's re-routed prefix (per layer and head),
+and which words each method's final token actually reads.
+"""
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+import ui
+from analysis.attention import prefix_mass_summary, word_attention
+
+DEFAULT_TEXT = "The bank by the river raised its interest rates after the flood damaged the town."
+
+
+def traced(method, text: str) -> dict:
+    """The trace pieces this page needs, through the cache: tokens, prefix mass, the final token's rows."""
+    backbone = ui.get_backbone()
+
+    def compute(progress):
+        _, tr = method.encode(backbone, [text], trace=True, attention=True, progress=progress)
+        att = tr["attention"][0]  # (L, H, T, S)
+        arrays = {"tokens": np.array(tr.tokens[0], dtype=str), "final": att[:, :, -1, :]}  # final: (L, H, S)
+        if "kv.prefix_mass" in tr:
+            arrays["mass"] = tr["kv.prefix_mass"][0]  # (L, H, T)
+        return arrays, {}
+
+    arrays, _ = ui.cached("attention_trace", {"method": method.name, "params": method.params, "text": text},
+                          compute, f"{method.title}: attention maps", quiet=True)
+    return arrays
+
+
+def prefix_figure(mass: np.ndarray, tokens, layers) -> go.Figure:
+    by_head, by_pos = prefix_mass_summary(mass)  # (L, H), (L, T)
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.35, 0.65], horizontal_spacing=0.08,
+                        subplot_titles=("mean over query positions", "profile along the sequence (mean over heads)"))
+    fig.add_trace(go.Heatmap(z=by_head, x=[f"h{h}" for h in range(by_head.shape[1])], y=list(range(len(by_head))),
+                             colorscale="Viridis", zmin=0, zmax=1, colorbar=dict(title="mass", x=0.3)), 1, 1)
+    profile = by_pos[sorted(layers)].mean(axis=0) if layers else np.zeros(by_pos.shape[1])
+    labels = [f"{i}:{t}" for i, t in enumerate(tokens)]
+    fig.add_trace(go.Scatter(x=labels, y=profile, mode="lines+markers", name="layers in the set"), 1, 2)
+    fig.update_yaxes(title_text="decoder layer", autorange="reversed", row=1, col=1)
+    fig.update_yaxes(title_text="mass on the prefix", range=[0, 1], row=1, col=2)
+    fig.update_layout(height=480, showlegend=False, margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+with ui.user_errors():
+    st.title("Attention")
+    backbone = ui.get_backbone()
+    L = backbone.facts.n_layers
+    text = st.text_area("Text", DEFAULT_TEXT, key="attn_text", height=80).strip()
+    if not text:
+        st.info("Enter a text.")
+        st.stop()
+
+    st.subheader("Attention to the re-routed prefix")
+    st.caption("For KV-Embedding: the share of each query's attention that lands on the prepended key/value of "
+               "the final token, per decoder layer and head. Layers outside the re-routing set have no prefix (0).")
+    kv = ui.method_picker("attn_kv", default=("kv_embedding",), multi=False, only=("kv_embedding",))[0]
+    kv_arrays = traced(kv, text)
+    in_set = sorted(kv.decoder_layers(backbone))
+    st.caption(f"Re-routing in decoder layers {', '.join(map(str, in_set)) or 'none'} "
+               f"(layers={kv.params.layers}).")
+    mass = kv_arrays["mass"]
+    by_head, by_pos = prefix_mass_summary(mass)
+    frame = pd.DataFrame([{"decoder_layer": l, "head": h, "mean_prefix_mass": by_head[l, h]}
+                          for l in range(by_head.shape[0]) for h in range(by_head.shape[1])])
+    ui.show_figure(prefix_figure(mass, list(kv_arrays["tokens"]), in_set), frame, "prefix_mass")
+
+    st.subheader("Which words does the final token read?")
+    st.caption("The final token's attention (mean over the chosen decoder layers and all heads) summed over the "
+               "sub-word tokens of each word and over every copy of the text (Echo has two). Bars show each "
+               "word's share of the attention that lands on the text, so methods are comparable; the table "
+               "gives what went to the prompt and to the prefix.")
+    methods = ui.method_picker("attn_words", default=("prompteol", "echo", "kv_embedding"))
+    lo, hi = st.slider("Decoder layers averaged", 0, L - 1, (0, L - 1), key="attn_layers")
+    frames, rest = [], []
+    for m in methods:
+        arrays = traced(m, text)
+        f = word_attention(backbone.tokenizer, m.template, text, arrays["final"], len(arrays["tokens"]),
+                           layers=range(lo, hi + 1))
+        on_text = f["mass"].sum()
+        label = f"{m.title} ({m.name})"
+        frames.append(f.assign(method=label, share=f["mass"] / on_text if on_text > 0 else 0.0))
+        rest.append({"method": label, "on the text": on_text, "on the prompt": f.attrs["template_mass"],
+                     "on the prefix": f.attrs["prefix_mass"]})
+    words = pd.concat(frames, ignore_index=True)
+    fig = go.Figure()
+    for label, g in words.groupby("method", sort=False):
+        fig.add_trace(go.Bar(x=[f"{i}:{w}" for i, w in zip(g["word_index"], g["word"])], y=g["share"], name=label))
+    fig.update_layout(barmode="group", height=420, yaxis_title="share of the text's attention",
+                      margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.3))
+    ui.show_figure(fig, words, "final_token_word_attention")
+    st.dataframe(pd.DataFrame(rest), hide_index=True)

@@ -1,0 +1,141 @@
+"""Layer explorer
+
+Does the intrinsic-dimension minimum pick the best layers? Sweep KV-Embedding's re-routing window (start ×
+width × bias) on labelled pairs, next to the ID trajectory on the same layer axis.
+"""
+
+from dataclasses import asdict
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+import cache
+import ui
+from analysis import explorer
+from analysis.intrinsic_dim import AUTO_DESCRIPTION, auto_trajectory
+from analysis.methods import get_method
+
+NS = "kv_explorer"
+BIASES = [-2.0, 0.0, 0.5, 1.0, 2.0, 4.0]
+
+
+def score(method, pairs, label: str) -> float:
+    backbone = ui.get_backbone()
+
+    def compute(progress):
+        rho = explorer.spearman_of(backbone, method, pairs, progress)
+        return {"spearman": np.array([rho])}, {}
+
+    arrays, _ = ui.cached(NS, explorer.score_parts(backbone, pairs, method), compute, label, quiet=True)
+    return float(arrays["spearman"][0])
+
+
+def lookup(method, pairs) -> float | None:
+    entry = ui.store().get(cache.make_key(explorer.score_parts(ui.get_backbone(), pairs, method)), NS)
+    return None if entry is None else float(entry.arrays["spearman"][0])
+
+
+def figure(ids, sel, rows, refs, id_score, L) -> go.Figure:
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.3, 0.35, 0.35],
+                        subplot_titles=("intrinsic dimension (the 'auto' trajectory)", "Spearman by window start",
+                                        "Spearman heatmap"))
+    fig.add_trace(go.Scatter(x=list(range(L + 1)), y=[np.nan if v is None else v for v in ids],
+                             mode="lines+markers", name="ID", line=dict(color="black")), 1, 1)
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        frame["config"] = [f"w={w} b={b:g}{' rot' if r else ''}" for w, b, r in
+                           zip(frame["width"], frame["bias"], frame["rerotate"])]
+        for config, g in frame.groupby("config", sort=False):
+            fig.add_trace(go.Scatter(x=g["start"], y=g["spearman"], mode="lines+markers", name=config), 2, 1)
+        pivot = frame.pivot_table(index="config", columns="start", values="spearman")
+        fig.add_trace(go.Heatmap(z=pivot.to_numpy(), x=list(pivot.columns), y=list(pivot.index),
+                                 colorscale="Viridis", colorbar=dict(title="ρ", y=0.17, len=0.33)), 3, 1)
+    for (name, value), dash in zip(refs.items(), ("dash", "dot")):
+        if value is not None:
+            fig.add_hline(y=value, line_dash=dash, annotation_text=f"{name} {value:.3f}", row=2, col=1)
+    if sel.layers:
+        for r in (1, 2, 3):
+            fig.add_vrect(x0=sel.start - 0.5, x1=sel.end + 0.5, fillcolor="orange", opacity=0.15, line_width=0,
+                          row=r, col=1)
+        if id_score is not None:
+            fig.add_trace(go.Scatter(x=[sel.start], y=[id_score], mode="markers", name="ID window",
+                                     marker=dict(symbol="star", size=14, color="orange")), 2, 1)
+    fig.update_xaxes(title_text="layer: hidden state k = input of decoder layer k (window start)", row=3, col=1)
+    fig.update_layout(height=900, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.08))
+    return fig
+
+
+with ui.user_errors():
+    st.title("Layer explorer")
+    st.caption("Each cell re-routes in decoder layers start … start+width−1 and is scored by Spearman's ρ of "
+               "cosine similarity against the gold scores. Cells are cached one by one: stop at any time, run "
+               "again to resume. " + ui.LAYER_CONVENTION)
+    backbone = ui.get_backbone()
+    L = backbone.facts.n_layers
+    col_p, col_s = st.columns(2)
+    with col_p:
+        pairs = ui.pairs_input("explorer", default="Lee corpus (human ratings)")
+        prompt = st.radio("Prompt", ["document", "query"], horizontal=True, key="explorer_prompt")
+        pooling = st.selectbox("Pooling", ["hybrid", "last", "mean"], key="explorer_pooling")
+    with col_s:
+        lo, hi = st.slider("Window starts (decoder layers)", 0, L - 1, (1, L - 1), key="explorer_starts")
+        step = st.number_input("Every k-th start", 1, L, 3, key="explorer_step")
+        widths = st.multiselect("Widths (layers)", list(range(1, 11)), default=[explorer.paper_width(L)],
+                                key="explorer_widths", help=f"The paper's window has ⌊0.1·L⌋+1 = "
+                                                             f"{explorer.paper_width(L)} layers.")
+        biases = st.multiselect("Biases", BIASES, default=[1.0], key="explorer_biases")
+        rot = st.multiselect("Prefix key position", ["literal", "re-rotated to 0"], default=["literal"],
+                             key="explorer_rot")
+    base = {"prompt": prompt, "pooling": pooling}
+    cells = explorer.grid(L, range(lo, hi + 1, int(step)), widths, biases,
+                          [r != "literal" for r in rot] or [False])
+    methods = [explorer.cell_method(c, L, **base) for c in cells]
+
+    with st.spinner("ID trajectory for layers=auto (once per model and prompt)…"):
+        template = get_method("kv_embedding", **base).template
+        sel, ids = auto_trajectory(backbone, template)
+    st.caption(f"ID window: **{sel.rule}**, decoder layers {sel.start}–{sel.end}. {sel.reason}. Trajectory: "
+               f"{AUTO_DESCRIPTION}.")
+
+    done = {i: v for i, m in enumerate(methods) if (v := lookup(m, pairs)) is not None}
+    st.write(f"{len(cells)} cell(s), {len(done)} already computed.")
+    c1, c2 = st.columns(2)
+    if c1.button("Run / resume sweep", key="explorer_run", type="primary"):
+        st.session_state["explorer_running"] = True
+    if c2.button("Stop", key="explorer_stop"):
+        st.session_state["explorer_running"] = False
+
+    refs_methods = {"prompt only": get_method("kv_embedding", layers="none", **base),
+                    "PromptEOL": get_method("prompteol")}
+    id_method = get_method("kv_embedding", layers=",".join(map(str, sel.layers)), **base)
+    if st.session_state.get("explorer_running"):
+        bar = st.progress(0.0, text="Sweep")
+        todo = [i for i in range(len(cells)) if i not in done]
+        for name, m in [*refs_methods.items(), ("ID window", id_method)]:
+            score(m, pairs, f"{name}: Spearman")
+        for k, i in enumerate(todo):
+            bar.progress(k / max(len(todo), 1), text=f"Sweep: cell {k + 1}/{len(todo)} ({cells[i].label()})")
+            done[i] = score(methods[i], pairs, cells[i].label())
+        bar.empty()
+        st.session_state["explorer_running"] = False
+
+    refs = {name: lookup(m, pairs) for name, m in refs_methods.items()}
+    id_score = lookup(id_method, pairs)
+    rows = [{**asdict(c), "layers": ",".join(map(str, c.layers(L))), "spearman": done[i]}
+            for i, c in enumerate(cells) if i in done]
+    ui.show_figure(figure(ids, sel, rows, refs, id_score, L), pd.DataFrame(rows), "layer_sweep")
+    result = explorer.summary(rows, L, sel.layers, id_score, refs)
+    if result["best"] is not None:
+        b = result["best"]
+        lines = [f"**Best cell**: decoder layers {b['layers'][0]}–{b['layers'][-1]}, bias {b['bias']:g}"
+                 f"{', re-rotated' if b['rerotate'] else ''}: ρ = {b['spearman']:.4f}"]
+        if id_score is not None:
+            lines.append(f"**ID window** {sel.start}–{sel.end}: ρ = {id_score:.4f} (rank "
+                         f"{result['id_window']['rank_among_cells']} of {len(rows) + 1})")
+        lines += [f"**{k}**: ρ = {v:.4f}" for k, v in refs.items() if v is not None]
+        st.markdown("  \n".join(lines))
+    else:
+        st.info("No cell computed yet: press *Run / resume sweep*.")
