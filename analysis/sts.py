@@ -52,6 +52,15 @@ def spearman(sims: np.ndarray, gold: np.ndarray) -> float:
     return float(spearmanr(sims, gold).statistic)
 
 
+def check_pairs(pairs) -> None:
+    """Raise UserError unless `pairs` can be ranked: at least 2 pairs whose gold scores are not all equal."""
+    n = len(pairs)
+    if n < 2:
+        raise UserError(f"A rank correlation needs at least 2 pairs; {pairs.name} has {n}.")
+    if np.ptp(np.asarray(pairs.scores, dtype=np.float64)) == 0:
+        raise UserError(f"All {n} gold scores in {pairs.name} are equal, so there is no ranking to compare with.")
+
+
 def sts_spearman(
     backbone,
     method,
@@ -79,12 +88,8 @@ def sts_spearman(
     Raises:
         UserError: too few pairs, or gold scores that are all equal (no ranking to compare with).
     """
-    n = len(pairs)
-    if n < 2:
-        raise UserError(f"A rank correlation needs at least 2 pairs; {pairs.name} has {n}.")
+    check_pairs(pairs)
     gold = np.asarray(pairs.scores, dtype=np.float64)  # (n_pairs,)
-    if np.ptp(gold) == 0:
-        raise UserError(f"All {n} gold scores in {pairs.name} are equal, so there is no ranking to compare with.")
     if encode is None:
         def encode(texts, progress):
             return method.encode(backbone, texts, batch_size=batch_size, progress=progress)
@@ -99,7 +104,7 @@ def sts_spearman(
         "method": method.name,
         "params": dataclasses.asdict(method.params),
         "model": backbone.identity,
-        "n_pairs": n,
+        "n_pairs": len(pairs),
         "n_texts": len(texts),
         "spearman": spearman(pair_cosines(emb, left, right), gold),
         "seconds": seconds,

@@ -61,7 +61,8 @@ def encode(args, backbone, method, texts: list[str]) -> tuple[np.ndarray, dict]:
     """Embed `texts`; returns (emb (n, d) float32, {"seconds", "cached", "warnings"}).
 
     `seconds` is the time the embeddings took to compute; on a cache hit, the time recorded when they were
-    computed (the lookup itself is in `lookup_seconds`)."""
+    computed (the lookup itself is in `lookup_seconds`). Warnings (e.g. truncation) go to stderr as one
+    `warning: ...` line each, on hits too."""
     progress = _stderr_progress(method.name) if sys.stderr.isatty() else None
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -79,7 +80,8 @@ def encode(args, backbone, method, texts: list[str]) -> tuple[np.ndarray, dict]:
     messages = list(dict.fromkeys([str(w.message) for w in caught] + list(meta.get("warnings") or [])))
     for m in messages:
         print(f"warning: {m}", file=sys.stderr)
-    info = {"seconds": float(meta["seconds"]) if hit else wall, "cached": hit, "warnings": messages}
+    # The cache records the encode time alone (not the write); on a hit it is the time of the original run.
+    info = {"seconds": float(meta.get("seconds", wall)), "cached": hit, "warnings": messages}
     if hit:
         info["lookup_seconds"] = wall
     return np.asarray(emb, dtype=np.float32), info

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 from analysis.commands._common import add_method_arguments, encode, load_model, method_from_args
-from analysis.errors import UserError
 
 HELP = ("Score a method on STS-Benchmark-format pairs (tab-separated: gold in column 5, sentences in 6 and 7): "
         "Spearman correlation of cosine similarity with the gold scores.")
@@ -20,12 +19,11 @@ def add_arguments(parser) -> None:
 
 def run(args) -> dict:
     from analysis.data import read_sts
-    from analysis.sts import sts_spearman
+    from analysis.sts import check_pairs, sts_spearman
 
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
     pairs = read_sts(args.data, limit=args.limit)
-    if len(pairs) == 0:
-        raise UserError(f"{args.data} has no sentence pairs.")
+    check_pairs(pairs)
     backbone = load_model(args.model)
     info = {}
 

@@ -1,0 +1,258 @@
+"""`python -m analysis embed|sts`, run in-process through `analysis.__main__.main`, plus the `sts_spearman`
+helper on hand-made embeddings. Successful runs use the real default model on a handful of texts; each
+test gets its own compute cache (the converted model is linked in, not rebuilt)."""
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analysis.__main__ import main
+from analysis.backbone import cache_root
+from analysis.data import Pairs, read_sts
+from analysis.errors import UserError
+from analysis.methods import get_method
+from analysis.sts import sts_spearman
+from analysis.tiny import tiny_backbone
+
+REPO = Path(__file__).resolve().parent.parent
+
+STS_ROWS = [  # STS-B layout: genre, file, year, id, score, sentence 1, sentence 2
+    ("main-captions", "MSRvid", "2012test", "0001", "5.000", "A man is playing a guitar.", "A man plays the guitar."),
+    ("main-captions", "MSRvid", "2012test", "0002", "0.500", "A woman is slicing an onion.", "A man is riding a horse."),
+    ("main-news", "headlines", "2013", "0003", "3.800", "Stocks fell sharply on Monday.", "Shares dropped on Monday."),
+    ("main-captions", "MSRvid", "2012test", "0004", "0.000", "A cat sleeps on the sofa.", "A man plays the guitar."),
+    ("main-forums", "answers", "2015", "0005", "4.200", "Two kids are playing soccer.", "Children play football."),
+]
+EMBED_KEYS = {"method", "params", "model", "n", "dim", "seconds", "cached", "truncated"}
+STS_KEYS = {"method", "params", "model", "n_pairs", "spearman", "seconds", "cached"}
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """A private compute cache that still finds the already-converted default model."""
+    models = cache_root() / "models"  # resolved before the variable changes
+    root = tmp_path / "cache"
+    root.mkdir()
+    if models.is_dir():
+        (root / "models").symlink_to(models, target_is_directory=True)
+    monkeypatch.setenv("EMBEDSCOPE_CACHE", str(root))
+    return root
+
+
+@pytest.fixture
+def sts_file(tmp_path):
+    path = tmp_path / "sts-mini.csv"
+    path.write_text("".join("\t".join(r) + "\n" for r in STS_ROWS), encoding="utf-8")
+    return path
+
+
+def _run(capsys, *argv):
+    """(exit code, parsed JSON or None, stdout, stderr) of one in-process command."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    lines = out.strip().splitlines()
+    return code, (json.loads(lines[0]) if code == 0 else None), out, err
+
+
+# ---- embed ------------------------------------------------------------------------------------------------------
+@pytest.mark.real
+def test_embed_writes_the_same_array_as_the_library(real, cache_dir, tmp_path, capsys):
+    texts = ["A man is playing a guitar.", "Stocks fell sharply on Monday.", "Cats sleep a lot."]
+    src = tmp_path / "texts.txt"
+    src.write_text("\n".join(texts) + "\n\n", encoding="utf-8")  # a blank line is skipped
+    out = tmp_path / "emb.npy"
+
+    code, res, stdout, _ = _run(capsys, "embed", "--method", "prompteol", "--input", src, "--output", out)
+    assert code == 0 and len(stdout.strip().splitlines()) == 1
+    assert EMBED_KEYS <= set(res)
+    assert (res["method"], res["n"], res["dim"], res["cached"], res["truncated"]) == ("prompteol", 3, 576, False, 0)
+    assert res["model"] == real.identity and res["params"]["layer"] == -1 and res["seconds"] > 0
+    emb = np.load(out)
+    assert emb.shape == (3, 576) and emb.dtype == np.float32
+    np.testing.assert_allclose(emb, get_method("prompteol").encode(real, texts), atol=1e-5)
+
+    # Same request again: served by the cache, same array; --no-cache computes again.
+    code, res2, _, _ = _run(capsys, "embed", "--method", "prompteol", "--input", src, "--output", out,
+                            "--batch-size", "2")
+    assert code == 0 and res2["cached"] is True and res2["seconds"] == res["seconds"]
+    np.testing.assert_allclose(np.load(out), emb, atol=1e-6)
+    code, res3, _, _ = _run(capsys, "embed", "--method", "prompteol", "--input", src, "--output", out, "--no-cache")
+    assert code == 0 and res3["cached"] is False
+
+
+@pytest.mark.real
+def test_embed_reads_csv_and_params(real, cache_dir, tmp_path, capsys):
+    src = tmp_path / "texts.csv"
+    src.write_text('label,text\na,"A cat, asleep."\nb,Stocks fell.\n', encoding="utf-8")
+    out = tmp_path / "emb.npy"
+    code, res, _, _ = _run(capsys, "embed", "--method", "mean", "--param", "layer=10", "--input", src,
+                           "--output", out, "--no-cache")
+    assert code == 0 and res["params"] == {"layer": 10}
+    np.testing.assert_allclose(np.load(out), get_method("mean", layer=10).encode(real, ["A cat, asleep.", "Stocks fell."]),
+                               atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory):
+    """A tiny random Llama with a 32-token limit, saved as a Hugging Face folder (exercises --model PATH)."""
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    bb = tiny_backbone("llama", max_length=32)
+    bb.model.save_pretrained(folder)
+    bb.tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_embed_reports_truncation_with_a_local_model_folder(cache_dir, tiny_folder, tmp_path, capsys):
+    src = tmp_path / "texts.txt"
+    src.write_text("A bank\n" + "The quick brown fox jumps over the lazy dog. " * 10 + "\n", encoding="utf-8")
+    out = tmp_path / "emb.npy"
+    for cached in (False, True):  # the warning is repeated when the result comes from the cache
+        code, res, _, err = _run(capsys, "embed", "--method", "prompteol", "--model", tiny_folder,
+                                 "--input", src, "--output", out)
+        assert code == 0 and res["cached"] is cached
+        assert (res["n"], res["dim"], res["truncated"]) == (2, 64, 1) and res["model"].startswith("local:")
+        assert err.strip().splitlines() == [
+            "warning: 1 of 2 text(s) exceeded the model's limit of 32 tokens and were truncated."]
+
+
+# ---- sts --------------------------------------------------------------------------------------------------------
+@pytest.mark.real
+def test_sts_prints_one_json_line_and_matches_the_library(real, cache_dir, sts_file, capsys):
+    code, res, stdout, _ = _run(capsys, "sts", "--method", "prompteol", "--data", sts_file, "--limit", "4")
+    assert code == 0 and len(stdout.strip().splitlines()) == 1
+    assert STS_KEYS <= set(res)
+    assert (res["method"], res["n_pairs"], res["n_texts"], res["cached"]) == ("prompteol", 4, 7, False)
+    assert res["model"] == real.identity and isinstance(res["params"], dict) and res["seconds"] > 0
+    want = sts_spearman(real, get_method("prompteol"), read_sts(sts_file, limit=4))["spearman"]
+    assert res["spearman"] == pytest.approx(want, abs=1e-5)
+
+    code, again, _, _ = _run(capsys, "sts", "--method", "prompteol", "--data", sts_file, "--limit", "4")
+    assert code == 0 and again["cached"] is True and again["spearman"] == res["spearman"]
+    code, other, _, _ = _run(capsys, "sts", "--method", "last", "--param", "layer=20", "--data", sts_file,
+                             "--no-cache")
+    assert code == 0 and other["n_pairs"] == 5 and other["params"] == {"layer": 20} and other["cached"] is False
+    assert -1 <= other["spearman"] <= 1
+
+
+# ---- errors: one sentence on stderr, exit code 2, no traceback ----------------------------------------------------
+def _write_bad_files(tmp_path):
+    (tmp_path / "malformed.csv").write_text("only\ttwo fields\n", encoding="utf-8")
+    (tmp_path / "bad_score.csv").write_text("g\tf\ty\t1\tfive\tA.\tB.\n", encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("\n  \n", encoding="utf-8")
+    (tmp_path / "texts.txt").write_text("A text.\n", encoding="utf-8")
+
+
+def _bad_cases(tmp_path, sts_file):
+    malformed, bad_score = tmp_path / "malformed.csv", tmp_path / "bad_score.csv"
+    empty, texts = tmp_path / "empty.txt", tmp_path / "texts.txt"
+    sts = ["sts", "--data", sts_file]
+    return {
+        "unknown method": (sts + ["--method", "nope"], "Unknown method 'nope'"),
+        "bad param value": (sts + ["--method", "last", "--param", "layer=abc"], "bad value for layer"),
+        "unknown param": (sts + ["--method", "last", "--param", "depth=3"], "cannot read parameter 'depth=3'"),
+        "param without =": (sts + ["--method", "last", "--param", "layer"], "expected key=value"),
+        "missing file": (["sts", "--method", "last", "--data", tmp_path / "nope.csv"], "File not found"),
+        "malformed file": (["sts", "--method", "last", "--data", malformed], "expected 7 tab-separated fields"),
+        "bad score": (["sts", "--method", "last", "--data", bad_score], "is not a number"),
+        "bad limit": (sts + ["--method", "last", "--limit", "0"], "limit must be a positive"),
+        "one pair": (sts + ["--method", "last", "--limit", "1"], "at least 2 pairs"),
+        "bad batch size": (sts + ["--method", "last", "--batch-size", "0"], "--batch-size must be at least 1"),
+        "unknown model": (sts + ["--method", "last", "--model", "no-such-org/no-such-model"], "not found on this machine"),
+        "layer out of range": (sts + ["--method", "last", "--param", "layer=31"], "Layer 31 is out of range"),
+        "empty texts file": (["embed", "--method", "last", "--input", empty, "--output", tmp_path / "o.npy"], "is empty"),
+        "output not npy": (["embed", "--method", "last", "--input", texts, "--output", tmp_path / "o.txt"], "must be a .npy"),
+        "output folder missing": (["embed", "--method", "last", "--input", texts, "--output",
+                                   tmp_path / "no" / "o.npy"], "folder of --output does not exist"),
+    }
+
+
+CASES = list(_bad_cases(Path("/nonexistent"), Path("/nonexistent/sts.csv")))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_errors_exit_2_with_one_sentence(case, cache_dir, tmp_path, sts_file, capsys):
+    _write_bad_files(tmp_path)
+    argv, message = _bad_cases(tmp_path, sts_file)[case]
+    code, _, out, err = _run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
+    assert "Traceback" not in err
+
+
+def test_the_module_entry_point_exits_2_without_traceback(sts_file):
+    proc = subprocess.run([sys.executable, "-m", "analysis", "sts", "--method", "nope", "--data", str(sts_file)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "Unknown method 'nope'" in proc.stderr
+
+
+# ---- the sts_spearman helper on hand-made embeddings ----------------------------------------------------------------
+class _Fixed:
+    """A stand-in method whose embeddings are given by hand."""
+
+    name = "fixed"
+
+    def __init__(self, table):
+        self.table, self.params, self.calls = table, _NoParams(), []
+
+    def encode(self, backbone, texts, **kwargs):
+        self.calls.append(list(texts))
+        return np.array([self.table[t] for t in texts], dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class _NoParams:
+    pass
+
+
+class _Backbone:
+    identity = "hand-made"
+
+
+def _angle(deg):
+    return [np.cos(np.radians(deg)), np.sin(np.radians(deg))]
+
+
+def test_sts_spearman_known_answer():
+    # Anchor "a" at 0 degrees; partners at growing angles have falling cosines.
+    table = {"a": _angle(0), "b": _angle(10), "c": _angle(50), "d": _angle(80), "e": _angle(170)}
+    pairs = Pairs("hand", ["a", "a", "a", "a", "b"], ["b", "c", "d", "e", "c"], np.array([5.0, 3.0, 2.0, 0.0, 4.0]))
+    # cosines: a-b 0.985, a-c 0.643, a-d 0.174, a-e -0.985, b-c 0.766 -> same order as the gold scores
+    m = _Fixed(table)
+    r = sts_spearman(_Backbone(), m, pairs)
+    assert r["spearman"] == pytest.approx(1.0) and (r["n_pairs"], r["n_texts"], r["model"]) == (5, 5, "hand-made")
+    assert m.calls == [["a", "b", "c", "d", "e"]]  # each sentence encoded once
+    flipped = Pairs("hand", pairs.left, pairs.right, -pairs.scores)
+    assert sts_spearman(_Backbone(), m, flipped)["spearman"] == pytest.approx(-1.0)
+    # One swap of adjacent ranks: rho = 1 - 6 * 2 / (5 * 24) = 0.9
+    swapped = Pairs("hand", pairs.left, pairs.right, np.array([5.0, 4.0, 2.0, 0.0, 3.0]))
+    assert sts_spearman(_Backbone(), m, swapped)["spearman"] == pytest.approx(0.9)
+    # An injected encoder replaces method.encode (how the command line puts the cache in between).
+    seen = []
+
+    def encode(texts, progress):
+        seen.append(list(texts))
+        return np.array([table[t] for t in texts])
+
+    r = sts_spearman(_Backbone(), m, pairs, encode=encode)
+    assert seen == [["a", "b", "c", "d", "e"]] and len(m.calls) == 3 and r["spearman"] == pytest.approx(1.0)
+
+
+def test_sts_spearman_bad_pairs_and_constant_similarities():
+    table = {"a": [1.0, 0.0], "b": [2.0, 0.0], "c": [0.5, 0.0]}
+    with pytest.raises(UserError, match="at least 2 pairs"):
+        sts_spearman(_Backbone(), _Fixed(table), Pairs("one", ["a"], ["b"], np.array([1.0])))
+    with pytest.raises(UserError, match="gold scores .* are equal"):
+        sts_spearman(_Backbone(), _Fixed(table), Pairs("flat", ["a", "a"], ["b", "c"], np.array([2.0, 2.0])))
+    # Every cosine is 1 (parallel vectors): no ranking, reported as NaN rather than a made-up number.
+    r = sts_spearman(_Backbone(), _Fixed(table), Pairs("par", ["a", "a"], ["b", "c"], np.array([1.0, 2.0])))
+    assert np.isnan(r["spearman"])
