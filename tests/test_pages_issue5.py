@@ -3,6 +3,7 @@
 Results go to a temporary cache whose models/ links to the real converted models (as tests/test_app.py does).
 """
 
+import base64
 import json
 from pathlib import Path
 
@@ -45,6 +46,13 @@ def figure(at, i=0) -> dict:
     return json.loads(at.get("plotly_chart")[i].proto.spec)
 
 
+def values(v) -> np.ndarray:
+    """A trace's x/y: a list, or Plotly's base64 typed-array form {"dtype", "bdata"}."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+    return np.asarray(v)
+
+
 # ---- Geometry -----------------------------------------------------------------------------------------------
 
 def test_geometry_plane_has_every_method_with_intervals_matching_the_library(real):
@@ -84,11 +92,11 @@ def test_geometry_anisotropy_by_layer(real):
     assert not errors(at)
     traces = figure(at)["data"]
     assert len(traces) == 2
-    assert all(len(t["y"]) == real.facts.n_layers + 1 for t in traces)
+    assert all(len(values(t["y"])) == real.facts.n_layers + 1 for t in traces)
     want = anisotropy_by_layer(real, get_method("prompteol"), FOUR.split("\n"))
     prompteol = next(t for t in traces if "prompteol" in t["name"])
-    np.testing.assert_allclose(prompteol["y"], want, atol=1e-4)
-    assert prompteol["y"][0] == pytest.approx(1.0, abs=1e-5)  # same prompt token at hidden state 0
+    np.testing.assert_allclose(values(prompteol["y"]), want, atol=1e-4)
+    assert values(prompteol["y"])[0] == pytest.approx(1.0, abs=1e-5)  # same prompt token at hidden state 0
 
 
 @pytest.mark.parametrize("kind", ["pca", "umap"])
@@ -105,12 +113,12 @@ def test_geometry_maps_one_panel_per_method_coloured_by_label(kind):
     labels = set(demo_texts("ambiguous").labels)
     assert {t["name"] for t in spec["data"]} == labels  # coloured by label
     assert {t["xaxis"] for t in spec["data"]} == {"x", "x2"}  # two panels
-    assert sum(len(t["x"]) for t in spec["data"]) == 2 * len(demo_texts("ambiguous"))
+    assert sum(len(values(t["x"])) for t in spec["data"]) == 2 * len(demo_texts("ambiguous"))
     hover = " ".join(h for t in spec["data"] for h in t["hovertext"])
     assert demo_texts("ambiguous").texts[0][:30] in hover  # hover shows the text
-    first = [t["x"] for t in spec["data"]]
+    first = [values(t["x"]).tolist() for t in spec["data"]]
     at.run()  # same seed, from the cache: the same map
-    assert [t["x"] for t in figure(at)["data"]] == first
+    assert [values(t["x"]).tolist() for t in figure(at)["data"]] == first
 
 
 # ---- Benchmark ----------------------------------------------------------------------------------------------
