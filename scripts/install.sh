@@ -23,7 +23,11 @@ for arg in "$@"; do
 done
 
 step() { printf '\n==> %s\n' "$*"; }
-pip() { "$PY" -m pip install --quiet --disable-pip-version-check "$@"; }
+# pip, quiet; drops only the warning a pip.conf naming a missing local index prints for every package.
+pip() {
+    "$PY" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore "$@" 2>&1 \
+        | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+}
 
 step "Python: $("$PY" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
 "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "Python 3.10 or newer is needed." >&2; exit 1; }
@@ -47,11 +51,11 @@ if [ "$DEV" = 1 ]; then
         $SUDO apt-get update -qq
         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
     fi
-    /usr/bin/chromium --version
+    /usr/bin/chromium --version 2>/dev/null
 fi
 
-step "checks"
-"$PY" - <<'PY'
+step "checks (first time: converting the default model, about 30 s)"
+TQDM_DISABLE=1 HF_HUB_DISABLE_PROGRESS_BARS=1 "$PY" - <<'PY'
 import torch
 assert torch.__version__.split("+")[0] == "2.13.0", f"torch {torch.__version__} was installed instead of 2.13.0"
 import analysis, cache, ui  # noqa: F401  (the project imports cleanly)
