@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from analysis.data import demo_pairs
+
 REPO = Path(__file__).resolve().parent.parent
 PAGES = REPO / "pages"
 TIMEOUT = 1800
@@ -113,14 +115,12 @@ def test_layer_explorer_sweeps_caches_and_resumes(real):
         at.session_state["explorer_set"] = "Demo paraphrase pairs"
         at.session_state["explorer_starts"] = (1, 29)
         at.session_state["explorer_step"] = 14
+        at.session_state[f"explorer_limit_{len(demo_pairs())}"] = 12
         return at
 
     at = page()
     at.run()
     assert not at.exception, at.exception
-    n_pairs_key = next(k for k in at.session_state.filtered_state if k.startswith("explorer_limit_"))
-    at.session_state[n_pairs_key] = 12
-    at.run()
     assert any("3 cell(s), 0 already computed" in m.value for m in at.markdown)
     at.button(key="explorer_run").click().run()
     assert not at.exception, at.exception
@@ -133,7 +133,6 @@ def test_layer_explorer_sweeps_caches_and_resumes(real):
     assert np.all(np.isfinite(np.array(values(heat["z"]), dtype=float)))
 
     at2 = page()  # a new session: every cell comes from the cache; a finer grid only adds the missing ones
-    at2.session_state[n_pairs_key] = 12
     at2.session_state["explorer_step"] = 7
     at2.run()
     assert any("5 cell(s), 3 already computed" in m.value for m in at2.markdown)
