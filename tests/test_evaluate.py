@@ -166,6 +166,7 @@ def test_run_task_on_a_tiny_model(tiny_llama):
     assert p.metric == "accuracy" and p.n == 20 and p.value > 0.8  # the label word is in the text
 
 
+@pytest.mark.real
 def test_bench_command_json_and_csv(real, capsys):
     import csv
     import io

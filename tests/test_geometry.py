@@ -154,6 +154,7 @@ def test_anisotropy_by_layer_on_a_tiny_model(tiny_llama):
     assert anisotropy_by_layer(tiny_llama, get_method("mean"), texts)[2] == pytest.approx(anisotropy(per_layer[:, 2]))
 
 
+@pytest.mark.real
 def test_geometry_command_on_the_real_model(real, capsys):
     import json
 
