@@ -81,7 +81,8 @@ with ui.user_errors():
     with col_m:
         methods = ui.method_picker("id", default=("kv_embedding",))
         st.caption("A method's prompt and intervention are applied; its pooling is replaced by the states "
-                   "chosen on the left. Choose `last` for no prompt at all.")
+                   "chosen on the left. Choose `last` for no prompt at all. For the states KV-Embedding's rules "
+                   "use (prompt only, no re-routing), set its layers to `none`.")
     backbone = ui.get_backbone()
     if len(texts) < idm.MIN_POINTS:
         st.warning(f"TwoNN needs at least {idm.MIN_POINTS} distinct texts; every layer will be undefined.")

@@ -1,0 +1,79 @@
+"""The layer explorer's sweep from the command line, through the same cache entries as the Layer explorer page.
+
+    python scripts/kv_sweep.py [--data stsb-dev|lee|FILE] [--limit 200] [--step 4] [--widths 4] [--biases 1.0]
+
+Scores the prompt-only forward, PromptEOL, the ID window (layers=auto) and every cell; prints one JSON line
+with the rows and the summary (best cell vs ID window vs references). Stop it any time: a rerun resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="stsb-dev")
+    ap.add_argument("--limit", type=int, default=200, help="first N pairs")
+    ap.add_argument("--start", type=int, default=1)
+    ap.add_argument("--step", type=int, default=4)
+    ap.add_argument("--widths", default="4")
+    ap.add_argument("--biases", default="1.0")
+    ap.add_argument("--rerotate", default="false", help="false, true or both")
+    ap.add_argument("--model", default="default")
+    args = ap.parse_args(argv)
+
+    from analysis import explorer, load_backbone
+    from analysis.data import lee_pairs, read_sts, shared_stsb
+    from analysis.intrinsic_dim import auto_trajectory
+    from analysis.methods import get_method
+    from cache import default_store
+
+    bb = load_backbone(args.model)
+    L = bb.facts.n_layers
+    if args.data == "stsb-dev":
+        pairs = read_sts(shared_stsb("dev"), name="STS-B dev", limit=args.limit)
+    elif args.data == "lee":
+        pairs = lee_pairs().head(args.limit)
+    else:
+        pairs = read_sts(args.data, limit=args.limit)
+    store = default_store()
+
+    def score(method, label):
+        start = time.perf_counter()
+
+        def compute():
+            return {"spearman": np.array([explorer.spearman_of(bb, method, pairs)])}, {}
+
+        entry, hit = store.get_or_compute(explorer.score_parts(bb, pairs, method), compute, namespace="kv_explorer")
+        rho = float(entry.arrays["spearman"][0])
+        print(f"{label}: rho={rho:.4f} ({'cached' if hit else f'{time.perf_counter() - start:.0f} s'})",
+              file=sys.stderr, flush=True)
+        return rho
+
+    base = {"prompt": "document", "pooling": "hybrid"}  # the page's defaults, so entries are shared
+    sel, ids = auto_trajectory(bb, get_method("kv_embedding", **base).template)
+    refs = {"prompt only": score(get_method("kv_embedding", layers="none", **base), "prompt only"),
+            "PromptEOL": score(get_method("prompteol"), "PromptEOL")}
+    id_score = score(get_method("kv_embedding", layers=",".join(map(str, sel.layers)), **base), "ID window")
+    rot = {"false": [False], "true": [True], "both": [False, True]}[args.rerotate]
+    cells = explorer.grid(L, range(args.start, L, args.step), [int(w) for w in args.widths.split(",")],
+                          [float(b) for b in args.biases.split(",")], rot)
+    rows = explorer.sweep(cells, lambda c: score(explorer.cell_method(c, L, **base), c.label()))
+    out = {"model": bb.identity, "data": args.data, "pairs": len(pairs), "id_trajectory": ids,
+           "id_selection": sel.as_dict(), "rows": rows,
+           "summary": explorer.summary(rows, L, sel.layers, id_score, refs)}
+    print(json.dumps(out))
+    return out
+
+
+if __name__ == "__main__":
+    main()
