@@ -133,8 +133,11 @@ def differentiable_readouts(backbone, method, text: str, layer: int | None = Non
     leaf = {}
 
     def grab(module, args, output):  # the embedding layer's output becomes the leaf we differentiate against
+        ids = args[0] if args else None
+        if not (isinstance(ids, torch.Tensor) and ids.shape == batch.input_ids.shape and torch.equal(ids, batch.input_ids)):
+            return None  # another lookup (e.g. a method preparing itself on other texts): leave it alone
         if "v" in leaf:
-            raise RuntimeError("the input embedding layer ran twice in one forward pass")
+            raise RuntimeError("the input embedding layer ran twice on this text in one forward pass")
         v = output.detach().requires_grad_(True)
         leaf["v"] = v
         return v

@@ -1,0 +1,95 @@
+"""The Sensitivity page, run headless with AppTest on the real default model, and the new methods offered by the
+pages that list methods (Embed & compare, Attention).
+
+Results go to a temporary cache whose models/ links to the real converted models (as tests/test_app.py does).
+"""
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from analysis import get_method
+from analysis import sensitivity as S
+
+REPO = Path(__file__).resolve().parent.parent
+PAGE = str(REPO / "pages" / "6_sensitivity.py")
+TIMEOUT = 900
+SHORT = "The cat sat on the mat. Then it slept."
+
+pytestmark = pytest.mark.real
+
+
+@pytest.fixture(scope="module", autouse=True)
+def page_cache(tmp_path_factory):
+    from analysis.backbone import cache_root
+
+    real_models = cache_root() / "models"
+    real_models.mkdir(parents=True, exist_ok=True)
+    root = tmp_path_factory.mktemp("embedscope_cache")
+    (root / "models").symlink_to(real_models, target_is_directory=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EMBEDSCOPE_CACHE", str(root))
+        yield root
+
+
+def page(**state) -> AppTest:
+    """Run the page with widget values preset (so the first run does not compute the heavier defaults)."""
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def values(v) -> np.ndarray:
+    """A trace's x/y: a list, or Plotly's base64 typed-array form {"dtype", "bdata"}."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).astype(float)
+    return np.asarray([np.nan if x is None else x for x in v], dtype=float)
+
+
+def figures(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def test_sensitivity_page_shows_both_readouts_and_the_bound(real):
+    at = page(sens_text=SHORT, sens_methods=["mean", "htp"], sens_probes=4)
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    figs = figures(at)
+    assert len(figs) == 2
+    names = {t["name"] for t in figs[0]["data"]}
+    assert {"last-token readout", "mean readout", "bound, last", "bound, mean"} <= names
+    assert figs[0]["layout"]["yaxis"]["type"] == "log"
+    # the page's numbers are the library's (same seed, same probes)
+    s = S.jacobian_norms(real, get_method("mean"), SHORT, layer=real.facts.n_layers, probes=4)
+    last = [t for t in figs[0]["data"] if t["name"] == "last-token readout"][0]
+    np.testing.assert_allclose(values(last["y"]), s.last, rtol=1e-4)
+    text = " ".join(m.value for m in at.markdown)
+    assert "decades" in text and "Spearman" in text and "bound" in text
+    assert len(at.dataframe) >= 1
+
+
+def test_sensitivity_page_exact_option_and_long_text_message(real):
+    # the 64-token default text is too long for exact norms: a message, not a traceback
+    at = page(sens_methods=["mean"], sens_exact=True)
+    assert not at.exception
+    assert any("at most 24 tokens" in e.value for e in at.error)
+    at.text_area(key="sens_text").set_value("A cat sat.")
+    at.number_input(key="sens_probes").set_value(8)
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("largest relative error" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("page, key", [("2_embed_compare.py", "embed_methods"), ("4_attention.py", "attn_words_methods")])
+def test_pages_that_list_methods_offer_tp_and_htp(page, key):
+    at = AppTest.from_file(str(REPO / "pages" / page), default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception, at.exception
+    options = at.multiselect(key=key).options
+    titles = {get_method(n).title for n in ("htp", "token_prepending")}
+    assert titles <= set(options), options
