@@ -205,3 +205,50 @@ def test_real_model_auto_layers_resolve_to_an_id_window(real):
     assert layers == list(sel.layers) and len(layers) >= 1
     assert 1 <= layers[0] and layers[-1] <= real.facts.n_layers - 1
     assert sel.rule in ("u-shape", "several-minima", "flat")
+
+
+# ---- word-level attention and the explorer's sweep logic ---------------------------------------------------------
+def test_final_token_attention_over_words_accounts_for_every_column(tiny_llama):
+    from analysis.attention import final_token_word_attention, token_text_spans, word_spans
+
+    text = "The quick brown fox jumps."
+    for name, kw in [("kv_embedding", {"layers": "1,2", "bias": 3.0}), ("echo", {}), ("prompteol", {})]:
+        m = get_method(name, **kw)
+        _, tr = m.encode(tiny_llama, [text], trace=True, attention=True)
+        words = final_token_word_attention(tiny_llama.tokenizer, m.template, text, tr)
+        assert list(words["word"]) == [w for _, _, w in word_spans(text)]
+        total = words["mass"].sum() + words.attrs["template_mass"] + words.attrs["prefix_mass"]
+        assert abs(total - 1) < 1e-5  # every attended column is a word, the prompt, or the prefix
+        assert (words.attrs["prefix_mass"] > 0) == (name == "kv_embedding")
+        # known answer for the first word: the summed attention of the tokens inside "The", over all copies
+        att = tr["attention"][0]  # (L, H, T, S)
+        row = att[:, :, -1, att.shape[-1] - att.shape[-2]:].mean(axis=(0, 1))  # (T,)
+        spans = token_text_spans(tiny_llama.tokenizer, m.template, text)
+        first = sum(row[t] for t, s in enumerate(spans) if s is not None and s[1] < 3)
+        assert abs(words["mass"].iloc[0] - first) < 1e-6
+        copies = {s[0] for s in spans if s is not None}
+        assert copies == ({1, 2} if name == "echo" else {1})
+
+
+def test_explorer_grid_sweep_and_summary():
+    from analysis import explorer
+
+    cells = explorer.grid(4, [2, 3], [2, 3], [1.0])
+    assert [c.layers(4) for c in cells] == [(2, 3), (3,)]  # clipped duplicates dropped
+    assert explorer.paper_width(30) == 4
+    m = explorer.cell_method(explorer.Cell(1, 2, 0.5, True), 4)
+    assert (m.params.layers, m.params.bias, m.params.rerotate) == ("1,2", 0.5, True)
+    with pytest.raises(UserError):
+        explorer.grid(4, [5], [1], [1.0])
+    with pytest.raises(UserError):
+        explorer.grid(4, [1], [], [1.0])
+    scores = {1: 0.2, 2: 0.5, 3: 0.4}
+    grid = explorer.grid(4, [1, 2, 3], [1], [1.0])
+    calls = []
+    stop_after = lambda: len(calls) >= 2  # noqa: E731
+    rows = explorer.sweep(grid, lambda c: calls.append(c) or scores[c.start], should_stop=stop_after)
+    assert [r["start"] for r in rows] == [1, 2]  # stopped; a rerun through a cache resumes
+    rows = explorer.sweep(grid, lambda c: scores[c.start])
+    out = explorer.summary(rows, 4, (3,), 0.4, {"prompt only": 0.1})
+    assert out["best"]["start"] == 2 and out["best"]["layers"] == [2]
+    assert out["id_window"]["rank_among_cells"] == 2 and abs(out["id_window"]["gap_to_best"] - 0.1) < 1e-12
