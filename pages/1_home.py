@@ -21,8 +21,10 @@ with ui.user_errors():
     left, right = st.columns([3, 2])
     with left:
         st.subheader("Views")
-        for page in ui.pages()[1:]:
+        for path, page in list(zip(ui.page_files(), ui.pages()))[1:]:
             st.page_link(page, label=page.title)
+            if summary := ui.nav.page_summary(path):
+                st.caption(summary)
         st.subheader("How to read this tool")
         st.markdown(
             "Each view takes texts and one or more **methods** (a prompt template plus a readout: which "
@@ -37,5 +39,5 @@ with ui.user_errors():
     with right:
         st.subheader("Model")
         facts = ui.facts_table(backbone.facts)
-        st.table(pd.DataFrame({"": list(facts.values())}, index=list(facts)))
+        st.table(pd.DataFrame({"fact": list(facts), "value": list(facts.values())}).set_index("fact"))
         st.caption(f"Cache identity: `{backbone.identity}`")

@@ -22,6 +22,13 @@ def page_title(path: Path) -> str:
     return _slug(path).replace("_", " ").capitalize()
 
 
+def page_summary(path: Path) -> str:
+    """The docstring's first paragraph after the title line ("" when there is none)."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    rest = doc.strip().split("\n", 1)[1] if "\n" in doc.strip() else ""
+    return " ".join(rest.strip().split("\n\n", 1)[0].split()) if rest.strip() else ""
+
+
 def _slug(path: Path) -> str:
     return re.sub(r"^\d+_", "", path.stem)
 
