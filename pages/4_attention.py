@@ -26,10 +26,19 @@ def traced(method, text: str) -> dict:
         arrays = {"tokens": np.array(tr.tokens[0], dtype=str), "final": att[:, :, -1, :]}  # final: (L, H, S)
         if "kv.prefix_mass" in tr:
             arrays["mass"] = tr["kv.prefix_mass"][0]  # (L, H, T)
+        if "placeholders" in tr:
+            arrays["placeholders"] = tr["placeholders"][0]  # (T,) TP/HTP summary positions
         return arrays, {}
 
     arrays, _ = ui.cached("attention_trace", {"method": method.name, "params": method.params, "text": text},
                           compute, f"{method.title}: attention maps", quiet=True)
+    if "placeholders" in arrays and arrays["placeholders"].any():
+        # TP/HTP summary positions are not in the prompt's tokenization: count their columns with the
+        # re-routed prefix (they hold re-routed states), so the word view sees exactly the prompt's tokens.
+        ph = arrays["placeholders"] > 0
+        extra = arrays["final"].shape[-1] - len(ph)
+        cols = np.r_[np.arange(extra), extra + np.flatnonzero(ph), extra + np.flatnonzero(~ph)]
+        arrays = {**arrays, "final": arrays["final"][..., cols], "tokens": arrays["tokens"][~ph]}
     return arrays
 
 

@@ -93,3 +93,19 @@ def test_pages_that_list_methods_offer_tp_and_htp(page, key):
     options = at.multiselect(key=key).options
     titles = {get_method(n).title for n in ("htp", "token_prepending")}
     assert titles <= set(options), options
+
+
+def test_attention_word_view_runs_with_tp_and_htp():
+    """The placeholders are extra positions the prompt's tokenization does not have; the word view must count
+    them apart (with the re-routed prefix), not fail on the length mismatch."""
+    at = AppTest.from_file(str(REPO / "pages" / "4_attention.py"), default_timeout=TIMEOUT)
+    at.session_state["attn_words_methods"] = ["htp", "token_prepending", "prompteol"]
+    at.run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value.set_index("method")
+    assert (table.filter(like="(htp)", axis=0)["on the prefix"] > 0).all()
+    assert (table.filter(like="(token_prepending)", axis=0)["on the prefix"] > 0).all()
+    assert (table.filter(like="(prompteol)", axis=0)["on the prefix"] == 0).all()
+    shares = table[["on the text", "on the prompt", "on the prefix"]].sum(axis=1)
+    assert np.allclose(shares, 1.0, atol=1e-4)  # nothing lost by moving the placeholder columns

@@ -173,7 +173,7 @@ def test_cli_prints_one_json_line(tiny_llama, monkeypatch, capsys):
     from analysis.__main__ import main
     from analysis.commands import sensitivity as cmd
 
-    monkeypatch.setattr(cmd, "load_backbone", lambda name: tiny_llama)
+    monkeypatch.setattr(cmd, "load_model", lambda name: tiny_llama)
     assert main(["sensitivity", "--text", TEXT, "--probes", "4", "--method", "htp", "--param", "exit=3"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1

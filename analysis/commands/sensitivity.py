@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from analysis.backbone import load_backbone
+from analysis.commands._common import load_model
 
 HELP = "Sensitivity of one text's embedding to each input position (Jacobian norms, last vs mean readout)."
 
@@ -22,8 +22,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--model", default="default", help="model name, HF id or local folder (default: SmolLM2)")
     parser.add_argument("--method", default="mean",
                         help="whose forward pass: mean/last (vanilla), htp, token_prepending, kv_embedding, ...")
-    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                        help="method parameter, repeatable (e.g. --param exit=5)")
+    parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="method parameter, e.g. --param exit=5 (repeatable)")
     parser.add_argument("--layer", type=int, default=None,
                         help="hidden state read out (default: the method's own readout layer; -1 = final)")
     parser.add_argument("--probes", type=int, default=16, help="random probes per readout (default 16)")
@@ -43,8 +43,8 @@ def run(args) -> dict:
     from analysis import sensitivity as S
     from analysis.methods import get_method, parse_params
 
-    backbone = load_backbone(args.model)
-    method = get_method(args.method, **parse_params(args.method, args.param))
+    method = get_method(args.method, **parse_params(args.method, args.param))  # typos fail before the model loads
+    backbone = load_model(args.model)
     s = S.jacobian_norms(backbone, method, args.text, layer=args.layer, probes=args.probes, probe=args.probe,
                          seed=args.seed, exact=args.exact)
     out = {
