@@ -283,9 +283,10 @@ def auto_window(backbone, template: str, progress: Callable[[int, int], None] | 
     return auto_trajectory(backbone, template, progress)[0]
 
 
-def auto_trajectory(backbone, template: str,
-                    progress: Callable[[int, int], None] | None = None) -> tuple[Selection, list[float | None]]:
-    """(Selection, ID per hidden state 0..L, None = undefined) behind `layers=auto`.
+def auto_trajectory(backbone, template: str, progress: Callable[[int, int], None] | None = None, *,
+                    compute: bool = True) -> tuple[Selection, list[float | None]] | None:
+    """(Selection, ID per hidden state 0..L, None = undefined) behind `layers=auto`; with compute=False, None
+    when it has not been computed yet (so a page can ask before paying for it).
 
     Cached in memory and as a small JSON record under the project cache (`<cache root>/auto_layers/`), keyed
     by the model identity, the prompt and the library version, so a model pays the ~360-text pass once."""
@@ -302,6 +303,8 @@ def auto_trajectory(backbone, template: str,
         sel = Selection(record["rule"], record["start"], record["end"], tuple(record["layers"]), record["reason"])
         ids = list(record["ids"])
     except (OSError, ValueError, KeyError, TypeError):
+        if not compute:
+            return None
         from analysis.methods import get_method
 
         method = get_method("kv_embedding", layers="none", template=template)

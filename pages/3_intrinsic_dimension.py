@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+import cache
 import ui
 from analysis import intrinsic_dim as idm
 from analysis.data import text_sets
@@ -21,15 +22,18 @@ RULES = ("**Rules** (KV-Embedding): a *clear U-shape* (exactly one interior mini
          "hidden state k.")
 
 
-def compute_trajectory(method, texts, readout, n_boot):
+def compute_trajectory(method, texts, readout, n_boot, run: bool):
     backbone = ui.get_backbone()
 
     def compute(progress):
         df = idm.trajectory(backbone, method, texts, readout, bootstrap=n_boot, seed=0, progress=progress)
         return idm.to_arrays(df), {}
 
-    arrays, _ = ui.cached("intrinsic_dim", idm.cache_parts(backbone, method, texts, readout, n_boot), compute,
-                          f"{method.title}: intrinsic dimension of {len(texts):,} texts")
+    parts = idm.cache_parts(backbone, method, texts, readout, n_boot)
+    if not run and ui.store().get(cache.make_key(parts), "intrinsic_dim") is None:
+        return None  # not computed yet: wait for the button
+    arrays, _ = ui.cached("intrinsic_dim", parts, compute, f"{method.title}: intrinsic dimension of "
+                          f"{len(texts):,} texts")
     return idm.from_arrays(arrays)
 
 
@@ -79,6 +83,7 @@ with ui.user_errors():
                            help="Each resample draws the points with replacement (repeats removed); the band is "
                                 "the 5–95% range of the estimates. Differences inside the bands are noise.")
     with col_m:
+        st.session_state.setdefault("id_kv_embedding_layers", "none")  # the states the selection rules use
         methods = ui.method_picker("id", default=("kv_embedding",))
         st.caption("A method's prompt and intervention are applied; its pooling is replaced by the states "
                    "chosen on the left. Choose `last` for no prompt at all. For the states KV-Embedding's rules "
@@ -88,9 +93,21 @@ with ui.user_errors():
         st.warning(f"TwoNN needs at least {idm.MIN_POINTS} distinct texts; every layer will be undefined.")
 
     curves, windows = dict(st.session_state.get("id_kept", {})), {}
+    run = st.button("Compute", key="id_compute", type="primary",
+                    help="Results are cached: a trajectory computed once shows up without pressing again.")
+    missing = []
     for m in methods:
         label = f"{m.title} · {backbone.facts.name} · {readout}"
-        curves[label] = compute_trajectory(m, texts.texts, readout, n_boot)
+        df = compute_trajectory(m, texts.texts, readout, n_boot, run)
+        if df is None:
+            missing.append(m.title)
+        else:
+            curves[label] = df
+    if missing:
+        st.info(f"Not computed yet: {', '.join(missing)} on {len(texts):,} texts — press **Compute** "
+                "(roughly a minute per thousand short texts on two CPU cores).")
+    if not curves:
+        st.stop()
     for name, df in curves.items():
         windows[name] = idm.select_window(df["id"].to_numpy(), int(df["layer"].max()))
     if st.button("Keep these curves for comparison", key="id_keep",

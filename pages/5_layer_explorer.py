@@ -94,9 +94,21 @@ with ui.user_errors():
                           [r != "literal" for r in rot] or [False])
     methods = [explorer.cell_method(c, L, **base) for c in cells]
 
-    with st.spinner("ID trajectory for layers=auto (once per model and prompt)…"):
-        template = get_method("kv_embedding", **base).template
-        sel, ids = auto_trajectory(backbone, template)
+    template = get_method("kv_embedding", **base).template
+    found = auto_trajectory(backbone, template, compute=False)
+    if found is None and not st.session_state.get("explorer_running"):
+        st.info("The ID trajectory behind layers=auto is not computed yet for this model and prompt (once, "
+                f"over {AUTO_DESCRIPTION}); it is computed when you run the sweep.")
+        if st.button("Run / resume sweep", key="explorer_first_run", type="primary"):
+            st.session_state["explorer_running"] = True
+            st.rerun()
+        st.stop()
+    if found is None:
+        bar = st.progress(0.0, text="ID trajectory for layers=auto…")
+        found = auto_trajectory(backbone, template, lambda d, t: bar.progress(d / max(t, 1),
+                                                                            text=f"ID trajectory: {d}/{t}"))
+        bar.empty()
+    sel, ids = found
     st.caption(f"ID window: **{sel.rule}**, decoder layers {sel.start}–{sel.end}. {sel.reason}. Trajectory: "
                f"{AUTO_DESCRIPTION}.")
 

@@ -29,7 +29,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--biases", default="1.0")
     ap.add_argument("--rerotate", default="false", help="false, true or both")
     ap.add_argument("--model", default="default")
+    ap.add_argument("--cells-only", action="store_true", help="skip the references (a helper process)")
+    ap.add_argument("--reverse", action="store_true", help="score the cells last-first (a helper process)")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
     args = ap.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     from analysis import explorer, load_backbone
     from analysis.data import lee_pairs, read_sts, shared_stsb
@@ -61,12 +68,16 @@ def main(argv=None) -> dict:
 
     base = {"prompt": "document", "pooling": "hybrid"}  # the page's defaults, so entries are shared
     sel, ids = auto_trajectory(bb, get_method("kv_embedding", **base).template)
-    refs = {"prompt only": score(get_method("kv_embedding", layers="none", **base), "prompt only"),
-            "PromptEOL": score(get_method("prompteol"), "PromptEOL")}
-    id_score = score(get_method("kv_embedding", layers=",".join(map(str, sel.layers)), **base), "ID window")
+    refs, id_score = {}, None
+    if not args.cells_only:
+        refs = {"prompt only": score(get_method("kv_embedding", layers="none", **base), "prompt only"),
+                "PromptEOL": score(get_method("prompteol"), "PromptEOL")}
+        id_score = score(get_method("kv_embedding", layers=",".join(map(str, sel.layers)), **base), "ID window")
     rot = {"false": [False], "true": [True], "both": [False, True]}[args.rerotate]
     cells = explorer.grid(L, range(args.start, L, args.step), [int(w) for w in args.widths.split(",")],
                           [float(b) for b in args.biases.split(",")], rot)
+    if args.reverse:
+        cells = cells[::-1]
     rows = explorer.sweep(cells, lambda c: score(explorer.cell_method(c, L, **base), c.label()))
     out = {"model": bb.identity, "data": args.data, "pairs": len(pairs), "id_trajectory": ids,
            "id_selection": sel.as_dict(), "rows": rows,

@@ -68,6 +68,10 @@ def test_intrinsic_dimension_page_draws_trajectory_window_and_rules(real):
     at.session_state["id_boot"] = 5
     at.run()
     assert not at.exception, at.exception
+    assert any("Not computed yet" in i.value for i in at.info)  # heavy work waits for the button
+    assert not at.get("plotly_chart")
+    at.button(key="id_compute").click().run()
+    assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     fig = figures(at)[0]
     main = [t for t in fig["data"] if t.get("mode") == "lines+markers"]
@@ -79,9 +83,9 @@ def test_intrinsic_dimension_page_draws_trajectory_window_and_rules(real):
     assert fig["layout"].get("shapes"), "the selected window is drawn"
     table = at.dataframe[0].value
     assert table["rule"].iloc[0] in ("u-shape", "several-minima", "flat")
-    # second visit: from the cache
+    # second visit: from the cache, without pressing Compute again
     at.run()
-    assert not at.exception
+    assert not at.exception and at.get("plotly_chart")
     assert any("from the cache" in c.value for c in at.caption)
 
 
