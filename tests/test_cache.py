@@ -197,7 +197,7 @@ def test_load_never_unpickles(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- concurrency
 
 
-def _race_worker(root, parts, index, barrier):
+def _race_worker(root, parts, index, barrier, results):
     store = Store(root)
     barrier.wait()  # everyone misses, computes and writes at the same moment
 
@@ -206,16 +206,22 @@ def _race_worker(root, parts, index, barrier):
         return {"x": np.full((256, 512), index, dtype=np.float32)}, {"writer": index}  # 512 KiB each
 
     entry, hit = store.get_or_compute(parts, compute)
-    return index, hit, float(entry.arrays["x"].min()), float(entry.arrays["x"].max()), entry.meta["writer"]
+    results.put((index, hit, float(entry.arrays["x"].min()), float(entry.arrays["x"].max()), entry.meta["writer"]))
 
 
 def test_concurrent_writers_leave_one_valid_entry(tmp_path):
     ctx = mp.get_context("spawn")
     n = 4
-    with ctx.Manager() as manager:
-        barrier = manager.Barrier(n)
-        with ctx.Pool(n) as pool:
-            results = pool.starmap(_race_worker, [(str(tmp_path), PARTS, i, barrier) for i in range(n)])
+    # Plain processes with a shared Barrier and Queue: no Manager server process to start (which failed
+    # spuriously with EOFError on a heavily loaded machine).
+    barrier, queue = ctx.Barrier(n), ctx.Queue()
+    procs = [ctx.Process(target=_race_worker, args=(str(tmp_path), PARTS, i, barrier, queue)) for i in range(n)]
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=120) for _ in range(n)]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
     store = Store(tmp_path)
     entry = store.get(make_key(PARTS))
     assert entry is not None and store.count() == 1
