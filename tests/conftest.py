@@ -36,3 +36,15 @@ def stsb_dev_or_skip():
     if path is None:
         pytest.skip("STS-B dev not found at ../shared/data/stsbenchmark (development data, not shipped with the repo)")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _restore_main_module():
+    """streamlit's AppTest runs each script as sys.modules["__main__"] and leaves it there; a later test that
+    starts processes with the "spawn" method would then re-run that script in every child. Put it back."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main
