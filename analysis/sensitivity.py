@@ -134,7 +134,8 @@ def differentiable_readouts(backbone, method, text: str, layer: int | None = Non
 
     def grab(module, args, output):  # the embedding layer's output becomes the leaf we differentiate against
         ids = args[0] if args else None
-        if not (isinstance(ids, torch.Tensor) and ids.shape == batch.input_ids.shape and torch.equal(ids, batch.input_ids)):
+        same = isinstance(ids, torch.Tensor) and ids.shape == batch.input_ids.shape
+        if not (same and torch.equal(ids, batch.input_ids)):
             return None  # another lookup (e.g. a method preparing itself on other texts): leave it alone
         if "v" in leaf:
             raise RuntimeError("the input embedding layer ran twice on this text in one forward pass")
@@ -262,7 +263,8 @@ def attention_bound(backbone, method, text: str, *, layer: int | None = None) ->
     L = backbone.facts.n_layers
     k = resolve_layer(L, method.params.layer if layer is None else layer)
     batch = _prepare(backbone, method, text)
-    backend = contextlib.nullcontext() if getattr(method, "needs_eager", False) else attention_backend(backbone, "eager")
+    eager = getattr(method, "needs_eager", False)  # such methods return weights from their own backend
+    backend = contextlib.nullcontext() if eager else attention_backend(backbone, "eager")
     with torch.inference_mode(), backbone.lock, backend:
         cap = method.forward(backbone, batch, [k], attention=True)
     T = batch.input_ids.shape[1]

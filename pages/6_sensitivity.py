@@ -83,8 +83,8 @@ with ui.user_errors():
     st.title("Sensitivity")
     st.caption(
         "For one text: how strongly the embedding y responds to each input token's embedding vᵢ, measured as the "
-        "Frobenius norm of the Jacobian block ∂y/∂vᵢ. Each random probe u is one backward pass giving ‖Jᵢᵀu‖² for "
-        "every position at once (its average over probes is ‖Jᵢ‖²). Over-squashing theory (HTP paper) predicts "
+        "Frobenius norm of the Jacobian block ∂y/∂vᵢ. Each random probe u is one backward pass giving ‖Jᵢᵀu‖² "
+        "for every position at once (its average over probes is ‖Jᵢ‖²). Over-squashing theory (HTP paper) predicts "
         "that the last-token readout hears the end of the text far better than its beginning, while the mean "
         "readout stays close to flat. Lower panel: the bound's structural shape from the model's own attention "
         "maps, A = Π layers (head-averaged attention + identity, rows normalised).")
@@ -137,8 +137,8 @@ with ui.user_errors():
             st.caption(f"Probe estimate vs exact norms: largest relative error {err:.1%} with {probes} probes.")
 
     st.subheader("Summary")
-    st.caption("Decades: log₁₀ of the median norm over the last quarter of the text tokens divided by the median over "
-               "the first quarter (0 = flat; the final token itself is left out because its own residual path "
+    st.caption("Decades: log₁₀ of the median norm over the last quarter of the text tokens divided by the median "
+               "over the first quarter (0 = flat; the final token itself is left out because its own residual path "
                "dominates the last readout). ρ: Spearman correlation over positions between log bound and log "
                "measured norm.")
     st.dataframe(pd.DataFrame(rows), hide_index=True)

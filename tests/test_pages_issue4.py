@@ -85,7 +85,8 @@ def test_sensitivity_page_exact_option_and_long_text_message(real):
     assert any("largest relative error" in c.value for c in at.caption)
 
 
-@pytest.mark.parametrize("page, key", [("2_embed_compare.py", "embed_methods"), ("4_attention.py", "attn_words_methods")])
+@pytest.mark.parametrize("page, key", [("2_embed_compare.py", "embed_methods"),
+                                       ("4_attention.py", "attn_words_methods")])
 def test_pages_that_list_methods_offer_tp_and_htp(page, key):
     at = AppTest.from_file(str(REPO / "pages" / page), default_timeout=TIMEOUT)
     at.run()

@@ -114,7 +114,7 @@ def embedding_stats(backbone) -> tuple[torch.Tensor, torch.Tensor]:
 
 class RewiringMethod(EmbeddingMethod):
     """Shared machinery of TP and HTP: placeholder layout, their input vectors, and the pre-hook rewiring.
-    Subclasses implement `layout(backbone, text) -> (Placed, kept_text)` and set `labels`."""
+    Subclasses implement `layout(backbone, text) -> Placed` and set `labels`."""
 
     labels: dict[int, str] = {LOCAL: "<PST>"}  # trace labels per placeholder kind
     mean_segments = (1,)  # mean readout over the text tokens: placeholders (segment 0) never count
