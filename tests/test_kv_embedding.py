@@ -183,6 +183,7 @@ def test_prompt_roles_and_pooling(tiny_llama):
 
 
 # ---- the real default model ---------------------------------------------------------------------------------------
+@pytest.mark.real
 def test_real_model_prompt_only_and_rerouting(real):
     m0 = get_method("kv_embedding", layers="none")
     batch = batch_for(real, m0, TEXTS[:2])
@@ -196,6 +197,7 @@ def test_real_model_prompt_only_and_rerouting(real):
     assert np.all(np.isfinite(on)) and np.abs(on - off).max() > 1e-3
 
 
+@pytest.mark.real
 def test_real_model_auto_layers_resolve_to_an_id_window(real):
     from analysis.intrinsic_dim import auto_window
 
