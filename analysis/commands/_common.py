@@ -52,9 +52,13 @@ class _FixedBatch:
     def __init__(self, method, batch_size: int):
         self.method, self.batch_size = method, batch_size
         self.name, self.params = method.name, method.params
+        self.seconds = None  # time of our own encode call, if the cache made one
 
     def encode(self, backbone, texts, **kwargs):
-        return self.method.encode(backbone, texts, batch_size=self.batch_size, **kwargs)
+        start = time.perf_counter()
+        emb = self.method.encode(backbone, texts, batch_size=self.batch_size, **kwargs)
+        self.seconds = time.perf_counter() - start
+        return emb
 
 
 def encode(args, backbone, method, texts: list[str]) -> tuple[np.ndarray, dict]:
@@ -64,24 +68,26 @@ def encode(args, backbone, method, texts: list[str]) -> tuple[np.ndarray, dict]:
     computed (the lookup itself is in `lookup_seconds`). Warnings (e.g. truncation) go to stderr as one
     `warning: ...` line each, on hits too."""
     progress = _stderr_progress(method.name) if sys.stderr.isatty() else None
+    fixed = _FixedBatch(method, args.batch_size)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if args.no_cache:
-            emb, hit, meta = method.encode(backbone, texts, batch_size=args.batch_size, progress=progress), False, {}
+            emb, hit, meta = fixed.encode(backbone, texts, progress=progress), False, {}
         else:
             from cache import cached_encode, default_store
 
-            emb, meta, hit = cached_encode(default_store(), backbone, _FixedBatch(method, args.batch_size), texts,
-                                           progress=progress)
+            emb, meta, hit = cached_encode(default_store(), backbone, fixed, texts, progress=progress)
     wall = time.perf_counter() - start
     if progress is not None:
         print(file=sys.stderr)
     messages = list(dict.fromkeys([str(w.message) for w in caught] + list(meta.get("warnings") or [])))
     for m in messages:
         print(f"warning: {m}", file=sys.stderr)
-    # The cache records the encode time alone (not the write); on a hit it is the time of the original run.
-    info = {"seconds": float(meta.get("seconds", wall)), "cached": hit, "warnings": messages}
+    # Our own encode time when we computed (the cache's record may be another process's that won the race to
+    # store the same entry); on a hit, the time recorded when the entry was computed.
+    seconds = fixed.seconds if fixed.seconds is not None else float(meta.get("seconds", wall))
+    info = {"seconds": seconds, "cached": hit, "warnings": messages}
     if hit:
         info["lookup_seconds"] = wall
     return np.asarray(emb, dtype=np.float32), info
