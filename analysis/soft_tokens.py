@@ -18,7 +18,7 @@ import torch
 
 from analysis.errors import UserError
 from analysis.forward import resolve_layer
-from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION, SoftTokens, generate, readout_at, token_text
+from analysis.methods.soft_tokens import BATCH_SIZE, DEFAULT_INSTRUCTION, SoftTokens, generate, readout_at, token_text
 
 SCALING_KS = (0, 1, 3, 5, 10, 20)  # 0 = no generation (same prompt, last prompt token): the reference line
 
@@ -112,7 +112,7 @@ def token_heatmap(result: dict, max_tokens: int = 30) -> pd.DataFrame:
 
 def scaling_curve(backbone, pairs, ks=SCALING_KS, *, instruction: str = DEFAULT_INSTRUCTION,
                   temperature: float = 1.0, top_k: int = 0, mode: str = "soft", pooling: str = "generated",
-                  layer: int = -1, adapter: str = "", batch_size: int = 16,
+                  layer: int = -1, adapter: str = "", batch_size: int = BATCH_SIZE,
                   progress: Callable[[int, int], None] | None = None) -> dict[str, np.ndarray]:
     """STS Spearman of the soft-token embedding for each K in `ks` (K=0: no generation, the same prompt's
     last token), from one generation of max(ks) tokens per text.

@@ -72,6 +72,7 @@ def speed(backbone, args) -> dict:
                 start = time.perf_counter()
                 fn(bs)
                 times[name].append(time.perf_counter() - start)
+            print(f"batch {bs}: {({k: round(v[-1], 2) for k, v in times.items()})}", file=sys.stderr, flush=True)
         med = {name: statistics.median(t) for name, t in times.items()}
         out["batch_sizes"][str(bs)] = {
             "median_seconds": {k: round(v, 4) for k, v in med.items()},
@@ -90,7 +91,7 @@ def sts(backbone, args) -> dict:
     if args.limit:
         pairs = pairs.head(args.limit)
     done = []
-    curve = scaling_curve(backbone, pairs, SCALING_KS, batch_size=16,
+    curve = scaling_curve(backbone, pairs, SCALING_KS,
                           progress=lambda d, t: done.append(d) or print(f"\r{d}/{t}", end="", file=sys.stderr))
     print(file=sys.stderr)
     return {"model": backbone.facts.name, "pairs": len(pairs), "texts": len(pairs.unique_texts()),
@@ -100,14 +101,17 @@ def sts(backbone, args) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--texts", type=int, default=32, help="prompts per measurement (default 32)")
+    p.add_argument("--texts", type=int, default=64, help="prompts per measurement (default 64)")
     p.add_argument("--length", type=int, default=30, help="target prompt length in tokens (default 30)")
     p.add_argument("--ks", type=int, nargs="+", default=[1, 5, 20])
-    p.add_argument("--batch-sizes", type=int, nargs="+", default=[16, 1])
+    p.add_argument("--batch-sizes", type=int, nargs="+", default=[16, 64])
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
     p.add_argument("--sts", action="store_true", help="measure test-time scaling on STS-B dev instead")
     p.add_argument("--limit", type=int, default=0, help="with --sts: first N pairs (0 = all 1500)")
     args = p.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     backbone = load_backbone()
     print(json.dumps(sts(backbone, args) if args.sts else speed(backbone, args)))
 

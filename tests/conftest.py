@@ -2,9 +2,13 @@
 
 import os
 
-import pytest
+# MKL may change its thread count with the machine's load (MKL_DYNAMIC), and with it the order of float
+# reductions; the bit-for-bit tests compare two passes in one process, so pin it before torch is imported.
+os.environ.setdefault("MKL_DYNAMIC", "FALSE")
 
-from analysis.tiny import ARCHITECTURES, tiny_backbone
+import pytest  # noqa: E402
+
+from analysis.tiny import ARCHITECTURES, tiny_backbone  # noqa: E402
 
 # Tests write their own cache entries (and the converted default model) under the project's cache, unless
 # the caller points EMBEDSCOPE_CACHE elsewhere; tests that need isolation use tmp_path explicitly.

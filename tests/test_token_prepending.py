@@ -13,8 +13,12 @@ from analysis.methods.token_prepending import LOCAL, embedding_stats
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Hello world!", "A bank by the river was steep."]
 
 
-def _no_hooks(bb):
-    return all(not layer._forward_pre_hooks and not layer._forward_hooks for layer in bb.layers)
+def _hooks(bb):
+    """Every hook on the decoder layers. transformers installs its own output-recording hooks the first time a
+    model is called with output_hidden_states/attentions (and keeps them), so a session-scoped model may carry
+    hooks that are not ours: tests compare before/after instead of expecting none."""
+    return [(i, k, h) for i, layer in enumerate(bb.layers)
+            for k, d in (("pre", layer._forward_pre_hooks), ("post", layer._forward_hooks)) for h in d.items()]
 
 
 def _inputs_of(bb, layer_ids):
@@ -77,6 +81,7 @@ def test_hooks_copy_the_final_token_state(tiny, padding_side):
     tp = get_method("token_prepending", start=1, exit=3, layer=-1)
     batch = tp.collate(tiny, tp.prepare(tiny, TEXTS), padding_side)
     seen, regs = _inputs_of(tiny, range(tiny.facts.n_layers))
+    before = _hooks(tiny)
     with torch.inference_mode(), tp.intervention(tiny, batch), hooks(*regs):
         cap = run(tiny, batch, "all", inputs_embeds=tp.input_embeds(tiny, batch))
     rows, ph = torch.nonzero(batch.kind, as_tuple=True)
@@ -93,7 +98,7 @@ def test_hooks_copy_the_final_token_state(tiny, padding_side):
             assert not torch.allclose(x[rows, ph], x[rows, src]), f"layer {l} rewired but outside [start, exit)"
             if l > 0:
                 assert torch.equal(x, cap.hidden[l])
-    assert _no_hooks(tiny)
+    assert _hooks(tiny) == before
 
 
 def test_model_unchanged_after_exit_and_after_exception(tiny_llama):
@@ -101,17 +106,18 @@ def test_model_unchanged_after_exit_and_after_exception(tiny_llama):
     ref = get_method("prompteol")
     before = ref.encode(tiny_llama, TEXTS)
     batch = tp.collate(tiny_llama, tp.prepare(tiny_llama, TEXTS), "right")
+    hooks_before = _hooks(tiny_llama)
     with tp.intervention(tiny_llama, batch):
-        assert sum(len(layer._forward_pre_hooks) for layer in tiny_llama.layers) == 4
-    assert _no_hooks(tiny_llama)
+        assert len(_hooks(tiny_llama)) == len(hooks_before) + 4
+    assert _hooks(tiny_llama) == hooks_before
     with pytest.raises(ZeroDivisionError):
         with tp.intervention(tiny_llama, batch):
             1 / 0
-    assert _no_hooks(tiny_llama)
+    assert _hooks(tiny_llama) == hooks_before
     with pytest.raises(RuntimeError):  # an error inside the hooked forward itself (wrong batch shape)
         with torch.inference_mode(), tp.intervention(tiny_llama, batch):
             run(tiny_llama, None, [-1], inputs_embeds=torch.zeros(1, 3, tiny_llama.facts.hidden_size))
-    assert _no_hooks(tiny_llama)
+    assert _hooks(tiny_llama) == hooks_before
     assert np.array_equal(ref.encode(tiny_llama, TEXTS), before)
 
 

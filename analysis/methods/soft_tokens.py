@@ -36,6 +36,9 @@ from analysis.tokens import Batch, Encoded, PLACEHOLDER, batches_by_length, chec
 from analysis.trace import Trace
 
 GENERATED = 127  # segment id of generated positions (fits the int8 segments kept in traces)
+# A generation step pushes one position per text through every layer, so on a CPU it costs about one read of
+# all the weights whatever the batch: more texts per batch share that read (see scripts/bench_soft_tokens.py).
+BATCH_SIZE = 64
 TOPN = 10  # most likely tokens recorded per step in traces
 DEFAULT_INSTRUCTION = "Represent this text."
 POOLINGS = ("generated", "generated+text", "last_generated")
@@ -273,11 +276,11 @@ class SoftTokens(EmbeddingMethod):
             trace.tokens[n_before + b] = [next(names) if g else t for t, g in zip(trace.tokens[n_before + b], is_gen)]
 
     # ---- entry points: the adapter (if any) is merged into a copy of the model once -------------------------
-    def encode(self, backbone, texts, **kwargs):
-        return super().encode(self.adapted(backbone), texts, **kwargs)
+    def encode(self, backbone, texts, *, batch_size: int = BATCH_SIZE, **kwargs):
+        return super().encode(self.adapted(backbone), texts, batch_size=batch_size, **kwargs)
 
-    def encode_layers(self, backbone, texts, layers="all", **kwargs):
-        return super().encode_layers(self.adapted(backbone), texts, layers, **kwargs)
+    def encode_layers(self, backbone, texts, layers="all", *, batch_size: int = BATCH_SIZE, **kwargs):
+        return super().encode_layers(self.adapted(backbone), texts, layers, batch_size=batch_size, **kwargs)
 
     def adapted(self, backbone):
         """The backbone with this method's adapter merged (the same object without one)."""
@@ -287,7 +290,7 @@ class SoftTokens(EmbeddingMethod):
 
         return load_adapter(backbone, self.params.adapter)
 
-    def encode_steps(self, backbone, texts, ks, *, batch_size: int = 16, normalize: bool = True,
+    def encode_steps(self, backbone, texts, ks, *, batch_size: int = BATCH_SIZE, normalize: bool = True,
                      padding_side: str = "right", progress=None) -> np.ndarray:
         """Embeddings for several K from one generation of max(ks) tokens: (n, len(ks), d).
 
