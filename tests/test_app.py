@@ -6,7 +6,6 @@ EMBEDSCOPE_CACHE whose models/ is a symlink to the real store's converted models
 conversion happens at most once, in the real store, and is never repeated per test run).
 """
 
-import os
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui
+from apptools import isolated_cache, errors
 
 REPO = Path(__file__).resolve().parent.parent
 APP = str(REPO / "app.py")
@@ -26,24 +26,13 @@ pytestmark = pytest.mark.real
 @pytest.fixture(scope="module", autouse=True)
 def app_cache(tmp_path_factory):
     """A fresh cache root for this module's results, sharing the real converted models."""
-    from analysis.backbone import cache_root
-
-    real_models = cache_root() / "models"
-    real_models.mkdir(parents=True, exist_ok=True)
-    root = tmp_path_factory.mktemp("embedscope_cache")
-    (root / "models").symlink_to(real_models, target_is_directory=True)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("EMBEDSCOPE_CACHE", str(root))
+    with isolated_cache(tmp_path_factory) as root:
         yield root
 
 
 def run_app() -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     return at.run()
-
-
-def errors(at) -> list[str]:
-    return [e.value for e in at.error]
 
 
 def open_page(page: str, **state) -> AppTest:

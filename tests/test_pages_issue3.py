@@ -4,7 +4,6 @@ plus the `id` command. Inputs are kept small (a dozen texts / pairs) so the real
 Results go to a temporary cache whose models/ and auto_layers/ link to the real ones (the converted model and
 the once-per-model ID window behind layers=auto)."""
 
-import base64
 import json
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from analysis.data import demo_pairs
+from apptools import isolated_cache, figures, values
 
 REPO = Path(__file__).resolve().parent.parent
 PAGES = REPO / "pages"
@@ -32,31 +32,8 @@ pytestmark = pytest.mark.real
 
 @pytest.fixture(scope="module", autouse=True)
 def page_cache(tmp_path_factory):
-    from analysis.backbone import cache_root
-
-    root = tmp_path_factory.mktemp("embedscope_cache")
-    for name in ("models", "auto_layers"):
-        real = cache_root() / name
-        real.mkdir(parents=True, exist_ok=True)
-        (root / name).symlink_to(real, target_is_directory=True)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("EMBEDSCOPE_CACHE", str(root))
+    with isolated_cache(tmp_path_factory, shared=("models", "auto_layers")) as root:
         yield root
-
-
-def figures(at) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-
-
-def values(v):
-    """Plotly sends numpy arrays as {"bdata": base64, "dtype", "shape"}: back to a list (None for NaN)."""
-    if isinstance(v, dict) and "bdata" in v:
-        arr = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
-        if "shape" in v:
-            arr = arr.reshape([int(x) for x in str(v["shape"]).split(",")])
-        return [None if isinstance(x, float) and np.isnan(x) else x for x in arr.tolist()] if arr.ndim == 1 \
-            else arr.tolist()
-    return v
 
 
 def test_intrinsic_dimension_page_draws_trajectory_window_and_rules(real):
@@ -77,7 +54,7 @@ def test_intrinsic_dimension_page_draws_trajectory_window_and_rules(real):
     main = [t for t in fig["data"] if t.get("mode") == "lines+markers"]
     assert len(main) == 1 and len(values(main[0]["x"])) == real.facts.n_layers + 1
     y = values(main[0]["y"])
-    assert y[0] is None and all(v is not None for v in y[1:])  # state 0 of a fixed prompt: one distinct point
+    assert np.isnan(y[0]) and np.isfinite(y[1:]).all()  # state 0 of a fixed prompt: one distinct point
     undefined = [t for t in fig["data"] if t.get("name", "").endswith("undefined")]
     assert undefined and 0 in values(undefined[0]["x"])
     assert fig["layout"].get("shapes"), "the selected window is drawn"
@@ -100,7 +77,7 @@ def test_attention_page_prefix_heatmap_and_word_attention(real):
     assert not at.error, [e.value for e in at.error]
     prefix, words = figures(at)[:2]
     heat = prefix["data"][0]
-    z = np.array(values(heat["z"]), dtype=float)  # (L, H)
+    z = values(heat["z"]).astype(float)  # (L, H)
     assert z.shape == (real.facts.n_layers, real.facts.n_heads)
     assert np.all(z[[0, 11, 16, 29]] == 0) and np.all(z[12:16] > 0)
     bars = [t for t in words["data"] if t["type"] == "bar"]

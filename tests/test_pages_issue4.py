@@ -4,8 +4,6 @@ pages that list methods (Embed & compare, Attention).
 Results go to a temporary cache whose models/ links to the real converted models (as tests/test_app.py does).
 """
 
-import base64
-import json
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from analysis import get_method
 from analysis import sensitivity as S
+from apptools import isolated_cache, figures, values
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = str(REPO / "pages" / "6_sensitivity.py")
@@ -25,14 +24,7 @@ pytestmark = pytest.mark.real
 
 @pytest.fixture(scope="module", autouse=True)
 def page_cache(tmp_path_factory):
-    from analysis.backbone import cache_root
-
-    real_models = cache_root() / "models"
-    real_models.mkdir(parents=True, exist_ok=True)
-    root = tmp_path_factory.mktemp("embedscope_cache")
-    (root / "models").symlink_to(real_models, target_is_directory=True)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("EMBEDSCOPE_CACHE", str(root))
+    with isolated_cache(tmp_path_factory) as root:
         yield root
 
 
@@ -42,17 +34,6 @@ def page(**state) -> AppTest:
     for key, value in state.items():
         at.session_state[key] = value
     return at.run()
-
-
-def values(v) -> np.ndarray:
-    """A trace's x/y: a list, or Plotly's base64 typed-array form {"dtype", "bdata"}."""
-    if isinstance(v, dict) and "bdata" in v:
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).astype(float)
-    return np.asarray([np.nan if x is None else x for x in v], dtype=float)
-
-
-def figures(at) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 def test_sensitivity_page_shows_both_readouts_and_the_bound(real):

@@ -3,7 +3,6 @@
 Results go to a temporary cache whose models/ links to the real converted models (as tests/test_app.py does).
 """
 
-import base64
 import json
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from analysis import get_method
 from analysis.data import demo_pairs, demo_texts
 from analysis.evaluate import Task, run_task
 from analysis.geometry import anisotropy_by_layer, measure, positive_pairs
+from apptools import isolated_cache, errors, figure, values
 
 REPO = Path(__file__).resolve().parent.parent
 GEOMETRY = str(REPO / "pages" / "7_geometry.py")
@@ -27,30 +27,8 @@ pytestmark = pytest.mark.real
 
 @pytest.fixture(scope="module", autouse=True)
 def page_cache(tmp_path_factory):
-    from analysis.backbone import cache_root
-
-    real_models = cache_root() / "models"
-    real_models.mkdir(parents=True, exist_ok=True)
-    root = tmp_path_factory.mktemp("embedscope_cache")
-    (root / "models").symlink_to(real_models, target_is_directory=True)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("EMBEDSCOPE_CACHE", str(root))
+    with isolated_cache(tmp_path_factory) as root:
         yield root
-
-
-def errors(at):
-    return [e.value for e in at.error]
-
-
-def figure(at, i=0) -> dict:
-    return json.loads(at.get("plotly_chart")[i].proto.spec)
-
-
-def values(v) -> np.ndarray:
-    """A trace's x/y: a list, or Plotly's base64 typed-array form {"dtype", "bdata"}."""
-    if isinstance(v, dict) and "bdata" in v:
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-    return np.asarray(v)
 
 
 # ---- Geometry -----------------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 Results go to a temporary cache whose models/ links to the real converted models (as tests/test_app.py does).
 """
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from analysis.data import demo_pairs
 from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
 from analysis.soft_tokens import generate_soft_tokens, scaling_curve
+from apptools import isolated_cache, errors, figures, values
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = str(REPO / "pages" / "9_soft_tokens.py")
@@ -24,32 +24,8 @@ pytestmark = pytest.mark.real
 
 @pytest.fixture(scope="module", autouse=True)
 def page_cache(tmp_path_factory):
-    from analysis.backbone import cache_root
-
-    real_models = cache_root() / "models"
-    real_models.mkdir(parents=True, exist_ok=True)
-    root = tmp_path_factory.mktemp("embedscope_cache")
-    (root / "models").symlink_to(real_models, target_is_directory=True)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("EMBEDSCOPE_CACHE", str(root))
+    with isolated_cache(tmp_path_factory) as root:
         yield root
-
-
-def errors(at):
-    return [e.value for e in at.error]
-
-
-def figures(at) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-
-
-def values(v) -> np.ndarray:
-    """A Plotly JSON array: a plain list, or a typed array {"dtype", "bdata" (base64)}."""
-    if isinstance(v, dict) and "bdata" in v:
-        import base64
-
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-    return np.asarray(v)
 
 
 def small_page(k=4, **widgets) -> AppTest:

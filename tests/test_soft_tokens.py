@@ -10,8 +10,7 @@ import torch
 from analysis.errors import UserError
 from analysis.forward import run
 from analysis.methods import get_method, parse_params
-from analysis.methods.soft_tokens import (GENERATED, embed_mix, generate, next_token_logits, readout_at,
-                                          token_distribution)
+from analysis.methods.soft_tokens import (GENERATED, embed_mix, generate, next_token_logits, token_distribution)
 
 TEXTS = ["A cat sat.", "The quick brown fox jumps over the lazy dog, twice.", "Hello world!"]
 

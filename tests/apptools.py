@@ -1,0 +1,49 @@
+"""Helpers shared by the AppTest modules: an isolated cache root, and reading what a page drew."""
+
+import base64
+import json
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+
+@contextmanager
+def isolated_cache(tmp_path_factory, shared=("models",)):
+    """A fresh EMBEDSCOPE_CACHE for one test module. The `shared` sub-stores are symlinks to the real ones, so the
+    converted default model (a ~30 s GGUF conversion) is made at most once and never per test run."""
+    from analysis.backbone import cache_root
+
+    root = tmp_path_factory.mktemp("embedscope_cache")
+    for name in shared:
+        real = cache_root() / name
+        real.mkdir(parents=True, exist_ok=True)
+        (root / name).symlink_to(real, target_is_directory=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EMBEDSCOPE_CACHE", str(root))
+        yield root
+
+
+def errors(at) -> list[str]:
+    return [e.value for e in at.error]
+
+
+def figures(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def figure(at, i: int = 0) -> dict:
+    return figures(at)[i]
+
+
+def values(v) -> np.ndarray:
+    """A trace's data array: a plain list (None = a gap, read as NaN) or Plotly's typed-array form
+    {"dtype", "bdata" (base64), optional "shape"}."""
+    if isinstance(v, dict) and "bdata" in v:
+        arr = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        if "shape" in v:
+            arr = arr.reshape([int(x) for x in str(v["shape"]).split(",")])
+        return arr
+    if any(x is None for x in np.ravel(np.asarray(v, dtype=object))):
+        return np.asarray([np.nan if x is None else x for x in v], dtype=float)
+    return np.asarray(v)
