@@ -145,3 +145,25 @@ def test_direct_link_keeps_the_sidebar(server, browser, shots):
     page.screenshot(path=str(shots / "direct_link.png"), full_page=True)
     assert "Clear cache" in page.locator('[data-testid="stSidebar"]').inner_text()
     assert _problems(page) == []
+
+
+def _other_pages():
+    from ui.nav import page_files, page_title, url_path
+
+    return [(url_path(p), page_title(p)) for p in page_files()[1:]]
+
+
+@pytest.mark.parametrize("path,title", _other_pages(), ids=[p for p, _ in _other_pages()])
+def test_every_page_opens_without_an_error(server, browser, shots, path, title):
+    """Each view, opened by its link, renders its heading with the model loaded and shows no exception or error
+    (pages that compute on a button show their inputs; the others their default figures)."""
+    page = browser.new_page()
+    try:
+        page.goto(f"{server}/{path}", timeout=60_000)
+        page.get_by_role("heading", name=title).first.wait_for(timeout=LOAD_TIMEOUT_MS)
+        _settle(page, '[data-testid="stSidebar"]')
+        page.screenshot(path=str(shots / f"{path}.png"), full_page=True)
+        assert _problems(page) == []
+        assert "30 layers" in page.locator('[data-testid="stSidebar"]').inner_text()
+    finally:
+        page.close()

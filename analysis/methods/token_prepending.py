@@ -249,6 +249,7 @@ class TokenPrependingParams:
 
 class TokenPrepending(RewiringMethod):
     name = "token_prepending"
+    bench_reference = "prompteol"  # the benchmark compares against the same prompt without the placeholder and the hooks
     title = "Token Prepending (TP)"
     summary = "One placeholder before the text takes the final token's state in early layers; early exit."
     Params = TokenPrependingParams
