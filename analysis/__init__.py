@@ -13,9 +13,26 @@ Hugging Face reports it.
 
 __version__ = "0.1.0"
 
+import functools  # noqa: E402
+import hashlib  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """`__version__` plus a digest of every source file of this package. Cache keys use it, so results computed
+    by other code (an edited method, a fixed bug, not only a released upgrade) are never served again."""
+    root = Path(__file__).parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode())
+        h.update(f.read_bytes())
+    return f"{__version__}+{h.hexdigest()[:16]}"
+
+
 from analysis.errors import TruncationWarning, UserError  # noqa: E402
 
-__all__ = ["__version__", "UserError", "TruncationWarning", "load_backbone", "get_method", "list_methods"]
+__all__ = ["__version__", "code_version", "UserError", "TruncationWarning", "load_backbone", "get_method", "list_methods"]
 
 
 def __getattr__(name):  # lazy: importing analysis.data should not pay for torch

@@ -291,12 +291,12 @@ def auto_trajectory(backbone, template: str, progress: Callable[[int, int], None
     when it has not been computed yet (so a page can ask before paying for it).
 
     Cached in memory and as a small JSON record under the project cache (`<cache root>/auto_layers/`), keyed
-    by the model identity, the prompt and the library version, so a model pays the ~360-text pass once."""
+    by the model identity, the prompt and the library's code version, so a model pays the ~360-text pass once."""
     import analysis
     from analysis.backbone import cache_root
     from analysis.errors import UserError
 
-    key = hashlib.sha256(json.dumps([backbone.identity, template, analysis.__version__]).encode()).hexdigest()[:32]
+    key = hashlib.sha256(json.dumps([backbone.identity, template, analysis.code_version()]).encode()).hexdigest()[:32]
     if key in _AUTO:
         return _AUTO[key]
     path = cache_root() / "auto_layers" / f"{key}.json"

@@ -100,12 +100,18 @@ def tokenize_with_offsets(tokenizer, template: str, text: str, max_length: int,
     if total <= max_length:
         return enc, text_end, text
     pieces = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-    n_keep = len(pieces) - (total - max_length) - 1  # one extra token for merges at the cut
-    while n_keep >= 1:
-        kept = text[: pieces[n_keep - 1][1]]
+    # The longest prefix (in whole tokens) that fits with its placeholders: binary search, since the total
+    # grows with the kept text but not linearly (each sentence kept also adds its summary tokens).
+    lo, hi, best = 1, len(pieces) - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        kept = text[: pieces[mid - 1][1]]
         enc, text_end, total = attempt(kept)
         if total <= max_length:
-            return Encoded(enc.ids, enc.segments, truncated=True), text_end, kept
-        n_keep -= max(1, (total - max_length) // 2)  # usually fits on the first try; shrink faster if not
+            best, lo = (Encoded(enc.ids, enc.segments, truncated=True), text_end, kept), mid + 1
+        else:
+            hi = mid - 1
+    if best is not None:
+        return best
     raise UserError(f"The prompt template alone (with its summary tokens) is longer than the model's limit of "
                     f"{max_length} tokens.")

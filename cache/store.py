@@ -40,7 +40,7 @@ _BROKEN = (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFil
 
 
 def make_key(parts: dict) -> str:
-    """sha256 hex of the canonical JSON of ``parts`` plus the library version (an upgrade never reuses results).
+    """sha256 hex of the canonical JSON of ``parts`` plus `code_version()` (other code never reuses results).
 
     Args:
         parts: What determines the result (model identity, method, parameters, the exact texts): str, int,
@@ -49,11 +49,11 @@ def make_key(parts: dict) -> str:
     Raises:
         TypeError: anything else (sets, arrays, objects), which has no stable canonical form.
     """
-    import analysis  # light: its heavy parts load lazily
+    from analysis import code_version  # light: its heavy parts load lazily
 
     if not isinstance(parts, dict):
         raise TypeError(f"cache key parts must be a dict, got {type(parts).__name__}")
-    text = json.dumps(_jsonable({**parts, "__lib__": analysis.__version__}),
+    text = json.dumps(_jsonable({**parts, "__lib__": code_version()}),
                       sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 

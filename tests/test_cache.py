@@ -17,6 +17,7 @@ import analysis
 import cache
 from cache import Entry, Store, cached_encode, default_store, make_key
 from cache import store as store_mod
+from analysis import code_version
 
 
 @dataclass(frozen=True)
@@ -101,9 +102,35 @@ def test_library_version_is_in_the_key(tmp_path, monkeypatch):
     before = make_key(PARTS)
     store.get_or_compute(PARTS, compute)
     monkeypatch.setattr(analysis, "__version__", analysis.__version__ + ".post1")
-    assert make_key(PARTS) != before
-    _, hit = store.get_or_compute(PARTS, compute)
-    assert not hit and len(calls) == 2
+    code_version.cache_clear()
+    try:
+        assert make_key(PARTS) != before
+        _, hit = store.get_or_compute(PARTS, compute)
+        assert not hit and len(calls) == 2
+    finally:
+        monkeypatch.undo()
+        code_version.cache_clear()
+    assert make_key(PARTS) == before
+
+
+def test_edited_library_code_is_in_the_key(tmp_path, monkeypatch):
+    """Not only a version bump: any change to the library's source (a fixed method) gives new keys."""
+    import shutil
+
+    before = make_key(PARTS)
+    copy = tmp_path / "analysis"
+    shutil.copytree(Path(analysis.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(analysis, "__file__", str(copy / "__init__.py"))
+    code_version.cache_clear()
+    try:
+        assert make_key(PARTS) == before  # the same sources
+        with open(copy / "methods" / "mean.py", "a") as f:
+            f.write("\n# an edit\n")
+        code_version.cache_clear()
+        assert make_key(PARTS) != before
+    finally:
+        monkeypatch.undo()
+        code_version.cache_clear()
 
 
 def test_key_is_canonical_and_typed():

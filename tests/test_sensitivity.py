@@ -180,7 +180,8 @@ def test_cli_prints_one_json_line(tiny_llama, monkeypatch, capsys):
     res = json.loads(out[0])
     T = len(res["tokens"])
     assert len(res["last"]) == len(res["mean"]) == T and res["probes"] == 4 and res["method"] == "htp"
-    assert res["last"][0] is None  # a placeholder: no token embedding
+    assert res["tokens"][0] == tiny_llama.tokenizer.bos_token and res["last"][0] is not None  # HTP's start token
+    assert res["last"][1] is None  # the first global summary token: a placeholder, no token embedding
     assert main(["sensitivity", "--text", "  ", "--probes", "4"]) == 2
 
 

@@ -57,7 +57,9 @@ class HTPParams:
                        "norm, as in the paper's configuration.")
     pooling: str = param("mean", "Readout: mean over the text tokens, placeholders excluded (the paper: mean avoids "
                          "last-token over-squashing), or last token.", choices=("mean", "last"))
-    template: str = param("{text}", "Prompt around the text (needs {text} once); the paper embeds documents bare.")
+    template: str = param("{text}", "Prompt around the text (needs {text} once); the paper embeds documents bare. "
+                          "A template that starts with the text gets the tokenizer's BOS (else EOS) token in front "
+                          "when the tokenizer adds none itself: position 0 must not be a placeholder.")
     seed: int = param(0, "Seed of the two random placeholder embeddings (local and global), fixed as in the paper.",
                       min=0, max=2**31 - 1)
 
@@ -76,6 +78,9 @@ class HTP(RewiringMethod):
         p = self.params
         size = p.k if p.partition == "sentences" else p.n_tokens
         return token_blocks(text_end, text, p.partition, size)
+
+    def has_placeholders(self) -> bool:
+        return self.params.summary != "none"
 
     def layout(self, backbone, text: str) -> Placed:
         summary = self.params.summary
