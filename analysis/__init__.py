@@ -32,7 +32,8 @@ def code_version() -> str:
 
 from analysis.errors import TruncationWarning, UserError  # noqa: E402
 
-__all__ = ["__version__", "code_version", "UserError", "TruncationWarning", "load_backbone", "get_method", "list_methods"]
+__all__ = ["__version__", "code_version", "UserError", "TruncationWarning", "load_backbone", "get_method",
+           "list_methods"]
 
 
 def __getattr__(name):  # lazy: importing analysis.data should not pay for torch

@@ -2,7 +2,8 @@
 attention over the input WORDS (sub-word tokens aggregated with the tokenizer's character offsets).
 
     _, tr = method.encode(backbone, [text], trace=True, attention=True)
-    words = final_token_word_attention(backbone.tokenizer, method.template, text, tr, layers=range(L))
+    template = method.prompt_template(backbone.tokenizer)  # as tokenized (TP/HTP may add a start token)
+    words = final_token_word_attention(backbone.tokenizer, template, text, tr, layers=range(L))
     # DataFrame(word_index, word, start, end, mass): mass = share of the final token's attention (mean over the
     # chosen decoder layers and all heads) that lands on the word, summed over every copy of the text
 

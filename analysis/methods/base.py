@@ -77,6 +77,10 @@ class EmbeddingMethod:
     def template(self) -> str:
         return getattr(self.params, "template", "{text}")
 
+    def prompt_template(self, tokenizer) -> str:
+        """The template as this method really tokenizes it for `tokenizer` (a method may add a start token)."""
+        return self.template
+
     @property
     def readout_pooling(self) -> str:
         return getattr(self.params, "pooling", self.pooling)

@@ -66,7 +66,7 @@ class HTPParams:
 
 class HTP(RewiringMethod):
     name = "htp"
-    bench_reference = "mean"  # the benchmark compares against mean pooling of the same texts without placeholders and hooks
+    bench_reference = "mean"  # benchmark: against mean pooling of the same texts (no placeholders, no hooks)
     title = "Hierarchical Token Prepending (HTP)"
     summary = "Local summary token per block + global summary tokens at the start; mean readout, early exit."
     Params = HTPParams

@@ -197,7 +197,7 @@ def generate(backbone, batch: Batch, layers, *, temperature: float = 1.0, top_k:
 # ---- the method -------------------------------------------------------------------------------------------
 class SoftTokens(EmbeddingMethod):
     name = "soft_tokens"
-    bench_reference = {"k": 0}  # the benchmark compares against the same prompt's forward without generation
+    bench_reference = {"k": 0}  # benchmark: against the same prompt's forward without generation
     title = "Soft tokens (GIRCSE)"
     summary = "Generate K soft tokens (probability-weighted embeddings) with the KV cache; mean of their states."
     Params = SoftTokenParams

@@ -152,11 +152,16 @@ class RewiringMethod(EmbeddingMethod):
         """Whether the layout inserts any placeholder (False: the plain forward of the template)."""
         raise NotImplementedError
 
-    def _tokenize(self, backbone, text: str, reserve):
+    def prompt_template(self, tokenizer) -> str:
+        """The template, with `start_token` in front when it starts with the text and there are placeholders."""
         template = self.template
         if self.has_placeholders() and template.startswith(PLACEHOLDER):
-            template = start_token(backbone.tokenizer) + template
-        return tokenize_with_offsets(backbone.tokenizer, template, text, backbone.facts.max_length, reserve)
+            template = start_token(tokenizer) + template
+        return template
+
+    def _tokenize(self, backbone, text: str, reserve):
+        return tokenize_with_offsets(backbone.tokenizer, self.prompt_template(backbone.tokenizer), text,
+                                     backbone.facts.max_length, reserve)
 
     def _placeholder_id(self, backbone) -> int:
         tok = backbone.tokenizer
@@ -274,7 +279,7 @@ class TokenPrependingParams:
 
 class TokenPrepending(RewiringMethod):
     name = "token_prepending"
-    bench_reference = "prompteol"  # the benchmark compares against the same prompt without the placeholder and the hooks
+    bench_reference = "prompteol"  # benchmark: against the same prompt without the placeholder and the hooks
     title = "Token Prepending (TP)"
     summary = "One placeholder before the text takes the final token's state in early layers; early exit."
     Params = TokenPrependingParams
