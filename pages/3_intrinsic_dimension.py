@@ -81,8 +81,8 @@ with ui.user_errors():
                            format_func={"last": "final token", "mean": "mean over the text"}.get)
         n_boot = st.slider("Bootstrap resamples (bands)", 0, 100, 20, step=5, key="id_boot",
                            help="Each resample draws the points with replacement (repeats removed); the band is "
-                                "the 5–95% range of the estimates (each on ~63% of the points, so the band can sit a little off the "
-                                "full-sample line). Differences inside the bands are noise.")
+                                "the 5–95% range of the estimates (each on ~63% of the points, so the band can "
+                                "sit a little off the full-sample line). Differences inside the bands are noise.")
     with col_m:
         st.session_state.setdefault("id_kv_embedding_layers", "none")  # the states the selection rules use
         methods = ui.method_picker("id", default=("kv_embedding",))

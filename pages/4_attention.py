@@ -90,7 +90,8 @@ with ui.user_errors():
     frames, rest = [], []
     for m in methods:
         arrays = traced(m, text)
-        f = word_attention(backbone.tokenizer, m.prompt_template(backbone.tokenizer), text, arrays["final"], len(arrays["tokens"]),
+        template = m.prompt_template(backbone.tokenizer)  # as tokenized (TP/HTP may add a start token)
+        f = word_attention(backbone.tokenizer, template, text, arrays["final"], len(arrays["tokens"]),
                            layers=range(lo, hi + 1))
         on_text = f["mass"].sum()
         label = f"{m.title} ({m.name})"

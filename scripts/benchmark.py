@@ -210,7 +210,8 @@ def format_table(r: dict) -> str:
         lines.append(f"{m['method']:<18}{m['seconds']:>9.2f}{m['sentences_per_second']:>9.1f}"
                      f"{m['ratio_to_vanilla']:>11.2f}   {ref:<26}{ratio_ref:>11}")
     p = r["peak_rss_mib"]
-    lines += ["", f"peak memory (max RSS): {p['after_load']:.0f} MiB after loading the model, {p['run']:.0f} MiB over the run"]
+    lines += ["", f"peak memory (max RSS): {p['after_load']:.0f} MiB after loading the model, "
+                  f"{p['run']:.0f} MiB over the run"]
     return "\n".join(lines)
 
 

@@ -92,7 +92,8 @@ def test_position_0_is_never_a_placeholder(tiny_llama, real):
     there (the paper's models start with <s>). A tokenizer that adds its own BOS gets nothing more; TP with a
     template that starts with the text gets the same start token; no placeholders, no start token."""
     for bb in (tiny_llama, real):
-        for m in (get_method("htp"), get_method("htp", summary="global"), get_method("token_prepending", template="{text}")):
+        bare_tp = get_method("token_prepending", template="{text}")
+        for m in (get_method("htp"), get_method("htp", summary="global"), bare_tp):
             e = m.prepare(bb, [DOC])[0]
             assert e.kind[0] == TOKEN and e.ids[0] == bb.tokenizer.bos_token_id, (m.name, m.params)
         assert get_method("htp", summary="none").prepare(bb, [DOC])[0].ids[0] != bb.tokenizer.bos_token_id
