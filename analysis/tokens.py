@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from analysis.errors import TruncationWarning, UserError
+from analysis.files import has_visible_text
 
 PLACEHOLDER = "{text}"
 PAD, TEMPLATE = -1, 0
@@ -56,7 +57,7 @@ class Batch:
 
 
 def check_texts(texts) -> list[str]:
-    """Validate user texts: a non-empty list of non-blank strings."""
+    """Validate user texts: a non-empty list of strings, each with some visible characters."""
     if isinstance(texts, str):
         texts = [texts]
     texts = list(texts)
@@ -67,6 +68,9 @@ def check_texts(texts) -> list[str]:
             raise UserError(f"Text {i + 1} is not a string ({type(t).__name__}).")
         if not t.strip():
             raise UserError(f"Text {i + 1} is empty or only whitespace: every text needs some words.")
+        if not has_visible_text(t):
+            raise UserError(f"Text {i + 1} holds only NUL bytes or other control characters: every text needs "
+                            "some words.")
     return texts
 
 

@@ -17,23 +17,19 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from analysis import load_backbone  # noqa: E402
-from analysis.data import demo_texts, shared_stsb, read_sts  # noqa: E402
-from analysis.forward import run  # noqa: E402
-from analysis.methods import get_method  # noqa: E402
+from analysis import load_backbone
+from analysis.corpora import demo_texts, shared_stsb, stsb_pairs
+from analysis.forward import run
+from analysis.methods import get_method
 
 
 def prompts_near(backbone, method, n: int, length: int) -> list[str]:
     """n texts whose instruction-wrapped prompt is within ±4 tokens of `length` (STS-B dev, else demo)."""
-    path = shared_stsb("dev")
-    pool = read_sts(path).unique_texts() if path else demo_texts("all").texts
+    pool = stsb_pairs("dev").unique_texts() if shared_stsb("dev") else demo_texts("all").texts
     fits = [t for t in pool if abs(len(method.prepare(backbone, [t])[0]) - length) <= 4]
     if len(fits) < n:
         raise SystemExit(f"only {len(fits)} texts of about {length} prompt tokens available")
@@ -84,10 +80,9 @@ def speed(backbone, args) -> dict:
 def sts(backbone, args) -> dict:
     from analysis.soft_tokens import SCALING_KS, scaling_curve
 
-    path = shared_stsb("dev")
-    if path is None:
+    if shared_stsb("dev") is None:
         raise SystemExit("STS-B dev is not available")
-    pairs = read_sts(path, name="STS-B dev")
+    pairs = stsb_pairs("dev")
     if args.limit:
         pairs = pairs.head(args.limit)
     done = []

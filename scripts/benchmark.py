@@ -28,9 +28,6 @@ import resource
 import statistics
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main(argv=None) -> dict:
@@ -166,10 +163,11 @@ def vanilla_forward(bb, texts, batch_size):
 
 
 def bench_texts(n: int) -> tuple[list[str], str]:
-    from analysis.data import demo_texts, lee_documents, shared_stsb, text_sets
+    from analysis.corpora import demo_texts, lee_documents, shared_stsb
+    from analysis.datasets import texts_of
 
     if shared_stsb("dev") is not None:
-        sentences = text_sets()["STS-B dev sentences"]().texts
+        sentences = texts_of("stsb-dev").texts
         if len(sentences) >= n:
             return sentences[:n], f"first {n} unique STS-B dev sentences"
     pool = list(demo_texts("all").texts)

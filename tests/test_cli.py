@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from analysis.__main__ import main
-from analysis.backbone import cache_root
-from analysis.data import Pairs, read_sts
+from analysis.corpora import Pairs
+from analysis.files import read_sts
+from analysis.paths import cache_root
 from analysis.errors import UserError
 from analysis.methods import get_method
 from analysis.sts import sts_spearman
