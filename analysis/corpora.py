@@ -29,6 +29,13 @@ from analysis.paths import shared_data_dirs
 # Containers
 
 
+def _first(container, n: int, fields: tuple[str, ...]):
+    """A copy of a frozen container with each of `fields` (lists or arrays, or None) cut to its first n items."""
+    n = max(n, 0)
+    return replace(container, **{f: None if getattr(container, f) is None else getattr(container, f)[:n]
+                                 for f in fields})
+
+
 @dataclass(frozen=True)
 class Texts:
     """A corpus of texts with optional labels (one per text)."""
@@ -46,9 +53,7 @@ class Texts:
 
     def head(self, n: int) -> Texts:
         """The first n texts (and their labels), same name."""
-        n = max(n, 0)
-        labels = None if self.labels is None else self.labels[:n]
-        return replace(self, texts=self.texts[:n], labels=labels)
+        return _first(self, n, ("texts", "labels"))
 
 
 @dataclass(frozen=True)
@@ -74,9 +79,7 @@ class Pairs:
 
     def head(self, n: int) -> Pairs:
         """The first n pairs, same name."""
-        n = max(n, 0)
-        genres = None if self.genres is None else self.genres[:n]
-        return replace(self, left=self.left[:n], right=self.right[:n], scores=self.scores[:n], genres=genres)
+        return _first(self, n, ("left", "right", "scores", "genres"))
 
     def unique_texts(self) -> list[str]:
         """Every sentence once, in order of first appearance in left then right."""
@@ -191,20 +194,6 @@ def shared_stsb(split: str = "dev") -> Path | None:
         raise UserError(f"Unknown STS-B split {split!r}: choose one of {', '.join(STSB_SPLITS)}.")
     return next((p for p in (d / f"sts-{split}.csv" for d in shared_data_dirs()) if p.is_file()), None)
 
-
-@functools.lru_cache(maxsize=8)
-def _stsb_pairs(path: str, name: str) -> Pairs:
-    from analysis.files import read_sts
-
-    return read_sts(path, name=name)
-
-
-def stsb_pairs(split: str) -> Pairs:
-    """STS-B pairs of one split from the shared data folder (cached); a UserError when it is not there."""
-    path = shared_stsb(split)
-    if path is None:
-        raise UserError(f"STS-B {split} is not available here (../shared/data/stsbenchmark/sts-{split}.csv).")
-    return _stsb_pairs(str(path), f"STS-B {split}")
 
 
 def pair_texts(pairs: Pairs, name: str | None = None) -> Texts:

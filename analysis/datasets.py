@@ -21,6 +21,7 @@ from pathlib import Path
 from analysis import corpora
 from analysis.corpora import Pairs, Texts
 from analysis.errors import UserError
+from analysis.files import read_sts, read_texts
 
 KINDS = ("texts", "labelled", "pairs", "retrieval")
 
@@ -46,8 +47,21 @@ class Dataset:
         return corpora.pair_texts(data, self.texts_label or self.label) if isinstance(data, Pairs) else data
 
 
+@functools.lru_cache(maxsize=8)
+def _read_stsb(path: str, name: str) -> Pairs:
+    return read_sts(path, name=name)
+
+
+def stsb_pairs(split: str) -> Pairs:
+    """STS-B pairs of one split from the shared data folder (cached); a UserError when it is not there."""
+    path = corpora.shared_stsb(split)
+    if path is None:
+        raise UserError(f"STS-B {split} is not available here (../shared/data/stsbenchmark/sts-{split}.csv).")
+    return _read_stsb(str(path), f"STS-B {split}")
+
+
 def _stsb(split: str) -> Dataset:
-    return Dataset(f"stsb-{split}", f"STS-B {split}", "pairs", functools.partial(corpora.stsb_pairs, split),
+    return Dataset(f"stsb-{split}", f"STS-B {split}", "pairs", functools.partial(stsb_pairs, split),
                    f"STS-B {split}", f"STS-B {split} sentences" if split == "dev" else None,
                    lambda: corpora.shared_stsb(split) is not None)
 
@@ -99,8 +113,6 @@ def texts_of(spec: str, limit: int | None = None) -> Texts:
     if spec in _BY_ID:
         texts = get(spec).texts()
         return texts if limit is None else texts.head(limit)
-    from analysis.files import read_texts
-
     return read_texts(_existing(spec), limit=limit)
 
 
@@ -115,8 +127,6 @@ def pairs_of(spec: str, limit: int | None = None) -> Pairs:
                             "STS file.")
         pairs = d.load()
         return pairs if limit is None else pairs.head(limit)
-    from analysis.files import read_sts
-
     return read_sts(_existing(spec), limit=limit)
 
 

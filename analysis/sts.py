@@ -4,7 +4,7 @@ Each unique sentence is encoded once (STS-B repeats many sentences), every pair 
 two embeddings, and the score is Spearman's rank correlation with the gold ratings (scipy's `spearmanr`).
 
     from analysis import load_backbone, get_method
-    from analysis.corpora import stsb_pairs
+    from analysis.datasets import stsb_pairs
     r = sts_spearman(load_backbone(), get_method("prompteol"), stsb_pairs("dev"))
     r["spearman"], r["seconds"]
 

@@ -22,7 +22,8 @@ import time
 import torch
 
 from analysis import load_backbone, sensitivity
-from analysis.corpora import demo_texts, lee_documents, shared_stsb, stsb_pairs
+from analysis.corpora import demo_texts, lee_documents, shared_stsb
+from analysis.datasets import stsb_pairs
 from analysis.methods import get_method
 
 

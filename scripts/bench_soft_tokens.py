@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 
 import numpy as np
 import torch
 
 from analysis import load_backbone
-from analysis.corpora import demo_texts, shared_stsb, stsb_pairs
+from analysis.corpora import demo_texts, shared_stsb
+from analysis.datasets import stsb_pairs
 from analysis.forward import run
 from analysis.methods import get_method
+from analysis.timing import interleaved_medians
 
 
 def prompts_near(backbone, method, n: int, length: int) -> list[str]:
@@ -62,14 +62,10 @@ def speed(backbone, args) -> dict:
     for bs in args.batch_sizes:
         for fn in variants.values():  # warm-up
             fn(bs)
-        times = {name: [] for name in variants}
-        for _ in range(args.repeats):
-            for name, fn in variants.items():
-                start = time.perf_counter()
-                fn(bs)
-                times[name].append(time.perf_counter() - start)
-            print(f"batch {bs}: {({k: round(v[-1], 2) for k, v in times.items()})}", file=sys.stderr, flush=True)
-        med = {name: statistics.median(t) for name, t in times.items()}
+        med = interleaved_medians(
+            {name: (lambda fn=fn: fn(bs)) for name, fn in variants.items()}, args.repeats,
+            lambda times: print(f"batch {bs}: {({k: round(v[-1], 2) for k, v in times.items()})}", file=sys.stderr,
+                                flush=True))
         out["batch_sizes"][str(bs)] = {
             "median_seconds": {k: round(v, 4) for k, v in med.items()},
             "ratio_to_vanilla": {k: round(v / med["vanilla"], 3) for k, v in med.items() if k != "vanilla"},

@@ -25,9 +25,7 @@ import json
 import os
 import re
 import resource
-import statistics
 import sys
-import time
 
 
 def main(argv=None) -> dict:
@@ -49,6 +47,7 @@ def main(argv=None) -> dict:
 
     from analysis import UserError, load_backbone
     from analysis.methods import get_method, list_methods, method_class
+    from analysis.timing import interleaved_medians
 
     hf_logging.disable_progress_bar()
     try:
@@ -86,14 +85,8 @@ def main(argv=None) -> dict:
             except Exception as err:  # one broken method must not hide the others' numbers
                 errors[label] = f"{type(err).__name__}: {err}"
                 del configs[label]
-        times = {label: [] for label in configs}
-        for _ in range(args.repeats):
-            for label, fn in configs.items():
-                start = time.perf_counter()
-                fn(texts)
-                times[label].append(time.perf_counter() - start)
+        med = interleaved_medians({label: (lambda fn=fn: fn(texts)) for label, fn in configs.items()}, args.repeats)
 
-    med = {label: statistics.median(ts) for label, ts in times.items()}
     vanilla = med["vanilla"]
     result = {
         "model": bb.identity,

@@ -41,6 +41,14 @@ class ReadoutParams:
     layer: int = param(-1, "Hidden state read out (0 = embeddings, -1 = final layer after the final norm).")
 
 
+@dataclass(frozen=True)
+class PromptParams:
+    """A prompt around the text and the hidden state read out; prompt methods override the template's default."""
+
+    template: str = param("{text}", "The prompt; {text} stands for the text.")
+    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.")
+
+
 class EmbeddingMethod:
     """Base class. Subclasses set `name`, `title`, `summary`, `Params`; most need nothing else."""
 
