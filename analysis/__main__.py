@@ -1,6 +1,6 @@
-"""Command line: `python -m analysis <command> ...` (installed: `embedscope <command> ...`). Each module in analysis/commands/ is one command
-(it defines HELP, add_arguments(parser) and run(args)); output is JSON on stdout, errors one sentence on
-stderr with exit code 2."""
+"""Command line: `python -m analysis <command> ...` (installed: `embedscope <command> ...`). Each module in
+analysis/commands/ is one command (it defines HELP, add_arguments(parser) and run(args)); output is JSON on
+stdout, errors one sentence on stderr with exit code 2."""
 
 from __future__ import annotations
 

@@ -246,7 +246,8 @@ def load_beir(folder, split: str = "test", limit: int | None = None) -> Beir:
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise UserError(f"BEIR folder not found: {root}.")
-    files = {"corpus": root / "corpus.jsonl", "queries": root / "queries.jsonl", "qrels": root / "qrels" / f"{split}.tsv"}
+    files = {"corpus": root / "corpus.jsonl", "queries": root / "queries.jsonl",
+             "qrels": root / "qrels" / f"{split}.tsv"}
     missing = [str(p.relative_to(root)) for p in files.values() if not p.is_file()]
     if missing:
         raise UserError(f"{root} is not in BEIR layout: missing {', '.join(missing)} (expected corpus.jsonl, "

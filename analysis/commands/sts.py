@@ -13,8 +13,8 @@ HELP = ("Score a method on STS-Benchmark-format pairs (tab-separated: gold in co
 def add_arguments(parser) -> None:
     add_method_arguments(parser)
     parser.add_argument("--data", required=True, help="STS-B file (e.g. ../shared/data/stsbenchmark/sts-dev.csv), "
-                        "a table with sentence1, sentence2, score columns, or a built-in pair set (demo, lee, stsb-dev, "
-                        "stsb-train)")
+                        "a table with sentence1, sentence2, score columns, or a built-in pair set "
+                        "(demo, lee, stsb-dev, stsb-train)")
     parser.add_argument("--limit", type=int, default=None, help="use only the first N pairs")
 
 
