@@ -25,8 +25,9 @@ pytestmark = pytest.mark.real
 
 @pytest.fixture(scope="module", autouse=True)
 def app_cache(tmp_path_factory):
-    """A fresh cache root for this module's results, sharing the real converted models."""
-    with isolated_cache(tmp_path_factory) as root:
+    """A fresh cache root for this module's results, sharing the real converted models and the once-per-model
+    layers=auto windows (KV-Embedding, offered by several pages)."""
+    with isolated_cache(tmp_path_factory, shared=("models", "auto_layers")) as root:
         yield root
 
 
