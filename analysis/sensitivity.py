@@ -37,6 +37,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from analysis import budgets
 from analysis.errors import UserError
 from analysis.forward import attention_backend, hooks, resolve_layer
 from analysis.pooling import pool, token_mask
@@ -47,7 +48,8 @@ SAMPLE_TEXT = (  # 64 tokens for SmolLM2: three sentences, so HTP has blocks and
     "agreed to postpone the vote until next week, when the new revenue figures will finally be available to the "
     "general public."
 )
-MAX_TOKENS = 512  # the autograd graph of every layer is kept; keep inputs short enough for a laptop
+MAX_TOKENS = budgets.APP.sensitivity_tokens  # the autograd graph of every layer is kept (limit: analysis.budgets)
+EXACT_TOKENS = budgets.APP.exact_jacobian_tokens  # exact norms: d backward passes, each over the whole graph
 PROBES = ("rademacher", "gaussian")
 READOUTS = ("last", "mean")
 
@@ -103,9 +105,8 @@ def _prepare(backbone, method, text: str):
     items = method.prepare(backbone, [text])
     batch = method.collate(backbone, items, "right")
     T = batch.input_ids.shape[1]
-    if T > MAX_TOKENS:
-        raise UserError(f"This text has {T} tokens; sensitivity keeps every layer's gradients, so give at most "
-                        f"{MAX_TOKENS} tokens (a shorter passage).")
+    budgets.check("sensitivity_tokens", T, "the number of tokens in this text (prompt included; every layer's "
+                  "gradients are kept)")
     return batch
 
 
@@ -197,6 +198,10 @@ def jacobian_norms(
         raise UserError(f"Unknown probe '{probe}'; choose one of {PROBES}.")
     if probes < 0 or (probes < 2 and not exact):
         raise UserError("Use at least 2 probes (the spread needs two), or ask for exact norms.")
+    budgets.check("probes", probes, "the number of random probes per readout")
+    if exact:  # counted before the pass: exact norms cost one backward pass per output dimension
+        n_tokens = len(_prepare(backbone, method, text).input_ids[0])
+        budgets.check("exact_jacobian_tokens", n_tokens, "the number of tokens for exact norms (prompt included)")
     t0 = time.perf_counter()
     v, ys, batch, k, _ = differentiable_readouts(backbone, method, text, layer)
     d, T = v.shape[-1], v.shape[1]

@@ -12,8 +12,9 @@ class EchoParams:
     template: str = param(
         "Rewrite the sentence: {text}, rewritten sentence: {text}",
         "The paper's symmetric-task prompt; the text must appear exactly twice.",
+        kind="template", copies=(2, 2),
     )
-    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.")
+    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.", kind="layer")
 
 
 class Echo(EmbeddingMethod):
@@ -23,10 +24,3 @@ class Echo(EmbeddingMethod):
     Params = EchoParams
     pooling = "mean"
     mean_segments = (2,)
-
-    def validate(self) -> None:
-        super().validate()
-        if self.params.template.count("{text}") != 2:
-            from analysis.errors import UserError
-
-            raise UserError("echo: the template must contain {text} exactly twice.")

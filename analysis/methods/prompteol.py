@@ -11,8 +11,9 @@ class PromptEOLParams:
     template: str = param(
         'This sentence : "{text}" means in one word:"',
         "The paper's prompt; the closing quote makes the next token the one-word summary.",
+        kind="template",
     )
-    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.")
+    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.", kind="layer")
 
 
 class PromptEOL(EmbeddingMethod):
