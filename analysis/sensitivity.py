@@ -49,7 +49,7 @@ SAMPLE_TEXT = (  # 64 tokens for SmolLM2: three sentences, so HTP has blocks and
     "general public."
 )
 MAX_TOKENS = budgets.APP.sensitivity_tokens  # the autograd graph of every layer is kept (limit: analysis.budgets)
-EXACT_TOKENS = budgets.APP.exact_jacobian_tokens  # exact norms: d backward passes, each over the whole graph
+
 PROBES = ("rademacher", "gaussian")
 READOUTS = ("last", "mean")
 
@@ -200,8 +200,8 @@ def jacobian_norms(
         raise UserError("Use at least 2 probes (the spread needs two), or ask for exact norms.")
     budgets.check("probes", probes, "the number of random probes per readout")
     if exact:  # counted before the pass: exact norms cost one backward pass per output dimension
-        n_tokens = len(_prepare(backbone, method, text).input_ids[0])
-        budgets.check("exact_jacobian_tokens", n_tokens, "the number of tokens for exact norms (prompt included)")
+        n_tokens, d = len(_prepare(backbone, method, text).input_ids[0]), backbone.facts.hidden_size
+        budgets.check("exact_jacobian_cells", n_tokens * d, f"tokens x hidden size for exact norms ({n_tokens} x {d})")
     t0 = time.perf_counter()
     v, ys, batch, k, _ = differentiable_readouts(backbone, method, text, layer)
     d, T = v.shape[-1], v.shape[1]

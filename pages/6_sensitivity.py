@@ -104,16 +104,15 @@ with ui.user_errors():
         probes = int(st.number_input("Random probes per readout", 2, budgets.limit("probes"), 16, key="sens_probes",
                                      help="More probes, smaller error bars; each costs one backward pass."))
     with c3:
-        exact = st.checkbox(f"Also exact norms (d backward passes; at most {budgets.limit('exact_jacobian_tokens')} "
-                            "tokens)", key="sens_exact")
+        exact_cap = budgets.limit("exact_jacobian_cells") // backbone.facts.hidden_size  # tokens on this model
+        exact = st.checkbox(f"Also exact norms (d backward passes; at most {exact_cap} tokens)", key="sens_exact")
     methods = ui.method_picker("sens", default=("mean", "htp", "kv_embedding"), only=OFFERED)
     n_tokens = max(len(m.prepare(backbone, [text])[0]) for m in methods)
     budgets.check("sensitivity_tokens", n_tokens, "the number of tokens in this text (prompt included)")
-    cap = budgets.limit("exact_jacobian_tokens")
-    if exact and n_tokens > cap:
+    if exact and n_tokens > exact_cap:
         raise UserError(
             f"Exact norms take one backward pass per output dimension ({backbone.facts.hidden_size}); they are "
-            f"offered for at most {cap} tokens and this text has {n_tokens}. Untick the box or shorten the text.")
+            f"offered for at most {exact_cap} tokens and this text has {n_tokens}. Untick the box or shorten the text.")
 
     rows, sentences = [], []
     for m in methods:

@@ -64,8 +64,8 @@ def _scenario(name: str):
             "explorer_running": True}, [], "10 cells (memory does not grow with cells; time does: 64 allowed)"
     if name == "sensitivity":
         return "pages/6_sensitivity.py", {
-            "sens_text": _words(470), "sens_methods": ["mean"], "sens_probes": 64}, [], \
-            f"one text near the {b.sensitivity_tokens}-token budget, 64 probes per readout"
+            "sens_text": _words(470), "sens_methods": ["mean"], "sens_probes": 16}, [], \
+            f"one text near the {b.sensitivity_tokens}-token budget, 16 probes (probes run in chunks: time, not memory)"
     if name == "geometry":
         return "pages/7_geometry.py", {
             "geometry_methods": ["mean"], "geometry_view": "maps", "geometry_maps_source": "paste",

@@ -239,7 +239,7 @@ MODEL_CASES = {
     "attention-too-long": lambda bb: get_method("prompteol").encode(bb, [_long_text(1200)], trace=True,
                                                                       attention=True),
     "sensitivity-exact-too-long": lambda bb: __import__("analysis.sensitivity").sensitivity.jacobian_norms(
-        bb, get_method("mean"), _long_text(60), layer=-1, probes=2, exact=True),
+        bb, get_method("mean"), _long_text(300), layer=-1, probes=2, exact=True),  # 300 x 64 > 24 x 576
     "sensitivity-too-many-probes": lambda bb: __import__("analysis.sensitivity").sensitivity.jacobian_norms(
         bb, get_method("mean"), "short text", layer=-1, probes=10**6),
     "sensitivity-too-long": lambda bb: __import__("analysis.sensitivity").sensitivity.jacobian_norms(
@@ -400,7 +400,7 @@ CLI_MODEL_CASES = [  # need the (tiny) model: ranges depend on it
     ["embed", "--method", "prompteol", "--param", "layer=99"],
     ["embed", "--method", "kv_embedding", "--param", "layers=4"],
     ["embed", "--method", "kv_embedding", "--param", "layers=0-1000"],
-    ["sensitivity", "--text", " ".join(["word"] * 40), "--exact"],
+    ["sensitivity", "--text", " ".join(["word"] * 300), "--exact"],
     ["sensitivity", "--text", "a short text", "--probes", "100000"],
     ["soft-tokens", "--text", "hi", "--temperature", "nan"],
     ["soft-tokens", "--text", "hi", "--k", "0"],
@@ -430,7 +430,7 @@ def test_cli_model_path_that_is_a_file(capsys, tmp_path, tiny_dir, texts_file):
 
 def test_cli_no_budgets_flag_lifts_the_limit(capsys, tmp_path, tiny_dir, monkeypatch):
     monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path / "cache"))
-    text = " ".join(["word"] * 40)  # over the 24-token exact-Jacobian budget
+    text = " ".join(["word"] * 300)  # 300 tokens x 64 dimensions: over the exact-Jacobian budget (24 x 576)
     refused(*cli(capsys, "sensitivity", "--text", text, "--exact", "--probes", "2", "--model", tiny_dir))
     code, out, err = cli(capsys, "sensitivity", "--text", text, "--exact", "--probes", "2", "--model", tiny_dir,
                          "--no-budgets")
@@ -681,10 +681,10 @@ def test_attention_page_shows_words_as_text(app_cache, tiny_dir):
 
 
 def test_sensitivity_page_exact_on_a_long_text(app_cache, tiny_dir):
-    at = page("pages/6_sensitivity.py", tiny_dir, sens_text=_long_text(60), sens_exact=True,
+    at = page("pages/6_sensitivity.py", tiny_dir, sens_text=_long_text(300), sens_exact=True,
               sens_methods=["mean"], sens_probes=2)
     no_traceback(at)
-    assert any("exact" in e for e in page_errors(at)), page_errors(at)
+    assert any("Exact norms" in e and "at most 216 tokens" in e for e in page_errors(at)), page_errors(at)  # 13,824/64
 
 
 def test_layer_explorer_grid_is_bounded(app_cache, tiny_dir):
@@ -753,3 +753,32 @@ def test_four_sessions_at_once_one_valid_cache_entry(app_cache, tiny_dir, tmp_pa
     assert len(metas) == 3  # ... once per distinct request: the two identical sessions share one valid entry
     for emb, _, _ in entries:
         assert np.isfinite(emb).all()
+
+
+# ==== 9. the real default model (one shared load) ====================================================================
+@pytest.mark.real
+def test_real_model_long_attention_text_is_refused_before_work(real):
+    text = _long_text(900)  # ~900 tokens: the text that peaked at 3.7 GB in the library call
+    start = time.perf_counter()
+    with pytest.raises(UserError) as err:
+        get_method("prompteol").encode(real, [text], trace=True, attention=True)
+    one_sentence(str(err.value))
+    assert "512" in str(err.value) and time.perf_counter() - start < 30
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("layers", ["30", "0-3000000", "29-40"])
+def test_real_model_kv_layers_past_the_depth(real, layers):
+    with pytest.raises(UserError) as err:
+        get_method("kv_embedding", layers=layers).encode(real, ["a text"])
+    one_sentence(str(err.value))
+    assert len(str(err.value)) < 200
+
+
+@pytest.mark.real
+def test_real_model_no_nan_with_extreme_parameters(real):
+    texts = ["A cat sat on the mat.", "Stocks fell sharply."]
+    for m in (get_method("kv_embedding", layers="25-28", bias=50.0), get_method("kv_embedding", layers="25-28",
+                                                                                 bias=-1e30),
+              get_method("soft_tokens", k=2, temperature=1e-4), get_method("soft_tokens", k=2, temperature=10.0)):
+        assert np.isfinite(m.encode(real, texts)).all(), m
