@@ -239,7 +239,7 @@ MODEL_CASES = {
     "attention-too-long": lambda bb: get_method("prompteol").encode(bb, [_long_text(1200)], trace=True,
                                                                       attention=True),
     "sensitivity-exact-too-long": lambda bb: __import__("analysis.sensitivity").sensitivity.jacobian_norms(
-        bb, get_method("mean"), _long_text(300), layer=-1, probes=2, exact=True),  # 300 x 64 > 24 x 576
+        bb, get_method("mean"), _long_text(200), layer=-1, probes=2, exact=True),  # ~400 x 64 > 24 x 576
     "sensitivity-too-many-probes": lambda bb: __import__("analysis.sensitivity").sensitivity.jacobian_norms(
         bb, get_method("mean"), "short text", layer=-1, probes=10**6),
     "sensitivity-too-long": lambda bb: __import__("analysis.sensitivity").sensitivity.jacobian_norms(
@@ -681,7 +681,7 @@ def test_attention_page_shows_words_as_text(app_cache, tiny_dir):
 
 
 def test_sensitivity_page_exact_on_a_long_text(app_cache, tiny_dir):
-    at = page("pages/6_sensitivity.py", tiny_dir, sens_text=_long_text(300), sens_exact=True,
+    at = page("pages/6_sensitivity.py", tiny_dir, sens_text=_long_text(200), sens_exact=True,
               sens_methods=["mean"], sens_probes=2)
     no_traceback(at)
     assert any("Exact norms" in e and "at most 216 tokens" in e for e in page_errors(at)), page_errors(at)  # 13,824/64

@@ -166,9 +166,9 @@ def _limit_texts(key: str, texts: Texts) -> Texts:
                                 help=f"Every text is embedded by every method; at most {MAX_TEXTS:,} at a time.")
         texts = texts.head(int(limit))
         if n > MAX_TEXTS:
-            st.warning(md(f"{texts.name} has {n:,} texts; at most {MAX_TEXTS:,} can be embedded at once."))
+            st.warning(f"{md(texts.name)} has {n:,} texts; at most {MAX_TEXTS:,} can be embedded at once.")
     check_sizes(texts.texts)
-    st.caption(md(f"{len(texts):,} text(s) from {texts.name}" + (f" (of {n:,})" if len(texts) < n else "")))
+    st.caption(f"{len(texts):,} text(s) from {md(texts.name)}" + (f" (of {n:,})" if len(texts) < n else ""))
     return texts
 
 
@@ -213,8 +213,8 @@ def pairs_input(key: str, default: str = "Demo paraphrase pairs") -> Pairs:
     if any(not s.strip() for s in pairs.left + pairs.right):
         raise UserError(f"{pairs.name} has an empty sentence; every pair needs two texts.")
     check_sizes(pairs.unique_texts(), pairs.name)
-    st.caption(md(f"{len(pairs):,} pair(s), {len(pairs.unique_texts()):,} distinct texts, from {pairs.name}"
-                  + (f" (of {n:,})" if len(pairs) < n else "") + (f"; only the first {MAX_PAIRS:,} can be used"
-                                                                  if n > MAX_PAIRS else "")))
+    st.caption(f"{len(pairs):,} pair(s), {len(pairs.unique_texts()):,} distinct texts, from {md(pairs.name)}"
+               + (f" (of {n:,})" if len(pairs) < n else "") + (f"; only the first {MAX_PAIRS:,} can be used"
+                                                               if n > MAX_PAIRS else ""))
     return pairs
 
