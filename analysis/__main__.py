@@ -1,24 +1,27 @@
-"""Command line: `python -m analysis <command> ...`. Each module in analysis/commands/ is one command
-(it defines HELP, add_arguments(parser) and run(args)); output is JSON on stdout, errors one sentence on
-stderr with exit code 2. Every command takes --no-budgets to lift the per-request limits of `analysis.budgets`
-(the app never does)."""
+"""Command line: `python -m analysis <command> ...` (installed: `embedscope <command> ...`). Each module in
+analysis/commands/ is one command (it defines HELP, add_arguments(parser) and run(args)); output is one line of
+strict JSON on stdout (NaN and infinities written as null), errors one sentence on stderr with exit code 2.
+Every command takes --no-budgets to lift the per-request limits of `analysis.budgets` (the app never does)."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import contextlib
+import importlib
 import json
 import math
+import os
 import pkgutil
 import sys
+import warnings
 
 from analysis import budgets, commands
 from analysis.errors import UserError
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__.splitlines()[0])
+    prog = "embedscope" if os.path.basename(sys.argv[0]) == "embedscope" else "python -m analysis"
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     runners = {}
     for mod in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
@@ -33,6 +36,7 @@ def main(argv=None) -> int:
                             "replicates, ...; see analysis/budgets.py): for a machine of your own")
         runners[name] = module.run
     args = parser.parse_args(argv)
+    shown, warnings.showwarning = warnings.showwarning, _warning_line  # one sentence per warning, like errors
     try:
         with budgets.lifted() if args.no_budgets else contextlib.nullcontext():
             result = runners[args.command](args)
@@ -40,13 +44,20 @@ def main(argv=None) -> int:
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    finally:
+        warnings.showwarning = shown
     if text is not None:
         print(text)
     return 0
 
 
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"warning: {message}", file=sys.stderr if file is None else file)
+
+
 def to_json(obj) -> str:
-    """One line of strict JSON: NaN and infinities become null (bare NaN is not JSON), arrays become lists."""
+    """One line of strict JSON: NaN and infinities become null (bare NaN is not JSON), arrays become lists.
+    The one place command output is serialised, so no command needs its own NaN handling."""
     return json.dumps(_finite(obj), allow_nan=False)
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.errors import UserError
+from analysis.paths import cache_root
 
 DEFAULT_NAME = "default"
 MAX_NAME = 1024  # characters of a model id or path (PATH_MAX is 4096; an id is far shorter)
@@ -71,11 +72,6 @@ class Backbone:
     @property
     def input_embeddings(self):
         return self.model.get_input_embeddings()
-
-
-def cache_root() -> Path:
-    root = os.environ.get("EMBEDSCOPE_CACHE")
-    return Path(root) if root else Path(__file__).resolve().parent.parent / "cache" / "store"
 
 
 def load_backbone(name: str = DEFAULT_NAME, *, attn_implementation: str = "sdpa") -> Backbone:

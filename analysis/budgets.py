@@ -34,8 +34,7 @@ class Budgets:
     attention_cells: int = 80_000_000  # L * H * T^2 of one attention trace: the same limit for any model size
     trace_texts: int = 64  # full per-layer captures are (L+1, T, d) per text: traces are for a handful of texts
     sensitivity_tokens: int = 512  # the autograd graph of every layer is kept for the backward passes
-    exact_jacobian_cells: int = 24 * 576  # tokens x hidden size for exact norms (d backward passes over T tokens):
-    # 24 tokens on the default model (d = 576), fewer on a wider one
+    exact_jacobian_tokens: int = 24  # exact norms take d backward passes (576 on the default model)
     probes: int = 256  # random probes per readout: one backward pass each
     soft_k: int = 64  # soft tokens generated per text (each step keeps a (B, V) distribution)
     grid_cells: int = 64  # Layer explorer cells per sweep: each cell embeds every text of the pairs once
@@ -59,7 +58,7 @@ DESCRIPTIONS = {  # for the README table and messages
     "attention_cells": "layers x heads x tokens^2 of one attention trace",
     "trace_texts": "texts per full trace (every layer's states)",
     "sensitivity_tokens": "tokens per text for Jacobian sensitivity",
-    "exact_jacobian_cells": "tokens x hidden size for exact Jacobian norms",
+    "exact_jacobian_tokens": "tokens per text for exact Jacobian norms",
     "probes": "random probes per readout (sensitivity)",
     "soft_k": "soft tokens generated per text",
     "grid_cells": "Layer explorer cells per sweep",

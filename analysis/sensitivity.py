@@ -165,6 +165,18 @@ def _vjp_sq(y: torch.Tensor, v: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
         return torch.stack(rows)  # (P, T)
 
 
+MAX_EXACT_TOKENS = budgets.APP.exact_jacobian_tokens  # exact norms take d backward passes per readout (576 on the
+# default model): short texts only. The limit in force is budgets.limit("exact_jacobian_tokens") (--no-budgets lifts it)
+
+
+def check_exact(n_tokens: int, hidden_size: int, limit: int | None = None) -> None:
+    """UserError unless exact Jacobian norms are offered for a text of `n_tokens` tokens."""
+    limit = budgets.limit("exact_jacobian_tokens") if limit is None else limit
+    if n_tokens > limit:
+        raise UserError(f"Exact norms take one backward pass per output dimension ({hidden_size}); they are offered "
+                        f"for at most {limit} tokens and this text has {n_tokens}. Leave them out or shorten the text.")
+
+
 def jacobian_norms(
     backbone,
     method,
@@ -175,6 +187,7 @@ def jacobian_norms(
     probe: str = "rademacher",
     seed: int = 0,
     exact: bool = False,
+    max_exact_tokens: int | None = None,
     chunk: int = 32,
     progress: Callable[[int, int], None] | None = None,
 ) -> Sensitivity:
@@ -188,7 +201,8 @@ def jacobian_norms(
         probes: random probes per readout (0 with exact=True gives only exact norms).
         probe: "rademacher" (+-1, lower variance) or "gaussian".
         seed: seed of the probes.
-        exact: also compute the exact norms (d backward passes per readout; for short inputs).
+        exact: also compute the exact norms (d backward passes per readout; at most `max_exact_tokens` tokens,
+            MAX_EXACT_TOKENS unless a caller knows its model is small).
         chunk: probes per batched backward pass.
         progress: progress(done, total) over backward passes.
     """
@@ -200,8 +214,7 @@ def jacobian_norms(
         raise UserError("Use at least 2 probes (the spread needs two), or ask for exact norms.")
     budgets.check("probes", probes, "the number of random probes per readout")
     if exact:  # counted before the pass: exact norms cost one backward pass per output dimension
-        n_tokens, d = len(_prepare(backbone, method, text).input_ids[0]), backbone.facts.hidden_size
-        budgets.check("exact_jacobian_cells", n_tokens * d, f"tokens x hidden size for exact norms ({n_tokens} x {d})")
+        check_exact(len(_prepare(backbone, method, text).input_ids[0]), backbone.facts.hidden_size, max_exact_tokens)
     t0 = time.perf_counter()
     v, ys, batch, k, _ = differentiable_readouts(backbone, method, text, layer)
     d, T = v.shape[-1], v.shape[1]

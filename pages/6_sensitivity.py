@@ -13,7 +13,6 @@ from plotly.subplots import make_subplots
 import ui
 from analysis import budgets
 from analysis import sensitivity as S
-from analysis.errors import UserError
 
 OFFERED = ("mean", "htp", "kv_embedding", "token_prepending")
 READOUT_NAMES = {"last": "last-token readout", "mean": "mean readout"}
@@ -41,7 +40,7 @@ def measure(method, text: str, layer: int, probes: int, exact: bool):
         return arrays, meta
 
     parts = {"method": method.name, "params": method.params, "text": text, "layer": layer, "probes": probes,
-             "probe": "rademacher", "seed": 0, "exact": exact, "version": 1}
+             "probe": "rademacher", "seed": 0, "exact": exact}
     return ui.cached("sensitivity", parts, compute, f"{label(method)}: Jacobians and attention bound", quiet=True)
 
 
@@ -104,15 +103,13 @@ with ui.user_errors():
         probes = int(st.number_input("Random probes per readout", 2, budgets.limit("probes"), 16, key="sens_probes",
                                      help="More probes, smaller error bars; each costs one backward pass."))
     with c3:
-        exact_cap = budgets.limit("exact_jacobian_cells") // backbone.facts.hidden_size  # tokens on this model
-        exact = st.checkbox(f"Also exact norms (d backward passes; at most {exact_cap} tokens)", key="sens_exact")
+        exact = st.checkbox(f"Also exact norms (d backward passes; at most {budgets.limit('exact_jacobian_tokens')} "
+                            "tokens)", key="sens_exact")
     methods = ui.method_picker("sens", default=("mean", "htp", "kv_embedding"), only=OFFERED)
     n_tokens = max(len(m.prepare(backbone, [text])[0]) for m in methods)
     budgets.check("sensitivity_tokens", n_tokens, "the number of tokens in this text (prompt included)")
-    if exact and n_tokens > exact_cap:
-        raise UserError(
-            f"Exact norms take one backward pass per output dimension ({backbone.facts.hidden_size}); they are "
-            f"offered for at most {exact_cap} tokens and this text has {n_tokens}. Untick the box or shorten the text.")
+    if exact:
+        S.check_exact(n_tokens, backbone.facts.hidden_size)
 
     rows, sentences = [], []
     for m in methods:

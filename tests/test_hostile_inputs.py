@@ -239,7 +239,7 @@ MODEL_CASES = {
     "attention-too-long": lambda bb: get_method("prompteol").encode(bb, [_long_text(1200)], trace=True,
                                                                       attention=True),
     "sensitivity-exact-too-long": lambda bb: __import__("analysis.sensitivity").sensitivity.jacobian_norms(
-        bb, get_method("mean"), _long_text(200), layer=-1, probes=2, exact=True),  # ~400 x 64 > 24 x 576
+        bb, get_method("mean"), _long_text(20), layer=-1, probes=2, exact=True),  # ~40 tokens > 24
     "sensitivity-too-many-probes": lambda bb: __import__("analysis.sensitivity").sensitivity.jacobian_norms(
         bb, get_method("mean"), "short text", layer=-1, probes=10**6),
     "sensitivity-too-long": lambda bb: __import__("analysis.sensitivity").sensitivity.jacobian_norms(
@@ -291,8 +291,8 @@ BUDGET_CASES = {
         np.random.default_rng(0).normal(size=(6000, 4)), "pca"),
     "all-pairs-points": lambda: __import__("analysis.geometry").geometry.measure(
         np.random.default_rng(0).normal(size=(6000, 4)), [0], [1], n_boot=0),
-    "bootstrap-benchmark": lambda: __import__("analysis.evaluate").evaluate.run_task(
-        __import__("analysis.evaluate").evaluate.Task("x", "sts", __import__("analysis.data").data.demo_pairs()),
+    "bootstrap-benchmark": lambda: __import__("analysis.tasks").tasks.run_task(
+        __import__("analysis.tasks").tasks.Task("x", "sts", __import__("analysis.corpora").corpora.demo_pairs()),
         lambda texts: np.ones((len(texts), 4)), n_boot=10**7),
 }
 
@@ -400,7 +400,7 @@ CLI_MODEL_CASES = [  # need the (tiny) model: ranges depend on it
     ["embed", "--method", "prompteol", "--param", "layer=99"],
     ["embed", "--method", "kv_embedding", "--param", "layers=4"],
     ["embed", "--method", "kv_embedding", "--param", "layers=0-1000"],
-    ["sensitivity", "--text", " ".join(["word"] * 300), "--exact"],
+    ["sensitivity", "--text", " ".join(["word"] * 40), "--exact"],
     ["sensitivity", "--text", "a short text", "--probes", "100000"],
     ["soft-tokens", "--text", "hi", "--temperature", "nan"],
     ["soft-tokens", "--text", "hi", "--k", "0"],
@@ -430,7 +430,7 @@ def test_cli_model_path_that_is_a_file(capsys, tmp_path, tiny_dir, texts_file):
 
 def test_cli_no_budgets_flag_lifts_the_limit(capsys, tmp_path, tiny_dir, monkeypatch):
     monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path / "cache"))
-    text = " ".join(["word"] * 300)  # 300 tokens x 64 dimensions: over the exact-Jacobian budget (24 x 576)
+    text = " ".join(["word"] * 40)  # over the 24-token exact-Jacobian budget
     refused(*cli(capsys, "sensitivity", "--text", text, "--exact", "--probes", "2", "--model", tiny_dir))
     code, out, err = cli(capsys, "sensitivity", "--text", text, "--exact", "--probes", "2", "--model", tiny_dir,
                          "--no-budgets")
@@ -472,7 +472,7 @@ def test_cli_output_pointing_at_a_directory_fails_before_computing(capsys, tmp_p
 # ==== 5. data readers (issue 9 fixes these) ========================================================================
 @ISSUE9
 def test_table_without_text_column_is_refused(tmp_path):
-    from analysis.data import read_texts
+    from analysis.files import read_texts
 
     f = tmp_path / "t.csv"
     f.write_text("id,label\n1,a\n2,b\n")
@@ -482,7 +482,7 @@ def test_table_without_text_column_is_refused(tmp_path):
 
 @ISSUE9
 def test_file_of_nul_bytes_is_refused(tmp_path):
-    from analysis.data import read_texts
+    from analysis.files import read_texts
 
     f = tmp_path / "nul.txt"
     f.write_bytes(b"\x00\x00\x00\n\x01\x02\n")
@@ -681,10 +681,10 @@ def test_attention_page_shows_words_as_text(app_cache, tiny_dir):
 
 
 def test_sensitivity_page_exact_on_a_long_text(app_cache, tiny_dir):
-    at = page("pages/6_sensitivity.py", tiny_dir, sens_text=_long_text(200), sens_exact=True,
+    at = page("pages/6_sensitivity.py", tiny_dir, sens_text=_long_text(40), sens_exact=True,
               sens_methods=["mean"], sens_probes=2)
     no_traceback(at)
-    assert any("Exact norms" in e and "at most 216 tokens" in e for e in page_errors(at)), page_errors(at)  # 13,824/64
+    assert any("Exact norms" in e and "at most 24 tokens" in e for e in page_errors(at)), page_errors(at)
 
 
 def test_layer_explorer_grid_is_bounded(app_cache, tiny_dir):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from analysis.commands._common import add_method_arguments, encode, load_model, method_from_args, params_dict
+from analysis.commands._common import add_method_arguments, encode, load_model, method_from_args, params_dict, ready
 
 HELP = ("Alignment (positive pairs: gold >= 4 of 5, or >= 0.8 on a 0-1 scale), uniformity and anisotropy of a "
         "method's embeddings on a pair set (lee, demo, stsb-dev, stsb-train or an STS file), with bootstrap intervals.")
@@ -26,7 +26,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> dict:
     from analysis.errors import UserError
-    from analysis.evaluate import load_pairs
+    from analysis.datasets import pairs_of
     from analysis.geometry import anisotropy_by_layer, measure, positive_pairs
 
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
@@ -37,7 +37,7 @@ def run(args) -> dict:
     budgets.check("bootstrap", args.n_boot, "the number of bootstrap replicates")  # before any work
     if args.threshold is not None and not math.isfinite(args.threshold):
         raise UserError(f"--threshold must be a finite gold score, not {args.threshold}.")
-    pairs = load_pairs(args.data, args.limit)
+    pairs = pairs_of(args.data, args.limit)
     pos = positive_pairs(pairs, args.threshold)
     backbone = load_model(args.model)
     emb, info = encode(args, backbone, method, pos.texts)
@@ -60,7 +60,7 @@ def run(args) -> dict:
         "cached": info["cached"],
     }
     if args.by_layer:
-        curve = anisotropy_by_layer(backbone, method, pos.texts, batch_size=args.batch_size)
+        curve = anisotropy_by_layer(backbone, ready(args, backbone, method), pos.texts, batch_size=args.batch_size)
         out["anisotropy_by_layer"] = [_num(v) for v in curve]
     return out
 

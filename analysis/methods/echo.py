@@ -4,17 +4,14 @@ first copy and so see the text's future context despite causal attention."""
 
 from dataclasses import dataclass
 
-from analysis.methods.base import EmbeddingMethod, param
+from analysis.methods.base import EmbeddingMethod, PromptParams, param
 
 
 @dataclass(frozen=True)
-class EchoParams:
-    template: str = param(
-        "Rewrite the sentence: {text}, rewritten sentence: {text}",
-        "The paper's symmetric-task prompt; the text must appear exactly twice.",
-        kind="template", copies=(2, 2),
-    )
-    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.", kind="layer")
+class EchoParams(PromptParams):
+    template: str = param("Rewrite the sentence: {text}, rewritten sentence: {text}",
+                          "The paper's symmetric-task prompt; the text must appear exactly twice.",
+                          kind="template", copies=(2, 2))
 
 
 class Echo(EmbeddingMethod):

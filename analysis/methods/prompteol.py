@@ -3,17 +3,16 @@ to summarise the sentence in one word and read the state that would predict that
 
 from dataclasses import dataclass
 
-from analysis.methods.base import EmbeddingMethod, param
+from analysis.methods.base import EmbeddingMethod, PromptParams, param
+
+
+TEMPLATE = 'This sentence : "{text}" means in one word:"'
 
 
 @dataclass(frozen=True)
-class PromptEOLParams:
-    template: str = param(
-        'This sentence : "{text}" means in one word:"',
-        "The paper's prompt; the closing quote makes the next token the one-word summary.",
-        kind="template",
-    )
-    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.", kind="layer")
+class PromptEOLParams(PromptParams):
+    template: str = param(TEMPLATE, "The paper's prompt; the closing quote makes the next token the one-word summary.",
+                          kind="template")
 
 
 class PromptEOL(EmbeddingMethod):
