@@ -134,7 +134,7 @@ def main() -> None:
         return
     rows = []
     with tempfile.TemporaryDirectory(prefix="stress-cache-") as root:
-        from analysis.backbone import cache_root
+        from analysis.paths import cache_root
 
         (Path(root) / "models").symlink_to(cache_root() / "models", target_is_directory=True)
         env = {**os.environ, "EMBEDSCOPE_CACHE": root}

@@ -30,7 +30,6 @@ from apptools import figures, isolated_cache, values
 
 REPO = Path(__file__).resolve().parent.parent
 APP = str(REPO / "app.py")
-ISSUE9 = pytest.mark.xfail(strict=True, reason="issue 9 owns this (data readers / cache restructuring)")
 
 
 def one_sentence(message: str) -> None:
@@ -461,7 +460,6 @@ def test_to_json_writes_null_for_every_non_finite_value():
     assert _strict(text) == {"a": None, "b": [None, None, 1.5], "c": [None, 2.0], "d": None}
 
 
-@ISSUE9
 def test_cli_output_pointing_at_a_directory_fails_before_computing(capsys, tmp_path, texts_file):
     (tmp_path / "out.npy").mkdir()
     err = refused(*cli(capsys, "embed", "--method", "mean", "--input", texts_file, "--output",
@@ -469,8 +467,7 @@ def test_cli_output_pointing_at_a_directory_fails_before_computing(capsys, tmp_p
     assert "/nonexistent/model" not in err  # the output was checked first, before the model was looked for
 
 
-# ==== 5. data readers (issue 9 fixes these) ========================================================================
-@ISSUE9
+# ==== 5. data readers and the cache (fixed with issue 9) =============================================
 def test_table_without_text_column_is_refused(tmp_path):
     from analysis.files import read_texts
 
@@ -480,7 +477,6 @@ def test_table_without_text_column_is_refused(tmp_path):
         read_texts(str(f))
 
 
-@ISSUE9
 def test_file_of_nul_bytes_is_refused(tmp_path):
     from analysis.files import read_texts
 
@@ -490,7 +486,6 @@ def test_file_of_nul_bytes_is_refused(tmp_path):
         read_texts(str(f))
 
 
-@ISSUE9
 def test_unwritable_cache_degrades_to_computing(tmp_path, tiny):
     import cache
 
@@ -500,7 +495,6 @@ def test_unwritable_cache_degrades_to_computing(tmp_path, tiny):
     assert emb.shape[0] == 1 and not hit
 
 
-@ISSUE9
 def test_deeply_nested_meta_json_is_recomputed(tmp_path, tiny):
     import cache
 
