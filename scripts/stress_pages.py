@@ -44,7 +44,7 @@ def _scenario(name: str):
     if name == "embed":
         return "pages/2_embed_compare.py", {
             "embed_source": "paste", "embed_paste": LINES, f"embed_limit_{b.texts}": b.texts,
-            "embed_methods": ["mean", "prompteol"]}, [], f"{b.texts:,} texts x 2 methods"
+            "embed_methods": ["mean"]}, [], f"{b.texts:,} texts (neighbours over all, heatmap of {b.matrix_texts})"
     if name == "embed_long":
         return "pages/2_embed_compare.py", {
             "embed_source": "paste", "embed_paste": "\n".join(["x " * (b.chars_per_text // 2 - 1)] * 2),
@@ -64,7 +64,7 @@ def _scenario(name: str):
             "explorer_running": True}, [], "10 cells (memory does not grow with cells; time does: 64 allowed)"
     if name == "sensitivity":
         return "pages/6_sensitivity.py", {
-            "sens_text": _words(470), "sens_methods": ["mean"], "sens_probes": 16}, [], \
+            "sens_text": _words(440), "sens_methods": ["mean"], "sens_probes": 16}, [], \
             f"one text near the {b.sensitivity_tokens}-token budget, 16 probes (probes run in chunks: time, not memory)"
     if name == "geometry":
         return "pages/7_geometry.py", {
