@@ -78,3 +78,15 @@ def tiny_backbone(arch: str = "llama", *, seed: int = 0, n_layers: int = 4, max_
     tok = tiny_tokenizer()
     tok.padding_side = "right"
     return Backbone(model, tok, _facts(f"tiny-{arch}", model), identity=f"tiny:{arch}:L{n_layers}:seed{seed}")
+
+
+def save_tiny(folder, arch: str = "llama", **kwargs) -> str:
+    """Write a tiny random model and its tokenizer as a Hugging Face folder (safetensors), loadable with
+    `load_backbone(folder)`: lets the app and the command line be tested on a model that loads in milliseconds."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    bb = tiny_backbone(arch, **kwargs)
+    bb.model.save_pretrained(folder)
+    bb.tokenizer.save_pretrained(folder)
+    return str(folder)

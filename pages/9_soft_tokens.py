@@ -38,7 +38,8 @@ def token_table(r: dict) -> pd.DataFrame:
 
 def heatmap_figure(r: dict, title: str) -> tuple[go.Figure, pd.DataFrame]:
     heat = token_heatmap(r, max_tokens=25)
-    fig = go.Figure(go.Heatmap(z=heat.values, x=list(heat.columns), y=list(heat.index), colorscale="Blues",
+    fig = go.Figure(go.Heatmap(z=heat.values, x=list(heat.columns), y=[ui.label(t) for t in heat.index],
+                               colorscale="Blues",
                                zmin=0, zmax=max(float(heat.values.max()), 1e-6), colorbar=dict(title="p"),
                                hovertemplate="%{y} at %{x}: p = %{z:.3f}<extra></extra>"))
     fig.update_layout(title=title, height=120 + 18 * len(heat), margin=dict(l=10, r=10, t=40, b=10),
@@ -76,13 +77,14 @@ with ui.user_errors():
         with st.spinner("Merging the adapter into a copy of the model…"):
             adapter = adapter_spec(adapter)
             load_adapter(backbone, adapter)
-        st.success(f"Adapter loaded: {adapter}")
+        st.success(ui.md(f"Adapter loaded: {adapter}"))
     else:
         st.info("No adapter is loaded, so the model is frozen. The gains GIRCSE reports (and its test-time scaling) "
                 "come from contrastive LoRA training with a stepwise loss, which this app does not perform: what you "
                 "see here is what generation alone does to an untrained model's embedding.")
 
     text = st.text_area("Text", value=DEFAULT_TEXT, height=80, key="soft_text")
+    ui.check_sizes([text], "the text")
     col_a, col_b = st.columns(2)
     with col_a:
         instr_a = st.text_input("Instruction A", value=DEFAULT_INSTRUCTION, key="soft_instr_a")
@@ -108,7 +110,7 @@ with ui.user_errors():
     r = results["A"]
     with st.expander("The prompt as the model reads it"):
         st.code(r["template"].replace("{text}", text))
-        st.caption(" | ".join(shown(t) for t in r["prompt_tokens"]))
+        st.caption(ui.md(" | ".join(shown(t) for t in r["prompt_tokens"])))
     st.dataframe(token_table(r))
     fig, heat = heatmap_figure(r, "Probability of the leading tokens at each step")
     ui.show_figure(fig, heat, "soft_heatmap_A")
@@ -130,7 +132,7 @@ with ui.user_errors():
     cols = st.columns(2)
     for col, label, instruction in zip(cols, ("A", "B"), (instr_a, instr_b)):
         with col:
-            fig, heat = heatmap_figure(results[label], f"{label}: {instruction[:60] or '(no instruction)'}")
+            fig, heat = heatmap_figure(results[label], f"{label}: {ui.label(instruction[:60]) or '(no instruction)'}")
             ui.show_figure(fig, heat, f"soft_heatmap_pair_{label}")
     tops = {label: {t for row in res["top_tokens"] for t in row} for label, res in results.items()}
     only = pd.DataFrame({"instruction": ["A only", "B only", "both"],
@@ -156,7 +158,7 @@ with ui.user_errors():
     pairs = ui.pairs_input("soft_pairs", default="Lee corpus (human ratings)")
     ks = st.multiselect("K", [k for k in SCALING_KS if k], default=[k for k in SCALING_KS if k], key="soft_ks")
     instruction = st.radio("Instruction", ["A", "B"], horizontal=True, key="soft_scaling_instr",
-                           format_func=lambda x: f"{x}: {(instr_a, instr_b)[x == 'B'][:50]}")
+                           format_func=lambda x: f"{x}: {ui.md((instr_a, instr_b)[x == 'B'][:50])}")
     with_hard = st.checkbox("Also hard tokens (argmax), for contrast", value=False, key="soft_with_hard")
     if not ks:
         st.info("Choose at least one K.")
@@ -183,7 +185,7 @@ with ui.user_errors():
         fig.add_hline(y=base, line_dash="dot", annotation_text=f"no generation (K=0): {base:.3f}")
         rows += [{"mode": m, "K": int(kk), "spearman": float(s), "minus K=0": float(s) - base}
                  for kk, s in zip(arrays["ks"], arrays["spearman"])]
-    fig.update_layout(title=f"{pairs.name}: Spearman vs K", xaxis_title="generated tokens K",
+    fig.update_layout(title=f"{ui.label(pairs.name)}: Spearman vs K", xaxis_title="generated tokens K",
                       yaxis_title="Spearman ρ", height=380, margin=dict(l=10, r=10, t=40, b=10))
     table = pd.DataFrame(rows)
     ui.show_figure(fig, table, "soft_scaling")

@@ -22,10 +22,13 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from analysis.backbone import load_backbone
+    from analysis.commands._common import load_model
+    from analysis.methods.soft_tokens import SoftTokens
     from analysis.soft_tokens import generate_soft_tokens
 
-    backbone = load_backbone(args.model)
+    # The parameters are checked (finite temperature, K, top-k, instruction) before the model loads.
+    SoftTokens(k=args.k, temperature=args.temperature, top_k=args.top_k, instruction=args.instruction, mode=args.mode)
+    backbone = load_model(args.model)
     r = generate_soft_tokens(backbone, args.text, args.instruction, k=args.k, temperature=args.temperature,
                              top_k=args.top_k, topn=args.top, mode=args.mode, adapter=args.adapter)
     steps = [{"step": s + 1, "entropy": round(float(r["entropy"][s]), 4),

@@ -62,7 +62,8 @@ class SoftTokenParams:
                          choices=list(POOLINGS))
     mode: str = param("soft", "soft = probability-weighted mix of token embeddings (GIRCSE); hard = the argmax "
                       "token (greedy decoding), the discrete baseline.", choices=["soft", "hard"])
-    layer: int = param(-1, "Hidden state read out at the generated positions; GIRCSE uses the final layer.")
+    layer: int = param(-1, "Hidden state read out at the generated positions; GIRCSE uses the final layer.",
+                       kind="layer")
     adapter: str = param("", "Optional folder of a PEFT LoRA adapter (e.g. GIRCSE's trained weights) merged into "
                          "a copy of the model; empty = the frozen model.")
 
@@ -203,16 +204,15 @@ class SoftTokens(EmbeddingMethod):
     summary = "Generate K soft tokens (probability-weighted embeddings) with the KV cache; mean of their states."
     Params = SoftTokenParams
 
-    def validate(self) -> None:
-        super().validate()
-        p = self.params
-        if PLACEHOLDER in p.instruction:
+    def validate(self, params):
+        if PLACEHOLDER in params.instruction:
             raise UserError(f"soft_tokens: the instruction must not contain {PLACEHOLDER}; the text is added after it.")
-        if p.adapter:
+        if params.adapter:
             from analysis.adapters import adapter_spec
 
             # The key of cached results includes the params: record the adapter's content, not only its path.
-            self.params = dataclasses.replace(p, adapter=adapter_spec(p.adapter))
+            params = dataclasses.replace(params, adapter=adapter_spec(params.adapter))
+        return params
 
     @property
     def template(self) -> str:
