@@ -81,4 +81,5 @@ def tiny_backbone(arch: str = "llama", *, seed: int = 0, n_layers: int = 4, max_
     model.requires_grad_(False)
     tok = tiny_tokenizer()
     tok.padding_side = "right"
-    return Backbone(model, tok, _facts(f"tiny-{arch}", model), identity=f"tiny:{arch}:L{n_layers}:seed{seed}" + "".join(f":{k}={v}" for k, v in sorted(overrides.items())))
+    identity = f"tiny:{arch}:L{n_layers}:seed{seed}" + "".join(f":{k}={v}" for k, v in sorted(overrides.items()))
+    return Backbone(model, tok, _facts(f"tiny-{arch}", model), identity=identity)

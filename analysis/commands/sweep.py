@@ -28,7 +28,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--rerotate", default="false", help="re-rotate the re-routed key: false, true or both")
     parser.add_argument("--prompt", default="document", choices=["document", "query"])
     parser.add_argument("--pooling", default="hybrid", choices=["hybrid", "last", "mean"])
-    parser.add_argument("--model", default="default", help="'default', a Hugging Face id in the local cache, or a folder")
+    parser.add_argument("--model", default="default",
+                        help="'default', a Hugging Face id in the local cache, or a folder")
     parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass (default 16)")
     parser.add_argument("--memory-mb", type=float, default=None, help="stored prefix states above this spill to the "
                         "cache folder (default 512)")
