@@ -193,7 +193,7 @@ def _normalise(emb: np.ndarray) -> np.ndarray:
 
 
 def _default_spill_root() -> Path:
-    from analysis.backbone import cache_root
+    from analysis.paths import cache_root
 
     return cache_root() / "tmp"
 

@@ -1,6 +1,6 @@
 """A layer sweep through the cache: one entry per cell, shared by `python -m analysis sweep` and the Layer explorer.
 
-Each cell's Spearman score is stored under `explorer.score_parts` in the "kv_explorer" namespace (the keys the
+Each cell's Spearman score is stored under `cache.keys.sts_score_parts` in the "kv_explorer" namespace (the keys the
 page has always used), as soon as the cell is done, whichever executor computed it: a stopped sweep resumes
 where it stopped, locally or on Ray. The prompt-only reference comes free with the sweep's prompt-only pass and
 is stored under its own method's key.
@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+
+from cache.keys import make_key, sts_score_parts
 
 NAMESPACE = "kv_explorer"
 
@@ -56,9 +58,7 @@ def cached_sweep(store, backbone, pairs, cells, *, base: dict | None = None, exe
     run = SweepRun()
 
     def key(method):
-        from cache import make_key
-
-        return make_key(explorer.score_parts(backbone, pairs, method))
+        return make_key(sts_score_parts(backbone, pairs, method))
 
     def lookup(method):
         if store is None:
@@ -69,7 +69,7 @@ def cached_sweep(store, backbone, pairs, cells, *, base: dict | None = None, exe
     def save(method, rho, seconds):
         if store is not None:
             store.put(key(method), {"spearman": np.array([rho])}, {"seconds": seconds},
-                      parts=explorer.score_parts(backbone, pairs, method), namespace=NAMESPACE)
+                      parts=sts_score_parts(backbone, pairs, method), namespace=NAMESPACE)
 
     reference = get_method("kv_embedding", layers="none", **base)
     run.prompt_only = lookup(reference)

@@ -16,9 +16,6 @@ import json
 import sys
 import time
 from dataclasses import asdict
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main(argv=None) -> dict:
@@ -36,13 +33,13 @@ def main(argv=None) -> dict:
         torch.set_num_threads(args.threads)
 
     from analysis import explorer, load_backbone
-    from analysis.data import read_sts, shared_stsb
+    from analysis.datasets import pairs_of
     from analysis.methods import get_method
     from analysis.sweep import cost, pair_scorer, score_local
 
     bb = load_backbone()
     L = bb.facts.n_layers
-    pairs = read_sts(shared_stsb("dev"), name="STS-B dev", limit=args.limit)
+    pairs = pairs_of("stsb-dev", args.limit)
     texts, _ = pair_scorer(pairs)
     starts = range(1, L, 4)
     grids = {"16 cells": explorer.grid(L, starts, [4], [1.0, 16.0]),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from analysis import explorer
-from analysis.data import Pairs
+from analysis.corpora import Pairs
 from analysis.explorer import Cell
 from analysis.sweep import SuffixRunner, cost, score_local
 from analysis.tiny import tiny_backbone
@@ -129,9 +129,9 @@ def test_cached_sweep_resumes_and_matches(tiny_llama, tmp_path):
     assert fresh.scores == again.scores
     # the same entries the Layer explorer page and the old script read: one score per method config
     m = explorer.cell_method(cells[-1], 4)
-    from cache import make_key
+    from cache.keys import make_key, sts_score_parts
 
-    entry = store.get(make_key(explorer.score_parts(tiny_llama, PAIRS, m)), "kv_explorer")
+    entry = store.get(make_key(sts_score_parts(tiny_llama, PAIRS, m)), "kv_explorer")
     assert float(entry.arrays["spearman"][0]) == again.scores[cells[-1]]
 
 

@@ -18,7 +18,7 @@ REROTATE = {"false": [False], "true": [True], "both": [False, True]}
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--data", default="stsb-dev", help="stsb-dev, lee, or an STS-B style file of pairs")
+    parser.add_argument("--data", default="stsb-dev", help="a built-in pair set (stsb-dev, lee, ...) or an STS file")
     parser.add_argument("--limit", type=int, default=200, help="first N pairs (default 200)")
     parser.add_argument("--starts", default=None, help="window starts (decoder layers): '1,5,9', '1-29' or '1-29:4' "
                         "(every 4th); default every 4th from 1")
@@ -59,24 +59,16 @@ def parse_ints(raw: str, what: str) -> list[int]:
 
 
 def load_pairs(data: str, limit: int):
-    from analysis.data import lee_pairs, read_sts, shared_stsb
+    from analysis.datasets import pairs_of
 
     if limit < 2:
         raise UserError(f"--limit must be at least 2 pairs, got {limit}.")
-    if data == "stsb-dev":
-        path = shared_stsb("dev")
-        if path is None:
-            raise UserError("STS-B dev is not on this machine (it lives in ../shared/data/stsbenchmark).")
-        return read_sts(path, name="STS-B dev", limit=limit)
-    if data == "lee":
-        return lee_pairs().head(limit)
-    return read_sts(data, limit=limit)
+    return pairs_of(data, limit)
 
 
 def run(args) -> dict:
     from analysis import explorer
     from analysis.commands._common import load_model
-    from analysis.intrinsic_dim import auto_trajectory
     from analysis.methods import get_method
 
     began = time.perf_counter()
@@ -102,11 +94,17 @@ def run(args) -> dict:
     cells = explorer.grid(L, starts, widths, biases, REROTATE[args.rerotate])
     base = {"prompt": args.prompt, "pooling": args.pooling}
 
-    from cache import default_store
+    from cache import auto_window, default_store
     from cache.sweep import cached_sweep
 
     store = None if args.no_cache else default_store()
-    sel, ids = auto_trajectory(backbone, get_method("kv_embedding", **base).template)
+    method = get_method("kv_embedding", **base)
+    if store is None:
+        from analysis.intrinsic_dim import auto_trajectory
+
+        sel, ids = auto_trajectory(backbone, method.prompt_only())
+    else:
+        sel, ids = auto_window(store, backbone, method)
     id_cell = explorer.Cell(sel.start, len(sel.layers), 1.0) if sel.layers else None  # the paper's bias
     work = cells + ([id_cell] if id_cell is not None and id_cell not in cells else [])
 
@@ -141,6 +139,7 @@ def _promptEOL(store, backbone, pairs, batch_size: int) -> float:
 
     from analysis import explorer
     from analysis.methods import get_method
+    from cache.keys import sts_score_parts
 
     method = get_method("prompteol")
 
@@ -149,7 +148,7 @@ def _promptEOL(store, backbone, pairs, batch_size: int) -> float:
 
     if store is None:
         return float(compute()[0]["spearman"][0])
-    entry, _ = store.get_or_compute(explorer.score_parts(backbone, pairs, method), compute, namespace="kv_explorer")
+    entry, _ = store.get_or_compute(sts_score_parts(backbone, pairs, method), compute, namespace="kv_explorer")
     return float(entry.arrays["spearman"][0])
 
 
