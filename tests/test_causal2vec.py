@@ -191,3 +191,11 @@ def test_shipped_bridge_beats_untrained_on_stsb_dev(real):
     rho_shipped = sts_spearman(real, shipped, pairs)["spearman"]
     rho_untrained = sts_spearman(real, get_method("causal2vec", bridge="untrained"), pairs)["spearman"]
     assert rho_shipped > rho_untrained + 0.05, (rho_shipped, rho_untrained)
+
+
+def test_train_command_checks_arguments_before_loading(capsys):
+    from analysis.__main__ import main
+
+    assert main(["train", "causal2vec", "--steps", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: need --steps >= 1") and err.count("\n") == 0
