@@ -1,5 +1,5 @@
 """Causal2Vec on STS-B dev: every readout of the shipped and the untrained bridge, the direct-concatenation
-control, the encoder alone and the decoder baselines, each with a bootstrap 95% interval (analysis.evaluate.sts,
+control, the encoder alone and the decoder baselines, each with a bootstrap 95% interval (analysis.metrics.sts,
 the bench machinery), and the inference cost of Causal2Vec as a ratio to the vanilla forward in the same run.
 
     python scripts/causal2vec_results.py [--limit N] [--baselines prompteol,last] [--speed-n 256] [--json]
@@ -17,9 +17,6 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def readouts_one_pass(bb, method, texts, batch_size=32):
@@ -57,8 +54,9 @@ def main(argv=None):
     from transformers.utils import logging as hf_logging
 
     from analysis import get_method, load_backbone
-    from analysis.data import read_sts, shared_stsb
-    from analysis.evaluate import pair_rows, sts
+    from analysis.corpora import shared_stsb
+    from analysis.files import read_sts
+    from analysis.metrics import pair_rows, sts
 
     hf_logging.disable_progress_bar()
     path = shared_stsb("dev")
@@ -106,7 +104,7 @@ def speed(bb, texts, repeats):
     import torch
 
     from analysis import get_method
-    from scripts.benchmark import vanilla_forward
+    from benchmark import vanilla_forward  # scripts/benchmark.py, beside this script
 
     configs = {
         "vanilla": lambda: vanilla_forward(bb, texts, 16),

@@ -57,7 +57,7 @@ def shipped_folder() -> Path:
 
 def trained_root() -> Path:
     """Where bridges trained from the app live (under the cache, so Clear cache removes them too)."""
-    from analysis.backbone import cache_root
+    from analysis.paths import cache_root
 
     return cache_root() / "trained" / METHOD
 

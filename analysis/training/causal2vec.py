@@ -59,7 +59,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from analysis.commands._common import load_model
+    from transformers.utils import logging as hf_logging
+
+    from analysis.backbone import load_backbone
     from analysis.methods.causal2vec import trained_root
 
     out = Path(args.out) if args.out else trained_root() / "cli" / "best"
@@ -74,7 +76,8 @@ def run(args) -> dict:
         from analysis.errors import UserError
 
         raise UserError("need --steps >= 1, --batch-size >= 2, --lora-rank >= 0 and --eval-pairs >= 10.")
-    backbone = load_model(args.model)
+    hf_logging.disable_progress_bar()  # stdout carries one JSON line; stderr the progress bar
+    backbone = load_backbone(args.model)
     bar = _tqdm_progress(args.steps)
     summary = train_bridge(backbone, out=out, work=work, steps=args.steps, batch_size=args.batch_size,
                            grad_accum=args.grad_accum, lora_rank=args.lora_rank, lr=args.lr, loss=args.loss,
@@ -115,12 +118,13 @@ def train_bridge(backbone, *, out, work, steps=200, batch_size=16, grad_accum=1,
                  train_readout="contextual") -> dict:
     """Train a bridge for `backbone`; write the artefact to `out`; return the summary (also the JSON line).
 
-    `train_pairs` / `dev_pairs` (analysis.data.Pairs) default to STS-B train / dev from the shared folder;
+    `train_pairs` / `dev_pairs` (analysis.corpora.Pairs) default to STS-B train / dev from the shared folder;
     `encoder` defaults to the installed MiniLM (tests pass small stand-ins for both)."""
     import numpy as np
     import torch
 
-    from analysis.data import read_sts, shared_stsb
+    from analysis.corpora import shared_stsb
+    from analysis.datasets import stsb_pairs
     from analysis.errors import UserError
     from analysis.forward import run as forward_run
     from analysis.methods.causal2vec import (METHOD, Bridge, C2VEncoded, Causal2Vec, contextual_inputs, embedding_rms,
@@ -138,7 +142,7 @@ def train_bridge(backbone, *, out, work, steps=200, batch_size=16, grad_accum=1,
         if tp is None or dp is None:
             raise UserError("Training needs STS-B train and dev in the shared data folder (../shared/data/"
                             "stsbenchmark/sts-train.csv and sts-dev.csv); they are not there.")
-        train_pairs, dev_pairs = read_sts(tp, name="STS-B train"), read_sts(dp, name="STS-B dev")
+        train_pairs, dev_pairs = stsb_pairs("train"), stsb_pairs("dev")  # the data registry's STS-B
         digest_paths = [tp, dp]
     enc = encoder or load_encoder()
     method = Causal2Vec(bridge="untrained")
