@@ -247,7 +247,8 @@ class Causal2Vec(EmbeddingMethod):
         return Causal2VecBatch(**{f.name: getattr(b, f.name) for f in dataclasses.fields(Batch)}, c_pos=c_pos,
                                texts=[e.text for e in items])
 
-    def forward(self, backbone, batch: Causal2VecBatch, layers, attention: bool = False) -> Captured:
+    def forward(self, backbone, batch: Causal2VecBatch, layers, attention: bool = False,
+                trace: bool = False) -> Captured:
         from analysis.sentence_encoder import load_encoder
 
         bridge, runner = self.load(backbone)

@@ -48,8 +48,9 @@ class SentenceEncoderMethod(EmbeddingMethod):
         return np.concatenate(out).astype(np.float32)
 
     def encode_layers(self, backbone, texts, layers="all", *, batch_size: int = 16, padding_side: str = "right",
-                      progress=None) -> np.ndarray:
-        """The ENCODER's mean-pooled hidden states: (n, 7, 384) for "all" (embeddings and its 6 layers)."""
+                      progress=None, readout: str | None = None) -> np.ndarray:
+        """The ENCODER's mean-pooled hidden states: (n, 7, 384) for "all" (embeddings and its 6 layers); the
+        encoder has one readout (mean), so `readout` is accepted for the common signature and ignored."""
         from analysis.sentence_encoder import load_encoder
 
         texts = check_texts(texts)
