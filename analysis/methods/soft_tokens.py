@@ -62,8 +62,10 @@ class SoftTokenParams:
     mode: str = param("soft", "soft = probability-weighted mix of token embeddings (GIRCSE); hard = the argmax "
                       "token (greedy decoding), the discrete baseline.", choices=["soft", "hard"])
     layer: int = param(-1, "Hidden state read out at the generated positions; GIRCSE uses the final layer.")
-    adapter: str = param("", "Optional folder of a PEFT LoRA adapter (e.g. GIRCSE's trained weights) merged into "
-                         "a copy of the model; empty = the frozen model.")
+    adapter: str = param("shipped", "LoRA adapter merged into a copy of the model: shipped = the one this repository "
+                         "trained with GIRCSE's contrastive refinement (`python -m analysis train gircse`) for this "
+                         "model (the default model has one; other models stay frozen); none = the frozen model; "
+                         "or the folder of a PEFT adapter.")
 
 
 @dataclass
@@ -207,11 +209,10 @@ class SoftTokens(EmbeddingMethod):
         p = self.params
         if PLACEHOLDER in p.instruction:
             raise UserError(f"soft_tokens: the instruction must not contain {PLACEHOLDER}; the text is added after it.")
-        if p.adapter:
-            from analysis.adapters import adapter_spec
+        from analysis.adapters import adapter_spec
 
-            # The key of cached results includes the params: record the adapter's content, not only its path.
-            self.params = dataclasses.replace(p, adapter=adapter_spec(p.adapter))
+        # The key of cached results includes the params: record the adapter's content, not only its path.
+        self.params = dataclasses.replace(p, adapter=adapter_spec(p.adapter))
 
     @property
     def template(self) -> str:
@@ -284,12 +285,10 @@ class SoftTokens(EmbeddingMethod):
         return super().encode_layers(self.adapted(backbone), texts, layers, batch_size=batch_size, **kwargs)
 
     def adapted(self, backbone):
-        """The backbone with this method's adapter merged (the same object without one)."""
-        if not self.params.adapter:
-            return backbone
-        from analysis.adapters import load_adapter
+        """The backbone with this method's adapter merged into a copy (the same object when there is none)."""
+        from analysis.adapters import resolve_adapter
 
-        return load_adapter(backbone, self.params.adapter)
+        return resolve_adapter(backbone, self.params.adapter)
 
     def encode_steps(self, backbone, texts, ks, *, batch_size: int = BATCH_SIZE, normalize: bool = True,
                      padding_side: str = "right", progress=None) -> np.ndarray:
