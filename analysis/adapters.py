@@ -26,7 +26,8 @@ from analysis.backbone import Backbone
 from analysis.errors import UserError
 
 CONFIG = "adapter_config.json"
-WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin", "weights.safetensors")  # peft's, or our artefact's
+MANIFEST = "manifest.json"  # an artefact of `python -m analysis train gircse` (analysis.training.artefacts)
 _SPEC = re.compile(r"^(?P<path>.+)@(?P<fp>[0-9a-f]{16})$")  # "folder@fingerprint", see adapter_spec
 SHIPPED, NONE = "shipped", "none"
 ARTEFACTS = Path(__file__).resolve().parent / "artefacts"
@@ -60,7 +61,7 @@ def adapter_folder(path: str) -> Path:
 def adapter_fingerprint(folder: Path) -> str:
     """sha256 (16 hex digits) of the configuration and the weight files' bytes: LoRA files are small."""
     h = hashlib.sha256()
-    for name in (CONFIG, *WEIGHTS):
+    for name in (CONFIG, *WEIGHTS, MANIFEST):
         f = folder / name
         if f.is_file():
             h.update(name.encode())
@@ -135,7 +136,12 @@ def load_adapter(backbone: Backbone, path: str) -> Backbone:
         with backbone.lock:  # nobody hooks the base model while we copy it
             model = copy.deepcopy(backbone.model)
         try:
-            merged = PeftModel.from_pretrained(model, str(folder), is_trainable=False).merge_and_unload()
+            if (folder / MANIFEST).is_file():  # trained here: check it was trained for this very model
+                merged = _artefact_model(model, folder, backbone.identity)
+            else:
+                merged = PeftModel.from_pretrained(model, str(folder), is_trainable=False).merge_and_unload()
+        except UserError:
+            raise
         except (OSError, ValueError, KeyError, RuntimeError, AttributeError, TypeError) as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise UserError(f"The adapter in '{folder}' does not fit {backbone.facts.name}: {first}") from err
@@ -144,3 +150,19 @@ def load_adapter(backbone: Backbone, path: str) -> Backbone:
         tuned = Backbone(merged, backbone.tokenizer, backbone.facts, f"{backbone.identity}+adapter:{fingerprint}")
         _memo.setdefault(backbone, {})[key] = tuned
         return tuned
+
+
+def _artefact_model(model, folder: Path, identity: str):
+    """Merge an artefact adapter (weights.safetensors + manifest.json + adapter_config.json) into `model`,
+    after checking the manifest names this model (one UserError sentence otherwise)."""
+    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+
+    from analysis.training.artefacts import load_artefact
+
+    tensors, _ = load_artefact(folder, method="gircse", model_identity=identity)
+    config = LoraConfig.from_pretrained(str(folder))
+    peft_model = get_peft_model(model, config)
+    result = set_peft_model_state_dict(peft_model, tensors)
+    if getattr(result, "unexpected_keys", None):
+        raise ValueError(f"unexpected adapter weights {result.unexpected_keys[:3]}")
+    return peft_model.merge_and_unload()

@@ -81,28 +81,29 @@ def test_lora_copy_leaves_the_shared_backbone_alone(tiny_llama):
     assert not any(p.requires_grad for p in tiny_llama.model.parameters())
 
 
-def test_gradients_reach_lora_through_every_soft_step(tiny_llama):
+def test_gradients_reach_lora_through_every_soft_step(tiny_llama, monkeypatch):
     """A loss on the K-th generated state only: its gradient must reach every fed mix d_1..d_K (so it flows back
     through every soft step and the cache) and the LoRA weights of every layer."""
-    from analysis.methods.soft_tokens import GENERATED, generate
+    import analysis.methods.soft_tokens as st
+    from analysis.training.gircse import soft_states
 
     K = 4
     _, peft_model, tuned = _lora(tiny_llama)
     m = get_method("soft_tokens", k=K, adapter="none")
-    batch = m.collate(tuned, m.prepare(tuned, ["A cat sat.", "The quick brown fox jumps."]), "right")
-    L = tuned.facts.n_layers
-    cap = generate(tuned, batch, [L], topn=1)
-    assert cap.inputs.requires_grad
-    cap.inputs.retain_grad()
-    last = cap.hidden[L][batch.segments == GENERATED].view(2, K, -1)[:, -1]  # (2, d) the K-th state
-    last.square().sum().backward()
-    fed = cap.inputs.grad  # (2, K, d)
+    mixes = []  # d_1..d_K exactly as generate() feeds them
+    original = st.embed_mix
+    monkeypatch.setattr(st, "embed_mix", lambda bb, probs: mixes.append(original(bb, probs)) or mixes[-1])
+    last = soft_states(tuned, m, ["A cat sat.", "The quick brown fox jumps."])[:, -1]  # (2, d) the K-th state
+    assert len(mixes) == K
+    grads_mix = torch.autograd.grad(last.square().sum(), mixes, retain_graph=True)
     # d_K is the input of the last position itself; d_1..d_{K-1} reach it only through the cache and later steps
-    assert (fed.abs().sum(dim=-1) > 0).all(), fed.abs().sum(dim=-1)
+    for k, g in enumerate(grads_mix):
+        assert (g.abs().sum(dim=-1) > 0).all(), f"no gradient reaches d_{k + 1}"
+    last.square().sum().backward()
     grads = {n: p.grad for n, p in peft_model.named_parameters() if p.requires_grad}
     assert grads and all(g is not None and g.abs().sum() > 0 for g in grads.values())
     layers = {int(n.split(".layers.")[1].split(".")[0]) for n in grads}
-    assert layers == set(range(L))
+    assert layers == set(range(tuned.facts.n_layers))
 
 
 def test_cached_gradients_equal_recomputing_the_whole_sequence(tiny_llama):

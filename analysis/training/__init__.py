@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 
 TRAINERS: dict[str, str] = {
+    "gircse": "analysis.training.gircse",
 }
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -27,9 +26,12 @@ import numpy as np
 import torch
 
 from analysis.errors import UserError
-from analysis.training.icr import OBJECTIVES, TEMPERATURE, cumulative_means, objective, stepwise_losses
+from analysis.training.icr import (OBJECTIVES, TEMPERATURE, cumulative_means, objective, refinement_penalty,
+                                   stepwise_losses)
 
 NAME = "gircse"
+HELP = ("Train the soft_tokens LoRA adapter with GIRCSE's Iterative Contrastive Refinement on STS-B train (dev "
+        "selects); --loss stepwise|final trains the paper's ablations.")
 ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts" / NAME
 
 
@@ -78,10 +80,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--patience", type=int, default=0, help="evaluations without improvement before "
                                                                 "stopping (default 0 = never stop early)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (default 0 = torch's choice; 1 is "
+                                                               "much faster on a CPU shared with other jobs)")
     parser.add_argument("--model", default="default", help="'default', a Hugging Face id or a local folder")
-    parser.add_argument("--out", default="", help="output folder (default: analysis/artefacts/gircse/<model>/ for "
-                                                  "--loss icr, else the cache)")
-    parser.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    parser.add_argument("--out", default="", help="folder of the trained adapter (default: analysis/artefacts/gircse/"
+                                                  "<model>/ for --loss icr, else cache/store/training/gircse/<loss>)")
+    parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint of this --loss")
 
 
 # ---- the differentiable forward --------------------------------------------------------------------------------
@@ -158,24 +162,40 @@ def file_digest(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
-def model_short_name(backbone) -> str:
-    """Folder name of a model's shipped artefacts: the default model's own name, else a slug of its name."""
-    from analysis.backbone import DEFAULT_NAME
-
-    if backbone.facts.name == DEFAULT_NAME:
-        return "smollm2-135m-instruct"
-    return "".join(c if c.isalnum() else "-" for c in backbone.facts.name.lower()).strip("-")
-
-
 # ---- the command -----------------------------------------------------------------------------------------------
+def lora_tensors(peft_model) -> dict:
+    from peft import get_peft_model_state_dict
+
+    return {k: v.detach().clone() for k, v in get_peft_model_state_dict(peft_model).items()}
+
+
+def save_adapter(folder, peft_model, manifest: dict) -> Path:
+    """An artefact folder (weights.safetensors + manifest.json, analysis.training.artefacts) plus peft's
+    adapter_config.json, which is all analysis.adapters.load_adapter needs to rebuild the LoRA layers."""
+    from analysis.training.artefacts import save_artefact
+
+    folder = Path(folder)
+    save_artefact(folder, lora_tensors(peft_model), manifest)
+    cfg = peft_model.peft_config["default"].to_dict()
+    cfg["base_model_name_or_path"] = manifest.get("model_name", "")  # not the local path of the converted model
+    cfg = {k: (sorted(v) if isinstance(v, set) else v) for k, v in cfg.items()}
+    (folder / "adapter_config.json").write_text(json.dumps(cfg, indent=1, sort_keys=True, default=str))
+    return folder
+
+
 def run(args) -> dict:
+    import shutil
+    import sys
+
     from scipy.stats import spearmanr
 
     from analysis.backbone import load_backbone
     from analysis.data import read_sts, shared_stsb
     from analysis.methods.soft_tokens import SoftTokens
-    from analysis.training.loop import TrainConfig, train
+    from analysis.training.loop import BEST, TrainConfig, train
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     config = GircseConfig(k=args.k, loss=args.loss, lam=args.lam, temperature=args.temperature,
                           lora_rank=args.lora_rank, lora_alpha=args.lora_alpha, lora_layers=args.lora_layers,
                           min_score=args.min_score, eval_pairs=args.eval_pairs)
@@ -195,15 +215,28 @@ def run(args) -> dict:
     method = SoftTokens(k=config.k, temperature=config.gen_temperature, instruction=config.instruction,
                         adapter="none")
     steps = args.steps or len(left) // args.batch_size  # default: one epoch, as the paper
-    out = Path(args.out) if args.out else (ARTEFACTS / model_short_name(backbone) if config.loss == "icr" else
-                                           Path("cache/store/training/gircse") / config.loss)
-    trainable = [p for p in peft_model.parameters() if p.requires_grad]
+    from analysis.adapters import model_short_name
+    from analysis.backbone import cache_root
+
+    shipped = ARTEFACTS / model_short_name(backbone.facts)
+    out = Path(args.out) if args.out else (shipped if config.loss == "icr" else
+                                           cache_root() / "training" / NAME / config.loss)
+    work = cache_root() / "training" / NAME / f"run-{config.loss}"  # checkpoints and log (not shipped)
+    trainable = {n: p for n, p in peft_model.named_parameters() if p.requires_grad}
+    data = {"train": train_path.name, "train_sha256": file_digest(train_path), "dev": dev_path.name,
+            "dev_sha256": file_digest(dev_path), "positive_pairs": len(left), "min_score": config.min_score,
+            "eval_pairs": len(dev)}
+    hyper = {**asdict(config), "steps": steps, "batch_size": args.batch_size, "grad_accum": args.grad_accum,
+             "lr": args.lr, "warmup": args.warmup, "eval_every": args.eval_every, "threads": torch.get_num_threads()}
+    base_manifest = {"method": NAME, "model_identity": backbone.identity, "model_name": backbone.facts.name,
+                     "data": data, "seed": args.seed, "hyperparameters": hyper}
 
     def loss_fn(batch):
         losses = pair_losses(tuned, method, batch[0], batch[1], config)  # (K,)
         loss = objective(losses, config.loss, config.lam)
-        info = {f"L{k + 1}": float(v) for k, v in enumerate(losses.detach())}
-        info["refine"] = float(objective(losses.detach(), "icr", 1.0) - losses.detach().mean())
+        plain = losses.detach()
+        info = {f"L{k + 1}": float(v) for k, v in enumerate(plain)}
+        info["regulariser"] = float(refinement_penalty(plain))
         return loss, info
 
     def evaluate() -> dict:
@@ -213,46 +246,34 @@ def run(args) -> dict:
                                                  dev.scores).statistic) for j, k in enumerate(ks)}
         return {"score": rho[f"spearman_k{config.k}"], **rho}
 
-    def save(folder) -> None:
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        peft_model.save_pretrained(str(folder))
-        cfg = json.loads((folder / "adapter_config.json").read_text())
-        cfg["base_model_name_or_path"] = backbone.facts.name  # not the local cache path of the converted model
-        (folder / "adapter_config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True))
+    def progress(step, total, info):
+        print(f"step {step}/{total} loss {info['loss']:.4f} best {info['best_score']:.4f}", file=sys.stderr,
+              flush=True)
 
     tc = TrainConfig(steps=steps, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
                      warmup_steps=args.warmup, eval_every=args.eval_every, patience=args.patience, seed=args.seed,
-                     out_dir=str(out), resume=args.resume)
-    start = time.perf_counter()
-    result = train(tc, parameters=trainable, loss_fn=loss_fn, batches=batches(left, right, args.batch_size, args.seed),
-                   evaluate=evaluate, save=save)
-    wall = time.perf_counter() - start
-    return finish(out, backbone, config, args, result, wall, train_path, dev_path, len(left))
+                     out_dir=str(work), resume=args.resume)
+    result = train(tc, parameters=trainable, loss_fn=loss_fn,
+                   batches=batches(left, right, args.batch_size, args.seed), evaluate=evaluate,
+                   save=lambda folder: save_adapter(folder, peft_model, base_manifest), progress=progress,
+                   log_extra={"data": data, "model_identity": backbone.identity})
+    # The shipped folder: the best checkpoint's weights with the whole run in its manifest (curves: per-step
+    # L_1..L_K and the regulariser, every evaluation), so the app can show training without the log.
+    manifest = {**base_manifest, "steps_done": result.steps_done, "best_step": result.best_step,
+                "best_score": result.best_score, "stopped": result.stopped,
+                "steps_per_second": round(result.steps_per_second, 4),
+                "pairs_per_second": round(result.steps_per_second * args.batch_size * args.grad_accum, 3),
+                "wall_seconds": round(result.wall_seconds, 1), "curves": result.curves}
+    from safetensors.torch import load_file
 
+    best = load_file(str(work / BEST / "weights.safetensors"))
+    from peft import set_peft_model_state_dict
 
-def finish(out: Path, backbone, config, args, result, wall, train_path, dev_path, n_pairs) -> dict:
-    """Write the manifest next to the adapter (the loop saved its best checkpoint into `out`)."""
-    import sys
-
-    from analysis.training.artefacts import write_manifest
-
-    manifest = {
-        "method": "soft_tokens",
-        "trainer": NAME,
-        "model": backbone.identity,
-        "model_name": backbone.facts.name,
-        "data": {"train": str(Path(train_path).name), "train_sha256": file_digest(train_path),
-                 "dev": str(Path(dev_path).name), "dev_sha256": file_digest(dev_path), "positive_pairs": n_pairs},
-        "seed": args.seed,
-        "hyperparameters": {**asdict(config), "steps": args.steps, "batch_size": args.batch_size,
-                            "grad_accum": args.grad_accum, "lr": args.lr, "warmup": args.warmup},
-        "best_step": result.best_step,
-        "best_score": result.best_score,
-        "steps_per_second": result.steps_per_second,
-        "wall_seconds": round(wall, 1),
-        "command": "python -m analysis train gircse " + " ".join(sys.argv[3:]),
-    }
-    write_manifest(out, manifest, result)
-    return {"out": str(out), **{k: manifest[k] for k in ("best_step", "best_score", "steps_per_second",
-                                                          "wall_seconds")}}
+    set_peft_model_state_dict(peft_model, best)
+    if out.exists() and out != work:
+        shutil.rmtree(out / ".tmp", ignore_errors=True)
+    save_adapter(out, peft_model, manifest)
+    return {"out": str(out), "steps": result.steps_done, "best_step": result.best_step,
+            "best_score": round(result.best_score, 4), "steps_per_second": manifest["steps_per_second"],
+            "pairs_per_second": manifest["pairs_per_second"], "wall_seconds": manifest["wall_seconds"],
+            "eval": result.curves["eval"]}
