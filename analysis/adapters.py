@@ -76,7 +76,7 @@ def model_short_name(facts) -> str:
     from analysis.backbone import DEFAULT_NAME
 
     if facts.name == DEFAULT_NAME:
-        return "smollm2-135m-instruct"
+        return "smollm2-135m"  # as analysis.methods.causal2vec.SHIPPED_MODEL
     return re.sub(r"[^a-z0-9]+", "-", facts.name.lower()).strip("-")
 
 

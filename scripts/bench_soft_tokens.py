@@ -93,9 +93,11 @@ def sts(backbone, args) -> dict:
     if path is None:
         raise SystemExit("STS-B dev is not available")
     pairs = read_sts(path, name="STS-B dev")
-    if args.limit:
-        pairs = pairs.head(args.limit)
-    out = {"model": backbone.facts.name, "pairs": len(pairs), "texts": len(pairs.unique_texts()), "curves": {}}
+    if args.offset or args.limit:  # e.g. --offset 100: pairs the GIRCSE trainer did not select checkpoints on
+        end = args.offset + args.limit if args.limit else len(pairs)
+        pairs = type(pairs)(f"STS-B dev {args.offset}..{end - 1}", pairs.left[args.offset:end],
+                            pairs.right[args.offset:end], pairs.scores[args.offset:end])
+    out = {"model": backbone.facts.name, "data": pairs.name, "pairs": len(pairs), "texts": len(pairs.unique_texts()), "curves": {}}
     for adapter in args.adapter:
         curve = scaling_curve(backbone, pairs, SCALING_KS, adapter=adapter,
                               progress=lambda d, t: print(f"\r{adapter}: {d}/{t}", end="", file=sys.stderr))
@@ -118,7 +120,8 @@ def main() -> None:
     p.add_argument("--sts", action="store_true", help="measure test-time scaling on STS-B dev instead")
     p.add_argument("--adapter", nargs="+", default=["shipped"],
                    help="soft_tokens adapter(s): shipped, none or a folder (speed: the first; --sts: each)")
-    p.add_argument("--limit", type=int, default=0, help="with --sts: first N pairs (0 = all 1500)")
+    p.add_argument("--limit", type=int, default=0, help="with --sts: N pairs (0 = all 1500)")
+    p.add_argument("--offset", type=int, default=0, help="with --sts: skip the first N pairs (default 0)")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -6,9 +6,10 @@ distribution s_k = softmax(logits / τ) over the vocabulary is not sampled but t
 the probability-weighted mix of the embedding matrix d_k = s_k · E, fed back with the KV cache (one new
 position per step). The embedding is the mean of the final-layer states of the K generated positions.
 
-GIRCSE's gains come from contrastive LoRA training with a stepwise loss; here the model is frozen unless an
-adapter folder is given (`adapter=`), so this module shows what generation alone does. `mode="hard"`
-feeds the argmax token instead (greedy decoding), for contrast.
+GIRCSE's gains come from contrastive LoRA training with a stepwise loss. `adapter=shipped` (the default) uses the
+LoRA adapter this repository trains with that loss (`python -m analysis train gircse`, analysis/training/gircse.py)
+for the default model, merged into a copy of the model; `adapter=none` shows what generation alone does to the
+frozen model; a folder loads any PEFT adapter. `mode="hard"` feeds the argmax token instead (greedy decoding).
 
 Layout. `collate` appends K placeholder positions (segment `GENERATED`) right after each text's tokens, so
 pooling, traces and `encode_layers` see one ordinary padded batch (B, T+K). Generation itself works in

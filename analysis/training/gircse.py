@@ -86,6 +86,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", default="", help="folder of the trained adapter (default: analysis/artefacts/gircse/"
                                                   "<model>/ for --loss icr, else cache/store/training/gircse/<loss>)")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint of this --loss")
+    parser.add_argument("--note", default="", help="free text stored in the manifest (e.g. how a run was stopped)")
 
 
 # ---- the differentiable forward --------------------------------------------------------------------------------
@@ -259,10 +260,12 @@ def run(args) -> dict:
                    log_extra={"data": data, "model_identity": backbone.identity})
     # The shipped folder: the best checkpoint's weights with the whole run in its manifest (curves: per-step
     # L_1..L_K and the regulariser, every evaluation), so the app can show training without the log.
-    manifest = {**base_manifest, "steps_done": result.steps_done, "best_step": result.best_step,
+    manifest = {**base_manifest, **({"note": args.note} if args.note else {}), "steps_done": result.steps_done, "best_step": result.best_step,
                 "best_score": result.best_score, "stopped": result.stopped,
-                "steps_per_second": round(result.steps_per_second, 4),
-                "pairs_per_second": round(result.steps_per_second * args.batch_size * args.grad_accum, 3),
+                # over the whole run, evaluations included (a resumed run's own rate would leave out earlier steps)
+                "steps_per_second": round(result.steps_done / max(result.wall_seconds, 1e-9), 4),
+                "pairs_per_second": round(result.steps_done * args.batch_size * args.grad_accum
+                                          / max(result.wall_seconds, 1e-9), 3),
                 "wall_seconds": round(result.wall_seconds, 1), "curves": result.curves}
     from safetensors.torch import load_file
 
