@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from analysis.data import similarity_sets
+from analysis import datasets
 from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
 from analysis.soft_tokens import (SCALING_KS, adapter_variants, generate_soft_tokens, scaling_curve, steps_frame,
                                   token_heatmap, training_log)
@@ -221,7 +221,7 @@ with ui.user_errors():
                "variant: K = 0 is the same prompt's last token without generation. One generation of max K tokens "
                "per text gives every smaller K too (generation is causal), so each curve costs one run; results "
                "are cached.")
-    pairs = ui.pairs_input("soft_pairs", default="STS-B dev" if "STS-B dev" in similarity_sets()
+    pairs = ui.pairs_input("soft_pairs", default="STS-B dev" if "STS-B dev" in datasets.pair_menu()
                            else "Lee corpus (human ratings)")
     ks = st.multiselect("K", [k for k in SCALING_KS if k], default=[k for k in SCALING_KS if k], key="soft_ks")
     instruction = st.radio("Instruction", ["A", "B"], horizontal=True, key="soft_scaling_instr",

@@ -197,7 +197,7 @@ def test_adapter_parameter_values(tiny_llama):
 
 
 def test_scaling_curve_intervals(tiny_llama):
-    from analysis.data import demo_pairs
+    from analysis.corpora import demo_pairs
     from analysis.soft_tokens import scaling_curve
 
     curve = scaling_curve(tiny_llama, demo_pairs(), ks=(0, 2), n_boot=200)
@@ -210,7 +210,7 @@ def test_scaling_curve_intervals(tiny_llama):
 def test_shipped_adapter_beats_the_frozen_model(real):
     """Held out from checkpoint selection (which used the first 100 dev pairs): dev pairs 100..299, K = 5."""
     from analysis.adapters import shipped_folder
-    from analysis.data import read_sts
+    from analysis.files import read_sts
     from analysis.soft_tokens import scaling_curve
 
     path = stsb_dev_or_skip()

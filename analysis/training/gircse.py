@@ -136,7 +136,8 @@ def pair_losses(backbone, method, left: list[str], right: list[str], config: Gir
 
 # ---- data ------------------------------------------------------------------------------------------------------
 def positive_pairs(min_score: float):
-    from analysis.data import read_sts, shared_stsb
+    from analysis.corpora import shared_stsb
+    from analysis.files import read_sts
 
     path = shared_stsb("train")
     if path is None:
@@ -191,7 +192,8 @@ def run(args) -> dict:
     from scipy.stats import spearmanr
 
     from analysis.backbone import load_backbone
-    from analysis.data import read_sts, shared_stsb
+    from analysis.corpora import shared_stsb
+    from analysis.files import read_sts
     from analysis.methods.soft_tokens import SoftTokens
     from analysis.training.loop import BEST, TrainConfig, train
 
@@ -217,7 +219,7 @@ def run(args) -> dict:
                         adapter="none")
     steps = args.steps or len(left) // args.batch_size  # default: one epoch, as the paper
     from analysis.adapters import model_short_name
-    from analysis.backbone import cache_root
+    from analysis.paths import cache_root
 
     shipped = ARTEFACTS / model_short_name(backbone.facts)
     out = Path(args.out) if args.out else (shipped if config.loss == "icr" else
