@@ -115,12 +115,13 @@ def train_bridge(backbone, *, out, work, steps=200, batch_size=16, grad_accum=1,
                  train_readout="contextual") -> dict:
     """Train a bridge for `backbone`; write the artefact to `out`; return the summary (also the JSON line).
 
-    `train_pairs` / `dev_pairs` (analysis.data.Pairs) default to STS-B train / dev from the shared folder;
+    `train_pairs` / `dev_pairs` (analysis.corpora.Pairs) default to STS-B train / dev from the shared folder;
     `encoder` defaults to the installed MiniLM (tests pass small stand-ins for both)."""
     import numpy as np
     import torch
 
-    from analysis.data import read_sts, shared_stsb
+    from analysis.corpora import shared_stsb
+    from analysis.files import read_sts
     from analysis.errors import UserError
     from analysis.forward import run as forward_run
     from analysis.methods.causal2vec import (METHOD, Bridge, C2VEncoded, Causal2Vec, contextual_inputs, embedding_rms,
