@@ -10,8 +10,12 @@ PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
 
 
 def page_files() -> list[Path]:
-    """The page scripts, sorted by filename (the number prefix sets the order)."""
-    return sorted(p for p in PAGES_DIR.glob("*.py") if not p.name.startswith("_"))
+    """The page scripts, sorted by their number prefix (numerically: 10_ comes after 9_), then by filename."""
+    def order(p: Path):
+        m = re.match(r"\d+", p.name)
+        return (int(m.group()) if m else 10**9, p.name)
+
+    return sorted((p for p in PAGES_DIR.glob("*.py") if not p.name.startswith("_")), key=order)
 
 
 def page_title(path: Path) -> str:
