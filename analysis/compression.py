@@ -333,18 +333,19 @@ class CompressionSystem:
     @torch.no_grad()
     def generate(self, rows: list[Row], max_new: int | None = None) -> list[list[int]]:
         """Greedy answers (token ids, without eos) for rows built with `with_answer=False`. Left padding, so
-        every row's next token is at the last position; each step re-runs the (short) sequence."""
+        every row's next token is at the last position; later steps feed one token each through the KV cache."""
         max_new = max_new or self.config.max_answer_tokens
         batch = self.collate(rows, "left")
-        emb, mask = self.embed(batch), batch.mask
+        emb, mask, pos = self.embed(batch), batch.mask, batch.position_ids
         table = self.causal.get_input_embeddings()
         out = [[] for _ in rows]
         done = torch.zeros(len(rows), dtype=torch.bool)
+        past = None
         for _ in range(max_new):
-            pos = (mask.cumsum(1) - 1).clamp(min=0)
-            h = self.causal.model(inputs_embeds=emb, attention_mask=mask, position_ids=pos,
-                                  use_cache=False).last_hidden_state[:, -1]  # (B, d)
-            nxt = self.causal.lm_head(h).argmax(-1)  # (B,)
+            res = self.causal.model(inputs_embeds=emb, attention_mask=mask, position_ids=pos, past_key_values=past,
+                                    use_cache=True)
+            past = res.past_key_values
+            nxt = self.causal.lm_head(res.last_hidden_state[:, -1]).argmax(-1)  # (B,)
             for b in range(len(rows)):
                 if not done[b]:
                     if int(nxt[b]) == self.eos_id:
@@ -353,8 +354,9 @@ class CompressionSystem:
                         out[b].append(int(nxt[b]))
             if done.all():
                 break
-            emb = torch.cat([emb, table(nxt).unsqueeze(1)], 1)  # (B, T+1, d)
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
+            emb = table(nxt).unsqueeze(1)  # (B, 1, d) only the new token; the rest is in the cache
+            pos = pos[:, -1:] + 1  # (B, 1)
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)  # (B, T+k) the cache's positions too
         return out
 
     def answer(self, items, mode: str = "sentence", *, ids: bool = False, batch_size: int = 16) -> list[str]:
