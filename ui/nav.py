@@ -10,10 +10,10 @@ PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
 
 
 def page_files() -> list[Path]:
-    """The page scripts, sorted by their number prefix (numerically: 10_ comes after 9_), then by filename."""
+    """The page scripts, in the order of their number prefix (10_x comes after 9_y), then by name."""
     def order(p: Path):
-        m = re.match(r"\d+", p.name)
-        return (int(m.group()) if m else 10**9, p.name)
+        m = re.match(r"(\d+)_", p.name)
+        return (int(m[1]) if m else 10**9, p.name)
 
     return sorted((p for p in PAGES_DIR.glob("*.py") if not p.name.startswith("_")), key=order)
 

@@ -25,6 +25,11 @@ class SentenceEncoderMethod(EmbeddingMethod):
     Params = SentenceEncoderParams
     pooling = "mean"
 
+    def output_dim(self, backbone) -> int:
+        from analysis.sentence_encoder import load_encoder
+
+        return load_encoder().dim
+
     def encode(self, backbone, texts, *, batch_size: int = 16, normalize: bool = True, trace: bool = False,
                attention: bool = False, padding_side: str = "right", progress=None):
         """(n, 384) float32; `backbone` is accepted for the common signature and not used."""

@@ -150,7 +150,8 @@ def train_bridge(backbone, *, out, work, steps=200, batch_size=16, grad_accum=1,
         batch = method.collate(runner, items, "right")
         batch.encoded = enc.embed(texts)  # (n, e) frozen encoder
         embeds = contextual_inputs(runner, batch, bridge(batch.encoded))  # (n, T, d)
-        cap = forward_run(runner, batch, [L], inputs_embeds=embeds)
+        with runner.lock:  # hooks on a shared model: one pass at a time (the app may be serving other pages)
+            cap = forward_run(runner, batch, [L], inputs_embeds=embeds)
         return readout_at(cap.hidden[L], batch, readout)
 
     # ---- data: a seeded infinite stream of train micro-batches; a fixed dev subset ----------------------------
@@ -247,3 +248,39 @@ def train_bridge(backbone, *, out, work, steps=200, batch_size=16, grad_accum=1,
             "stopped": result.stopped, **{k: round(v, 4) for k, v in final.items()},
             "wall_seconds": manifest["wall_seconds"], "pairs_per_second": manifest["pairs_per_second"],
             "validation_spearman": manifest["curves"]["validation_spearman"]}
+
+
+# ---- for the app: the shipped bridge's curves, and a small live run resumable under the cache ---------------------
+LIVE = {"batch_size": 8, "eval_every": 5, "eval_pairs": 60}  # minutes, not tens of minutes, on a 2-core CPU
+
+
+def manifest_curves(manifest: dict):
+    """(loss frame [step, loss], validation frame [step, spearman]) from an artefact manifest or a log.json."""
+    import pandas as pd
+
+    if "curves" in manifest:
+        c = manifest["curves"]
+        return (pd.DataFrame(c["loss"], columns=["step", "loss"]),
+                pd.DataFrame(c["validation_spearman"], columns=["step", "spearman"]))
+    return (pd.DataFrame([(t["step"], t["loss"]) for t in manifest.get("train", [])], columns=["step", "loss"]),
+            pd.DataFrame([(e["step"], e["score"]) for e in manifest.get("eval", [])], columns=["step", "spearman"]))
+
+
+def live_folder(name: str) -> Path:
+    """<cache>/trained/causal2vec/<name>: `run/` (log, checkpoints) and, when finished, `best/` (a bridge the
+    method pickers list)."""
+    import re
+
+    from analysis.errors import UserError
+    from analysis.methods.causal2vec import trained_root
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,40}", name or ""):
+        raise UserError("A run name is 1-41 letters, digits, '-' or '_', starting with a letter or digit.")
+    return trained_root() / name
+
+
+def live_run(backbone, name: str, steps: int, *, progress=None, resume: bool = True, lora_rank: int = 0) -> dict:
+    """A small run for the app (batch 8, validation on 60 dev pairs every 5 steps); continues its checkpoint."""
+    folder = live_folder(name)
+    return train_bridge(backbone, out=folder / "best", work=folder / "run", steps=steps, lora_rank=lora_rank,
+                        final_eval="subset", resume=resume, progress=progress, **LIVE)
