@@ -172,7 +172,11 @@ def test_shipped_weights_beat_no_context_on_heldout():
     from analysis.backbone import load_backbone
     from analysis.compression import score
 
+    from analysis.compression import default_artefact
+
     bb = load_backbone()
+    if not (default_artefact(bb) / "manifest.json").exists():
+        pytest.fail("the shipped compression weights are missing: run `python -m analysis train compression`")
     sys_ = CompressionSystem.from_artefact(bb)
     items = P.generate("heldout", 60)
     pools = score(sys_.predict(items, "sentence"))
