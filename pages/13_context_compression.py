@@ -5,6 +5,7 @@ decoder as one input position, and the decoder (with a small LoRA) answers quest
 """
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,15 +15,18 @@ import streamlit as st
 import cache
 import ui
 from analysis import personas
-from analysis.compression import SCALING_SIZES, TABLE_MODES, CompressionSystem, default_artefact, score, split_mode
+from analysis.compression import (SCALING_SIZES, TABLE_MODES, CompressionSystem, default_artefact, score,
+                                  split_mode, split_sentences)
+from analysis.training.artefacts import artefact_digest
 
 MODE_LABELS = {"sentence": "per-sentence pools", "sentence+ids": "per-sentence pools + identifier tokens",
                "paragraph": "one paragraph pool", "text": "full text", "none": "no context"}
 
 
-@st.cache_resource(show_spinner="Loading the adapter, the LoRA and the sentence encoder…")
-def system_for(_backbone, identity: str):
-    return CompressionSystem.from_artefact(_backbone)
+@st.cache_resource(show_spinner="Loading the adapter, the LoRA and the sentence encoder…", max_entries=2)
+def system_for(_backbone, identity: str, folder: str, digest: str):
+    """`digest` keys the weights, so retrained weights in the same folder are reloaded."""
+    return CompressionSystem.from_artefact(_backbone, folder)
 
 
 def predict(system, items, mode, label):
@@ -43,11 +47,14 @@ with ui.user_errors():
                "with a rank-16 LoRA on q/v of its last half of layers answers greedily. Trained here on synthetic "
                "personas (`python -m analysis train compression`); the held-out names were never seen in training.")
     backbone = ui.get_backbone()
-    if not (default_artefact(backbone) / "manifest.json").exists():
-        st.info("No compression weights were trained for this model; train them with "
-                "`python -m analysis train compression --model <model>`.")
+    folder = st.text_input("Weights folder (empty: the shipped ones)", key="cc_weights",
+                           help="A folder written by `python -m analysis train compression --out DIR`.").strip()
+    folder = folder or str(default_artefact(backbone))
+    if not Path(folder, "manifest.json").exists():
+        st.info(f"No compression weights at {folder}; train them with `python -m analysis train compression` "
+                "(about 30 minutes on a quiet 2-core CPU).")
         st.stop()
-    system = system_for(backbone, backbone.identity)
+    system = system_for(backbone, backbone.identity, folder, artefact_digest(folder))
 
     if st.button("Generate a persona", key="cc_generate"):
         rng = random.Random()
@@ -57,7 +64,7 @@ with ui.user_errors():
     example = personas.generate("heldout", 4)[3]
     text = st.text_area("Paragraph (split into sentences with pysbd)", " ".join(example.context), key="cc_text")
     question = st.text_input("Question", example.question, key="cc_question")
-    sentences = __import__("analysis.compression", fromlist=["split_sentences"]).split_sentences(text)
+    sentences = split_sentences(text)
     if not sentences or not question.strip():
         st.warning("Write a paragraph and a question.")
         st.stop()
