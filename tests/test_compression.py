@@ -184,3 +184,16 @@ def test_shipped_weights_beat_no_context_on_heldout():
     assert pools["exact_match"] >= none["exact_match"] + 0.3, (pools, none)
     assert pools["first_token"] >= none["first_token"] + 0.3, (pools, none)
     assert json.loads(json.dumps(pools))["n"] == 60
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--distractors", "3"], "at least 5 sentences"),
+    (["--distractors", "5000"], "at most 1440"),
+    (["--limit", "-1"], "--limit"),
+])
+def test_compress_qa_bad_options_are_one_sentence(capsys, argv, fragment):
+    from analysis.__main__ import main
+
+    assert main(["compress-qa", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and fragment in err and "\n" not in err

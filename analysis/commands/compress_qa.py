@@ -64,7 +64,12 @@ def builtin(n: int, distractors: int) -> list:
 
     if distractors < 0:
         return personas.generate("heldout", n)
-    return personas.generate_scaled("heldout", n, total_sentences=distractors)
+    from analysis.errors import UserError
+
+    try:
+        return personas.generate_scaled("heldout", n, total_sentences=distractors)
+    except ValueError as err:
+        raise UserError(f"--distractors: {err}.") from None
 
 
 def run(args) -> dict:
