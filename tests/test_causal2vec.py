@@ -108,6 +108,28 @@ def test_real_token_in_place_of_c_equals_the_plain_forward(tiny, hash_encoder):
     torch.testing.assert_close(r, plain.hidden[tiny.facts.n_layers][torch.arange(3), batch.c_pos])
 
 
+def test_cutting_after_c_leaves_the_contextual_state_unchanged(tiny, hash_encoder):
+    """The trainer's fast path: by causality, C's states do not depend on the text after it."""
+    from analysis.methods.causal2vec import C2VEncoded
+
+    m = get_method("causal2vec", bridge="untrained")
+    bridge, _ = m.load(tiny)
+    L = tiny.facts.n_layers
+
+    def contextual(cut):
+        items = m.prepare(tiny, TEXTS)
+        if cut:
+            items = [C2VEncoded(e.ids[: e.c_index + 1], e.segments[: e.c_index + 1], e.truncated, text=e.text,
+                                c_index=e.c_index) for e in items]
+        batch = m.collate(tiny, items, "right")
+        batch.encoded = hash_encoder.embed(TEXTS)
+        with torch.no_grad():
+            cap = run(tiny, batch, [L], inputs_embeds=contextual_inputs(tiny, batch, bridge(batch.encoded)))
+        return readout_at(cap.hidden[L], batch, "contextual")
+
+    torch.testing.assert_close(contextual(True), contextual(False), rtol=0, atol=1e-5)
+
+
 def toy_pairs(n=48, seed=0):
     rng = np.random.default_rng(seed)
     words = "cat dog bank river money fox runs sleeps jumps quick lazy old".split()
@@ -121,8 +143,8 @@ def toy_pairs(n=48, seed=0):
     return Pairs("toy", left, right, scores)
 
 
-@pytest.mark.parametrize("lora_rank", [0, 4])
-def test_a_few_training_steps_lower_the_loss(tmp_path, hash_encoder, lora_rank):
+@pytest.mark.parametrize("lora_rank,train_readout", [(0, "contextual"), (4, "contextual"), (0, "concat")])
+def test_a_few_training_steps_lower_the_loss(tmp_path, hash_encoder, lora_rank, train_readout):
     from analysis.training.artefacts import load_artefact
     from analysis.training.causal2vec import train_bridge
 
@@ -130,7 +152,7 @@ def test_a_few_training_steps_lower_the_loss(tmp_path, hash_encoder, lora_rank):
     pairs = toy_pairs(8)  # one batch = the whole set (permuted): the loss is measured on the same data each step
     summary = train_bridge(bb, out=tmp_path / "best", work=tmp_path / "run", steps=12, batch_size=8,
                            lora_rank=lora_rank, lr=3e-3, eval_every=6, eval_pairs=10, train_pairs=pairs,
-                           dev_pairs=pairs, encoder=hash_encoder)
+                           dev_pairs=pairs, encoder=hash_encoder, train_readout=train_readout)
     tensors, manifest = load_artefact(tmp_path / "best", method="causal2vec", model_identity=bb.identity,
                                       encoder="hash-encoder")
     losses = [l for _, l in manifest["curves"]["loss"]]
@@ -191,3 +213,11 @@ def test_shipped_bridge_beats_untrained_on_stsb_dev(real):
     rho_shipped = sts_spearman(real, shipped, pairs)["spearman"]
     rho_untrained = sts_spearman(real, get_method("causal2vec", bridge="untrained"), pairs)["spearman"]
     assert rho_shipped > rho_untrained + 0.05, (rho_shipped, rho_untrained)
+
+
+def test_train_command_checks_arguments_before_loading(capsys):
+    from analysis.__main__ import main
+
+    assert main(["train", "causal2vec", "--steps", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: need --steps >= 1") and err.count("\n") == 0

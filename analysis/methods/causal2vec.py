@@ -65,8 +65,8 @@ def trained_root() -> Path:
 def bridge_choices() -> list[str]:
     """`shipped`, `untrained` and every bridge folder trained from the app (for the method pickers)."""
     found = sorted(str(p.parent) for p in trained_root().glob("*/best/manifest.json")) \
-        if trained_root().is_dir() else []
-    return ["shipped", "untrained", *[str(Path(f) / "best") for f in found]]
+        if trained_root().is_dir() else []  # each entry is a <run>/best folder
+    return ["shipped", "untrained", *found]
 
 
 @dataclass(frozen=True)
