@@ -57,8 +57,9 @@ def main(argv=None):
     from transformers.utils import logging as hf_logging
 
     from analysis import get_method, load_backbone
-    from analysis.data import read_sts, shared_stsb
-    from analysis.evaluate import pair_rows, sts
+    from analysis.corpora import shared_stsb
+    from analysis.files import read_sts
+    from analysis.metrics import pair_rows, sts
 
     hf_logging.disable_progress_bar()
     path = shared_stsb("dev")

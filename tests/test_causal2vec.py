@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import analysis.sentence_encoder as se
-from analysis.data import Pairs
+from analysis.corpora import Pairs
 from analysis.errors import UserError
 from analysis.forward import run
 from analysis.methods import get_method
@@ -202,7 +202,7 @@ def test_methods_are_listed():
 
 @pytest.mark.real
 def test_shipped_bridge_beats_untrained_on_stsb_dev(real):
-    from analysis.data import read_sts
+    from analysis.files import read_sts
     from analysis.sts import sts_spearman
     from tests.conftest import stsb_dev_or_skip
 

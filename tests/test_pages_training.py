@@ -35,7 +35,7 @@ def test_training_page_shows_the_shipped_curves():
 
 
 def test_a_live_run_becomes_a_bridge(page_cache):
-    from analysis.data import shared_stsb
+    from analysis.corpora import shared_stsb
     from analysis.methods.causal2vec import bridge_choices
 
     if shared_stsb("train") is None:

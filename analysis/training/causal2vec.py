@@ -120,7 +120,8 @@ def train_bridge(backbone, *, out, work, steps=200, batch_size=16, grad_accum=1,
     import numpy as np
     import torch
 
-    from analysis.data import read_sts, shared_stsb
+    from analysis.corpora import shared_stsb
+    from analysis.files import read_sts
     from analysis.errors import UserError
     from analysis.forward import run as forward_run
     from analysis.methods.causal2vec import (METHOD, Bridge, C2VEncoded, Causal2Vec, contextual_inputs, embedding_rms,
