@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import re
 import string
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np

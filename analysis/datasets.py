@@ -3,8 +3,8 @@ page and the benchmark list and load data sets through it, and `texts_of` / `pai
 
 Kinds: "texts" (a corpus), "labelled" (texts with labels: a classification probe), "pairs" (similarity pairs
 with gold scores: STS), "retrieval" (a BEIR folder; only from files), "qa" (context-compression questions:
-`analysis.personas.QA` items; read as texts they are their paragraphs, labelled by fact key). Every kind can be read as texts: pairs give
-their distinct sentences in order of appearance.
+`analysis.personas.QA` items; read as texts they are their paragraphs, labelled by fact key). Every kind can be
+read as texts: pairs give their distinct sentences in order of appearance.
 
     from analysis.datasets import available, texts_of
     [d.id for d in available()]             # ['demo-sentences', 'ambiguous', 'polarity', 'lee', 'demo', ...]

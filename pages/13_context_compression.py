@@ -7,7 +7,6 @@ decoder as one input position, and the decoder (with a small LoRA) answers quest
 import random
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st

@@ -12,7 +12,6 @@ import torch
 
 from analysis import personas as P
 from analysis.compression import CompressionSystem, normalise_answer
-from analysis.errors import UserError
 from analysis.tiny import tiny_backbone
 
 
