@@ -39,7 +39,6 @@ def split_mode(mode: str) -> tuple[str, bool]:
     return mode.split("+")[0], mode.endswith("+ids")
 ENCODER_DIM = 384
 MAX_SENTENCE_TOKENS = 128  # the encoder's training length; a longer "sentence" is almost surely a paragraph
-ARTEFACT_DIR = Path(__file__).resolve().parent / "artefacts" / "compression"
 METHOD = "compression"
 
 
@@ -376,9 +375,12 @@ class CompressionSystem:
 
 
 def default_artefact(backbone) -> Path:
-    short = "smollm2-135m-instruct" if backbone.facts.name == "default" else re.sub(r"[^a-z0-9.-]+", "-",
-                                                                                   backbone.facts.name.lower())
-    return ARTEFACT_DIR / short
+    """analysis/artefacts/compression/<model short name>/ ("smollm2-135m" for the default model, as Causal2Vec's)."""
+    from analysis.training.artefacts import shipped_dir
+
+    short = "smollm2-135m" if backbone.facts.name == "default" else re.sub(r"[^a-z0-9.-]+", "-",
+                                                                          backbone.facts.name.lower()).strip("-")
+    return shipped_dir(METHOD, short)
 
 
 def score(preds: list[dict], keys: list[str] | None = None) -> dict:
