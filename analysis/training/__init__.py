@@ -14,6 +14,7 @@ import importlib
 TRAINERS: dict[str, str] = {
     "causal2vec": "analysis.training.causal2vec",
     "gircse": "analysis.training.gircse",
+    "compression": "analysis.training.compression",
 }
 
 
