@@ -34,7 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.methods.base import param
-from analysis.methods.token_prepending import GLOBAL, LOCAL, Placed, RewiringMethod, insert_placeholders
+from analysis.methods.token_prepending import (EXIT_HELP, GLOBAL, LOCAL, Placed, RewiringMethod, insert_placeholders,
+                                               parse_depth)
 from analysis.partition import PARTITIONS, token_blocks
 
 SUMMARIES = ("both", "local", "global", "none")
@@ -51,8 +52,7 @@ class HTPParams:
                          "or none (the plain forward at the readout layer).", choices=SUMMARIES)
     start: int = param(1, "First decoder layer whose input is rewired (the paper's setting, as for TP).",
                        min=0, max=512)
-    exit: int = param(7, "Rewiring stops before this decoder layer: the paper's 7 of 32 layers, about the first "
-                      "quarter (7 of SmolLM2's 30). Values past the model's depth are clipped.", min=0, max=512)
+    exit: str = param("7/32", EXIT_HELP + " HTP uses TP's setting.", parse=parse_depth)
     layer: int = param(-2, "Hidden state read out (early exit): -2 = second-to-last decoder layer's output, no final "
                        "norm, as in the paper's configuration.")
     pooling: str = param("mean", "Readout: mean over the text tokens, placeholders excluded (the paper: mean avoids "

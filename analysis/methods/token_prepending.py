@@ -30,6 +30,13 @@ Placement: the reference prompt is `This sentence : <PST> "{text}" ...`, i.e. th
 opening quote. We insert it immediately before the text's first token, so the prompt's own tokenisation is
 exactly PromptEOL's with one position added; this moves the placeholder one token to the right.
 
+Sliding-window layers (Gemma 3, Mistral): placeholders are ordinary positions, so in a sliding layer only the
+tokens within `sliding_window` positions after a placeholder read it, exactly as for any token; nothing is
+widened. TP's single placeholder reaches the rest of a text longer than the window only through the global
+layers (Gemma 3 270M: every sixth; window 512, so it matters only for long documents). HTP's local placeholders
+sit in front of their own block, so blocks shorter than the window always see their summaries; its global
+placeholders at the start are, like TP's, out of a sliding layer's reach for tokens further than the window.
+
 Trace capture (`encode(..., trace=True)`): `placeholders` (T,) int8 per text, 0 token, 1 local/TP placeholder,
 2 HTP global placeholder.
 """
@@ -130,6 +137,48 @@ def start_token(tokenizer) -> str:
     return tokenizer.bos_token or tokenizer.eos_token or ""
 
 
+def parse_depth(raw) -> str:
+    """Canonical form of a depth parameter: a decoder layer ("7") or a share of the model's depth ("7/32",
+    "0.25", "25%"), kept as text so the cache key says which. Raises ValueError for anything else."""
+    text = str(raw).strip().replace(" ", "")
+    if text.isdigit():
+        return str(int(text))
+    try:
+        if text.endswith("%"):
+            share = float(text[:-1]) / 100
+        elif "/" in text:
+            num, den = text.split("/", 1)
+            share = int(num) / int(den)
+        else:
+            share = float(text)
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"{raw!r} is neither a decoder layer nor a share of the depth like 7/32 or 25%") from None
+    if not 0 <= share <= 1:
+        raise ValueError(f"{raw!r} is not a share of the depth between 0 and 1")
+    return text
+
+
+def resolve_depth(spec: str, n_layers: int) -> int:
+    """A depth parameter on a model with `n_layers` decoder layers: a share rounds half up to a decoder layer."""
+    spec = parse_depth(spec)
+    if spec.isdigit():
+        return int(spec)
+    if spec.endswith("%"):
+        share = float(spec[:-1]) / 100
+    elif "/" in spec:
+        num, den = spec.split("/", 1)
+        share = int(num) / int(den)
+    else:
+        share = float(spec)
+    return int(share * n_layers + 0.5)
+
+
+EXIT_HELP = ("Rewiring stops before this decoder layer. A share of the depth such as 7/32 (the default) is resolved "
+             "against the loaded model, rounding half up: the paper tuned 7 of Llama-2-7B's 32 layers, i.e. rewire "
+             "in the first ~22% of the depth, which gives 7 of SmolLM2's 30 layers and 4 of Gemma 3 270M's 18. An "
+             "integer is a fixed decoder layer (clipped to the model's depth).")
+
+
 class RewiringMethod(EmbeddingMethod):
     """Shared machinery of TP and HTP: placeholder layout, their input vectors, and the pre-hook rewiring.
     Subclasses implement `layout(backbone, text) -> Placed` and set `labels`."""
@@ -140,9 +189,19 @@ class RewiringMethod(EmbeddingMethod):
     def validate(self) -> None:
         super().validate()
         p = self.params
-        if p.start > p.exit:
+        try:
+            canonical = parse_depth(p.exit)
+        except ValueError as err:
+            raise UserError(f"{self.name}: exit={p.exit!r}: {err}.") from None
+        if canonical != p.exit:  # one spelling per value (an int passed from Python becomes "7"), so keys agree
+            object.__setattr__(p, "exit", canonical)
+        if canonical.isdigit() and p.start > int(canonical):
             raise UserError(f"{self.name}: start ({p.start}) must not be after exit ({p.exit}); "
                             "rewiring runs at decoder layers start .. exit-1.")
+
+    def exit_layer(self, n_layers: int) -> int:
+        """The exit decoder layer on a model with `n_layers` layers (a share of the depth resolved, clipped)."""
+        return min(resolve_depth(self.params.exit, n_layers), n_layers)
 
     # ---- layout ------------------------------------------------------------------------------------------
     def layout(self, backbone, text: str) -> Placed:
@@ -172,6 +231,9 @@ class RewiringMethod(EmbeddingMethod):
         if self.params.start >= backbone.facts.n_layers:
             raise UserError(f"{self.name}: start={self.params.start} is beyond this model's "
                             f"{backbone.facts.n_layers} decoder layers (0..{backbone.facts.n_layers - 1}).")
+        if self.params.start > self.exit_layer(backbone.facts.n_layers):
+            raise UserError(f"{self.name}: start ({self.params.start}) is after exit ({self.params.exit} = decoder "
+                            f"layer {self.exit_layer(backbone.facts.n_layers)} on this model).")
         items = [self.layout(backbone, t) for t in texts]
         n_cut = sum(e.truncated for e in items)
         if n_cut:
@@ -208,7 +270,7 @@ class RewiringMethod(EmbeddingMethod):
     # ---- rewiring ---------------------------------------------------------------------------------------
     def rewired_layers(self, n_layers: int) -> range:
         """Decoder layers whose input is rewired: [start, exit) within the model."""
-        return range(self.params.start, min(self.params.exit, n_layers))
+        return range(self.params.start, self.exit_layer(n_layers))
 
     @contextlib.contextmanager
     def intervention(self, backbone, batch: RewiredBatch):
@@ -258,12 +320,7 @@ class TokenPrependingParams:
         "where the final token has not read anything yet.",
         min=0, max=512,
     )
-    exit: int = param(
-        7,
-        "Rewiring stops before this decoder layer. The paper uses 7 of Llama-2-7B's 32 layers (about the first "
-        "quarter); 7 of SmolLM2's 30 is the same share. Values past the model's depth are clipped.",
-        min=0, max=512,
-    )
+    exit: str = param("7/32", EXIT_HELP, parse=parse_depth)
     layer: int = param(
         -2,
         "Hidden state read out (early exit). -2 = output of the second-to-last decoder layer, no final norm: the "
