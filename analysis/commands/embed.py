@@ -31,7 +31,7 @@ def run(args) -> dict:
     if not output.parent.is_dir():
         raise UserError(f"The folder of --output does not exist: {output.parent}.")
     texts = read_texts(args.input).texts
-    backbone = load_model(args.model)
+    backbone = load_model(args)
     emb, info = encode(args, backbone, method, texts)
     _save(output, emb)
     return {

@@ -34,7 +34,7 @@ def run(args) -> dict:
         raise UserError(f"--n-boot must be 0 or more, got {args.n_boot}.")
     pairs = load_pairs(args.data, args.limit)
     pos = positive_pairs(pairs, args.threshold)
-    backbone = load_model(args.model)
+    backbone = load_model(args)
     emb, info = encode(args, backbone, method, pos.texts)
     g = measure(emb, pos.left_index, pos.right_index, n_boot=args.n_boot, seed=args.seed)
     out = {

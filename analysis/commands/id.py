@@ -56,7 +56,7 @@ def run(args) -> dict:
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
     texts = _texts(args)
-    backbone = load_model(args.model)
+    backbone = load_model(args)
     start = time.perf_counter()
 
     def compute():

@@ -17,15 +17,17 @@ def add_arguments(parser) -> None:
     parser.add_argument("--top", type=int, default=5, help="tokens shown per step (default 5)")
     parser.add_argument("--top-k", type=int, default=0, help="mix only the k most likely tokens (default 0 = all)")
     parser.add_argument("--mode", choices=["soft", "hard"], default="soft", help="soft mix or argmax token")
-    parser.add_argument("--model", default="default", help="'default', a Hugging Face id or a local folder")
+    from analysis.commands._common import add_model_arguments
+
+    add_model_arguments(parser)
     parser.add_argument("--adapter", default="", help="folder of a PEFT LoRA adapter to merge (optional)")
 
 
 def run(args) -> dict:
-    from analysis.backbone import load_backbone
+    from analysis.commands._common import load_model
     from analysis.soft_tokens import generate_soft_tokens
 
-    backbone = load_backbone(args.model)
+    backbone = load_model(args)
     r = generate_soft_tokens(backbone, args.text, args.instruction, k=args.k, temperature=args.temperature,
                              top_k=args.top_k, topn=args.top, mode=args.mode, adapter=args.adapter)
     steps = [{"step": s + 1, "entropy": round(float(r["entropy"][s]), 4),
