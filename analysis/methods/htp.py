@@ -22,7 +22,8 @@ The two placeholder kinds get two different random input vectors (the reference 
 Ablations: `summary="local"` (sentence-level TP, no global tokens), `"global"` (no local tokens: the global
 tokens read the block ends directly, the reference's `omit_pst`), `"none"` (no placeholders).
 
-Differences from the reference code, on purpose: sentences come from pysbd (the reference uses spaCy), the text is
+Differences from the reference code, on purpose: summaries copy the block's final text token (the reference's
+parser copies the token after it, which `layout="reference"` reproduces); sentences come from pysbd (the reference uses spaCy), the text is
 not edited (the reference appends a '.' to sentences without one), and the placeholders are inserted as
 positions rather than as vocabulary tokens (see token_prepending for the embedding choice).
 """
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.methods.base import param
-from analysis.methods.token_prepending import (EXIT_HELP, GLOBAL, LOCAL, Placed, RewiringMethod, insert_placeholders,
+from analysis.methods.token_prepending import (EXIT_HELP, GLOBAL, LAYOUTS, LOCAL, Placed, RewiringMethod, insert_placeholders,
                                                parse_depth)
 from analysis.partition import PARTITIONS, token_blocks
 
@@ -62,6 +63,9 @@ class HTPParams:
                           "when the tokenizer adds none itself: position 0 must not be a placeholder.")
     seed: int = param(0, "Seed of the two random placeholder embeddings (local and global), fixed as in the paper.",
                       min=0, max=2**31 - 1)
+    layout: str = param("clean", "Which token a summary copies. clean: its block's final text token. reference: the "
+                        "token after it, as the reference code's parser does (a lone-space token between sentences "
+                        "on SmolLM2; clipped to the final token).", choices=LAYOUTS)
 
 
 class HTP(RewiringMethod):
@@ -97,6 +101,8 @@ class HTP(RewiringMethod):
         change = np.flatnonzero(np.diff(block)) + 1  # (M-1,) index (into tpos) where a new block starts
         firsts = tpos[np.r_[0, change]]  # (M,) first token of each block
         lasts = tpos[np.r_[change - 1, len(tpos) - 1]]  # (M,) final token of each block
+        if self.params.layout == "reference":  # the reference parser's off-by-one: the token after each block
+            lasts = np.minimum(lasts + 1, len(enc) - 1)
         M = len(firsts)
         before, kinds, sources = [], [], []
         if summary in ("both", "global"):  # M global tokens at the very start of the text

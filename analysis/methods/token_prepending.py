@@ -21,14 +21,19 @@ How it is wired here (no modeling code copied):
 
 Placeholder embedding: the paper adds a `<PST>` token to the vocabulary with a random embedding. A frozen model
 cannot grow its vocabulary here, so the placeholder's input vector is drawn once from a Gaussian with the
-per-dimension mean and spread of the model's own input embeddings (what Hugging Face's `resize_token_embeddings`
-does for new tokens), with an exposed `seed`. The TP reference used a standard normal vector; under RMSNorm only
+per-dimension mean and spread of the model's own input embeddings, with an exposed `seed`. (Hugging Face's
+`resize_token_embeddings` does something else: it initialises new rows at the mean embedding with a tiny
+covariance, so its new tokens are all nearly the mean vector.) The TP reference used a standard normal vector; under RMSNorm only
 its direction matters, and from layer `start` on it is overwritten anyway. Its input id is the pad id (never
 looked up: the embedding row is replaced); traces label it `<PST>`.
 
-Placement: the reference prompt is `This sentence : <PST> "{text}" ...`, i.e. the placeholder sits before the
-opening quote. We insert it immediately before the text's first token, so the prompt's own tokenisation is
-exactly PromptEOL's with one position added; this moves the placeholder one token to the right.
+Placement (`layout`): the reference prompt is `This sentence : <PST> "{text}" ...`, with <PST> a vocabulary token,
+so the tokenizer splits the prompt at it: the text before it ends with a lone-space token on byte-level BPE
+tokenizers (SmolLM2), and the placeholder sits before the opening quote. `layout="reference"` rebuilds exactly that
+(the prompt up to the opening quote tokenized on its own, the placeholder, then ' "{text}" ...').
+`layout="clean"` (default) inserts the placeholder immediately before the text's first token, so the prompt's own
+tokenisation is exactly PromptEOL's with one position added (no lone-space token; the placeholder one token to the
+right). On SmolLM2 the two layouts' embeddings have cosine 0.94-0.97.
 
 Sliding-window layers (Gemma 3, Mistral): placeholders are ordinary positions, so in a sliding layer only the
 tokens within `sliding_window` positions after a placeholder read it, exactly as for any token; nothing is
@@ -58,6 +63,7 @@ from analysis.partition import tokenize_with_offsets
 from analysis.tokens import PLACEHOLDER, Batch, Encoded, check_texts, collate
 
 TOKEN, LOCAL, GLOBAL = 0, 1, 2  # placeholder kinds (TP's single placeholder is LOCAL)
+LAYOUTS = ("clean", "reference")
 
 
 @dataclass(frozen=True)
@@ -332,6 +338,10 @@ class TokenPrependingParams:
                       min=0, max=2**31 - 1)
     placeholder: bool = param(True, "Insert the placeholder. Off (with start = exit) is plain PromptEOL at the "
                               "readout layer: the ablation.")
+    layout: str = param("clean", "Where the placeholder goes. clean: immediately before the text, the prompt tokenized "
+                        "exactly as PromptEOL's. reference: as the reference code's prompt `This sentence : <PST> "
+                        "\"{text}\"`, before the opening quote, with the lone-space token its tokenizer produces "
+                        "before <PST> on byte-level BPE tokenizers such as SmolLM2's.", choices=LAYOUTS)
 
 
 class TokenPrepending(RewiringMethod):
@@ -348,9 +358,40 @@ class TokenPrepending(RewiringMethod):
 
     def layout(self, backbone, text: str) -> Placed:
         n_ph = int(self.params.placeholder)
+        if n_ph and self.params.layout == "reference":
+            return self._reference_layout(backbone, text)
         enc, _, _ = self._tokenize(backbone, text, lambda text_end, kept: n_ph)
         if not n_ph:
             return Placed(enc.ids, enc.segments, enc.truncated, np.zeros(len(enc), np.int8), np.arange(len(enc)))
         first_text = int(np.flatnonzero(enc.segments == 1)[0])
         # Source: the prompt's final token (the PromptEOL position), as in the reference's hidden[:, -1].
         return insert_placeholders(enc, [first_text], [LOCAL], [len(enc) - 1], self._placeholder_id(backbone))
+
+    def _reference_layout(self, backbone, text: str) -> Placed:
+        """The reference's tokenisation: the prompt up to the opening quote before {text} tokenized on its own (a
+        vocabulary <PST> splits it there), the placeholder, then ' ' + the rest of the prompt with the text."""
+        tok = backbone.tokenizer
+        template = self.prompt_template(tok)
+        prefix, rest = template.split(PLACEHOLDER, 1)
+        q = len(prefix.rstrip()) - 1 if prefix.rstrip()[-1:] in ('"', "'") else len(prefix)
+        head = tok(prefix[:q], add_special_tokens=True)["input_ids"]  # BOS (if the tokenizer adds one) + prefix
+        lead, trail = _special_counts(tok)
+        head = head[: len(head) - trail] if trail else head
+        tail, _, _ = tokenize_with_offsets(tok, " " + prefix[q:].lstrip() + PLACEHOLDER + rest, text,
+                                           backbone.facts.max_length - len(head) - 1 + lead)
+        ids = np.concatenate([np.asarray(head, np.int64), [self._placeholder_id(backbone)], tail.ids[lead:]])
+        segments = np.concatenate([np.zeros(len(head) + 1, np.int8), tail.segments[lead:]])
+        T, ph = len(ids), len(head)
+        kind, source = np.zeros(T, np.int8), np.arange(T, dtype=np.int64)
+        kind[ph], source[ph] = LOCAL, T - 1  # the prompt's final token, as the reference's hidden[:, -1]
+        return Placed(ids.astype(np.int64), segments, tail.truncated, kind, source)
+
+
+def _special_counts(tokenizer) -> tuple[int, int]:
+    """How many special tokens the tokenizer adds in front of and behind a text."""
+    with_special = tokenizer("a", add_special_tokens=True)["input_ids"]
+    bare = tokenizer("a", add_special_tokens=False)["input_ids"]
+    for lead in range(len(with_special) - len(bare) + 1):
+        if with_special[lead: lead + len(bare)] == bare:
+            return lead, len(with_special) - len(bare) - lead
+    return 0, 0
