@@ -251,21 +251,6 @@ def _need_accelerate() -> None:
         raise UserError("Splitting a model over devices needs accelerate: `pip install accelerate==1.15.0`.")
 
 
-def model_device(backbone):
-    """The device of the input embeddings: where inputs (ids, inputs_embeds) must be."""
-    return backbone.input_embeddings.weight.device if backbone.input_embeddings.weight.device.type != "meta" \
-        else _first_real_device(backbone.model)
-
-
-def _first_real_device(model):
-    import torch
-
-    for p in model.parameters():
-        if p.device.type != "meta":
-            return p.device
-    return torch.device("cpu")
-
-
 def _facts(name, model) -> Facts:
     cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
     heads = cfg.num_attention_heads

@@ -194,7 +194,7 @@ def _kv_attention(module, query, key, value, attention_mask, *, eager: bool, **k
             k_full = key.repeat_interleave(query.shape[1] // Hkv, dim=1)  # (B, H, n+T, d)
             scale = kwargs.get("scaling") or d**-0.5
             weights = torch.softmax((query @ k_full.transpose(2, 3)) * scale + mask, dim=-1)  # (B, H, T, n+T)
-        cfg.masses[module.layer_idx] = weights[..., : cfg.n].sum(-1)  # (B, H, T)
+        cfg.masses[module.layer_idx] = weights[..., : cfg.n].sum(-1).cpu()  # (B, H, T)
     return out, (weights if eager else None)
 
 

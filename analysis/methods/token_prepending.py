@@ -57,7 +57,7 @@ import numpy as np
 import torch
 
 from analysis.errors import TruncationWarning, UserError
-from analysis.forward import Captured, hooks, run
+from analysis.forward import Captured, hooks, input_device, run
 from analysis.methods.base import EmbeddingMethod, param
 from analysis.partition import tokenize_with_offsets
 from analysis.tokens import PLACEHOLDER, Batch, Encoded, check_texts, collate
@@ -117,11 +117,18 @@ def embedding_stats(backbone) -> tuple[torch.Tensor, torch.Tensor]:
     emb = backbone.input_embeddings
     if emb not in _STATS:
         with torch.inference_mode(False), torch.no_grad():
-            W = emb.weight.detach().float()  # (V, d)
-            probe = torch.arange(min(W.shape[0], 64))
-            scale = emb.forward(probe).float().norm()  # .forward: no hooks fire
-            scale = scale / W[probe].norm().clamp_min(1e-12)  # the layer's own scaling
-            _STATS[emb] = (W.mean(0) * scale, W.std(0) * scale)
+            if emb.weight.device.type == "meta":  # offloaded by accelerate: read the rows through the layer
+                V = emb.num_embeddings
+                dev = input_device(backbone)
+                rows = torch.cat([emb.forward(torch.arange(i, min(i + 8192, V), device=dev)).double().cpu()
+                                  for i in range(0, V, 8192)])  # (V, d), already scaled
+                _STATS[emb] = (rows.mean(0).float(), rows.std(0).float())
+            else:
+                W = emb.weight.detach().float().cpu()  # (V, d)
+                probe = torch.arange(min(W.shape[0], 64))
+                scale = emb.forward(probe.to(emb.weight.device)).float().cpu().norm()  # .forward: no hooks fire
+                scale = scale / W[probe].norm().clamp_min(1e-12)  # the layer's own scaling
+                _STATS[emb] = (W.mean(0) * scale, W.std(0) * scale)
     return _STATS[emb]
 
 
@@ -269,9 +276,11 @@ class RewiringMethod(EmbeddingMethod):
 
     def input_embeds(self, backbone, batch: RewiredBatch) -> torch.Tensor:
         """(B, T, d) the model's input embeddings with placeholder rows replaced by their fixed vectors."""
-        emb = backbone.input_embeddings(batch.input_ids)  # (B, T, d), scaled as the model scales it
-        table = self.placeholder_vectors(backbone).to(emb.dtype)  # (3, d)
-        return torch.where((batch.kind > 0).unsqueeze(-1), table[batch.kind], emb)  # (B, T, d)
+        dev = input_device(backbone)
+        emb = backbone.input_embeddings(batch.input_ids.to(dev))  # (B, T, d), scaled as the model scales it
+        table = self.placeholder_vectors(backbone).to(emb.device, emb.dtype)  # (3, d)
+        kind = batch.kind.to(emb.device)
+        return torch.where((kind > 0).unsqueeze(-1), table[kind], emb)  # (B, T, d)
 
     # ---- rewiring ---------------------------------------------------------------------------------------
     def rewired_layers(self, n_layers: int) -> range:
@@ -283,12 +292,16 @@ class RewiringMethod(EmbeddingMethod):
         B, T = batch.source.shape
         idx = batch.source.unsqueeze(-1).expand(B, T, backbone.facts.hidden_size)  # (B, T, d), a view
 
+        on = {}  # device -> idx there: a model split over devices runs its layers in several places
+
         def rewire(module, args, kwargs):
             # Every position takes the state of its source: placeholders their block's final token, all
             # others themselves. Out of place, so the previous layer's captured output is left untouched.
+            h = args[0] if args else kwargs["hidden_states"]
+            where = on.setdefault(h.device, idx.to(h.device))
             if args:
-                return (args[0].gather(1, idx), *args[1:]), kwargs
-            return args, {**kwargs, "hidden_states": kwargs["hidden_states"].gather(1, idx)}
+                return (h.gather(1, where), *args[1:]), kwargs
+            return args, {**kwargs, "hidden_states": h.gather(1, where)}
 
         layers = backbone.layers
         regs = [lambda l=l: layers[l].register_forward_pre_hook(rewire, with_kwargs=True)
