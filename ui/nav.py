@@ -10,8 +10,12 @@ PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
 
 
 def page_files() -> list[Path]:
-    """The page scripts, sorted by filename (the number prefix sets the order)."""
-    return sorted(p for p in PAGES_DIR.glob("*.py") if not p.name.startswith("_"))
+    """The page scripts, ordered by their number prefix (numerically: 10_... comes after 9_...)."""
+    def order(p: Path):
+        m = re.match(r"(\d+)_", p.name)
+        return (int(m.group(1)) if m else 10**9, p.name)
+
+    return sorted((p for p in PAGES_DIR.glob("*.py") if not p.name.startswith("_")), key=order)
 
 
 def page_title(path: Path) -> str:
