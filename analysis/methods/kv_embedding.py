@@ -282,7 +282,8 @@ class KVEmbedding(EmbeddingMethod):
             dst = torch.arange(n)[None, :]  # (1, n): positions 0..n-1
             probe = torch.zeros(1, dtype=backbone.model.dtype, device=rotary_device(rotary))
             src, dst = src.to(probe.device), dst.to(probe.device)
-            types = sorted(set(getattr(backbone.model.config.get_text_config(), "layer_types", None) or [])) or [None]
+            per_type = isinstance(getattr(rotary, "rope_type", None), dict)  # Gemma 3: one RoPE per layer type
+            types = sorted(set(backbone.model.config.get_text_config().layer_types)) if per_type else [None]
             rope = {}
             for t in types:  # one (cos, sin) pair per attention type: Gemma 3's local and global bases differ
                 extra = {} if t is None else {"layer_type": t}
