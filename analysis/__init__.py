@@ -36,7 +36,7 @@ __all__ = ["__version__", "code_version", "UserError", "TruncationWarning", "loa
            "list_methods"]
 
 
-def __getattr__(name):  # lazy: importing analysis.data should not pay for torch
+def __getattr__(name):  # lazy: importing analysis.corpora should not pay for torch
     if name == "load_backbone":
         from analysis.backbone import load_backbone
 

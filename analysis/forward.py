@@ -31,6 +31,7 @@ class _StopForward(Exception):
 class Captured:
     hidden: dict[int, torch.Tensor] = field(default_factory=dict)  # hidden-state index -> (B, T, d)
     attention: dict[int, torch.Tensor] = field(default_factory=dict)  # decoder layer -> (B, H, T, S)
+    extras: dict[str, torch.Tensor] = field(default_factory=dict)  # method-specific captures, named like the trace's
 
 
 def resolve_layer(n_layers: int, layer: int) -> int:

@@ -30,12 +30,21 @@ MAX_POINTS = 5000  # all-pairs statistics hold an (n, n) float64 matrix: 5000 te
 UMAP_NEIGHBOURS = 15  # umap-learn's default; clipped to n - 1 for small corpora
 
 
+NORM_FLOOR = 1e-12  # a zero vector stays zero instead of becoming NaN
+
+
+def l2_normalize(x, axis: int = -1) -> np.ndarray:
+    """The project's one L2 normalisation: vectors along `axis` scaled to unit length, dtype kept."""
+    x = np.asarray(x)
+    return x / np.maximum(np.linalg.norm(x, axis=axis, keepdims=True), NORM_FLOOR)
+
+
 def normalize(x) -> np.ndarray:
-    """Rows scaled to unit length (float64); zero rows stay zero."""
+    """Rows of a (texts, dimensions) matrix scaled to unit length (float64); zero rows stay zero."""
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2:
         raise UserError(f"Embeddings must be a (texts, dimensions) matrix, got shape {x.shape}.")
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    return l2_normalize(x, axis=1)
 
 
 # ---- the three measures ----------------------------------------------------------------------------------

@@ -25,10 +25,6 @@ layers 1..L-1; decoder layer 0 reads bare token embeddings, whose final-token ke
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import tempfile
 import warnings
 from dataclasses import asdict, dataclass
 from typing import Callable, NamedTuple
@@ -136,13 +132,7 @@ def layer_states(backbone, method, texts, readout: str = "last", *, batch_size: 
         from analysis.errors import UserError
 
         raise UserError(f"readout must be one of {READOUTS}, not {readout!r}")
-    import copy
-
-    from analysis.pooling import pool
-
-    m = copy.copy(method)  # same parameters and intervention; only the readout differs
-    m.readout = lambda hidden, batch: pool(hidden, batch, readout, method.mean_segments)
-    return m.encode_layers(backbone, texts, "all", batch_size=batch_size, progress=progress)
+    return method.encode_layers(backbone, texts, "all", batch_size=batch_size, progress=progress, readout=readout)
 
 
 def trajectory_from_states(states: np.ndarray, *, bootstrap: int = 0, seed: int = 0,
@@ -182,14 +172,6 @@ def trajectory(backbone, method, texts, readout: str = "last", *, bootstrap: int
 
 
 COLUMNS = ("layer", "id", "lo", "hi", "n_points", "n_unique", "defined", "reason")
-
-
-def cache_parts(backbone, method, texts, readout: str, bootstrap: int, seed: int = 0) -> dict:
-    """Cache-key parts of a trajectory, shared by the app page and the `id` command (namespace
-    "intrinsic_dim"), so each reuses what the other computed."""
-    digest = hashlib.sha256(json.dumps(list(texts), ensure_ascii=False).encode("utf-8", "surrogatepass"))
-    return {"model": backbone.identity, "method": method.name, "params": method.params,
-            "texts": digest.hexdigest(), "readout": readout, "bootstrap": int(bootstrap), "seed": int(seed)}
 
 
 def to_arrays(df) -> dict[str, np.ndarray]:
@@ -268,59 +250,58 @@ def select_window(ids, n_layers: int) -> Selection:
                   f"excluding the first floor(0.2*{L})={exclude} hidden states is at {best}")
 
 
-# ---- 'auto' for KV-Embedding: computed once per model and prompt ------------------------------------------------
+# ---- 'auto' for KV-Embedding ---------------------------------------------------------------------------------
 AUTO_DESCRIPTION = ("the ID trajectory of final-token states (prompt only, no re-routing) over the built-in texts: "
                     "112 demo sentences, the 50 Lee documents and 200 polarity sentences (362 texts)")
-_AUTO: dict[str, tuple] = {}  # key -> (Selection, ids)
+_AUTO: dict[tuple, tuple] = {}  # in-memory memo: (model, method, params, code) -> (Selection, ids)
 
 
 def auto_corpus() -> list[str]:
-    from analysis.data import demo_texts, lee_documents, polarity
+    from analysis.corpora import demo_texts, lee_documents, polarity
 
     return list(dict.fromkeys(demo_texts("all").texts + lee_documents().texts + polarity().texts))
 
 
-def auto_window(backbone, template: str, progress: Callable[[int, int], None] | None = None) -> Selection:
-    """The window KV-Embedding's `layers=auto` uses: `select_window` on AUTO_DESCRIPTION's trajectory."""
-    return auto_trajectory(backbone, template, progress)[0]
-
-
-def auto_trajectory(backbone, template: str, progress: Callable[[int, int], None] | None = None, *,
-                    compute: bool = True) -> tuple[Selection, list[float | None]] | None:
-    """(Selection, ID per hidden state 0..L, None = undefined) behind `layers=auto`; with compute=False, None
-    when it has not been computed yet (so a page can ask before paying for it).
-
-    Cached in memory and as a small JSON record under the project cache (`<cache root>/auto_layers/`), keyed
-    by the model identity, the prompt and the library's code version, so a model pays the ~360-text pass once."""
-    import analysis
-    from analysis.backbone import cache_root
+def auto_trajectory(backbone, prompt_method, progress: Callable[[int, int], None] | None = None
+                    ) -> tuple[Selection, list[float | None]]:
+    """(Selection, ID per hidden state 0..L, None = undefined) behind KV-Embedding's `layers=auto`: AUTO_DESCRIPTION's
+    trajectory under `prompt_method` (the method's prompt without re-routing), computed here, without touching
+    the disk. `cache.auto_window` keeps it in the store; this function only remembers it for the process."""
+    from analysis import code_version
     from analysis.errors import UserError
 
-    key = hashlib.sha256(json.dumps([backbone.identity, template, analysis.code_version()]).encode()).hexdigest()[:32]
-    if key in _AUTO:
-        return _AUTO[key]
-    path = cache_root() / "auto_layers" / f"{key}.json"
-    try:
-        record = json.loads(path.read_text())
-        sel = Selection(record["rule"], record["start"], record["end"], tuple(record["layers"]), record["reason"])
-        ids = list(record["ids"])
-    except (OSError, ValueError, KeyError, TypeError):
-        if not compute:
-            return None
-        from analysis.methods import get_method
-
-        method = get_method("kv_embedding", layers="none", template=template)
-        df = trajectory(backbone, method, auto_corpus(), "last", bootstrap=0, progress=progress)
+    memo = (backbone.identity, prompt_method.name, repr(prompt_method.params), code_version())
+    if memo not in _AUTO:
+        df = trajectory(backbone, prompt_method, auto_corpus(), "last", bootstrap=0, progress=progress)
         sel = select_window(df["id"].to_numpy(), backbone.facts.n_layers)
         if not sel.layers:
             raise UserError(f"layers=auto: no window could be chosen ({sel.reason}); give the layers explicitly.")
-        ids = [None if not np.isfinite(v) else float(v) for v in df["id"]]
-        record = {**sel.as_dict(), "ids": ids, "model": backbone.identity, "template": template,
-                  "corpus": AUTO_DESCRIPTION}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(record, fh)
-        os.replace(tmp, path)  # atomic: concurrent writers leave one complete record
-    _AUTO[key] = (sel, ids)
-    return sel, ids
+        _AUTO[memo] = (sel, [None if not np.isfinite(v) else float(v) for v in df["id"]])
+    return _AUTO[memo]
+
+
+def auto_window(backbone, prompt_method, progress: Callable[[int, int], None] | None = None) -> Selection:
+    """The window KV-Embedding's `layers=auto` uses: `select_window` on AUTO_DESCRIPTION's trajectory."""
+    return auto_trajectory(backbone, prompt_method, progress)[0]
+
+
+def window_record(sel: Selection, ids) -> tuple[dict[str, np.ndarray], dict]:
+    """(arrays, meta) of a window for the compute cache: the trajectory as arrays, the selection as meta."""
+    arrays = {"ids": np.array([np.nan if v is None else v for v in ids], dtype=np.float64)}
+    return arrays, {**sel.as_dict(), "layers": list(sel.layers), "corpus": AUTO_DESCRIPTION}
+
+
+def window_from_record(arrays, meta, n_layers: int) -> tuple[Selection, list[float | None]]:
+    """Inverse of `window_record`. Raises ValueError unless the stored selection is exactly what the rules pick
+    from the stored trajectory (a hand-edited or damaged record must be recomputed, never trusted)."""
+    ids = np.asarray(arrays["ids"], dtype=np.float64)
+    if ids.shape != (n_layers + 1,):
+        raise ValueError(f"window record has {ids.shape} IDs for {n_layers + 1} hidden states")
+    expected = select_window(ids, n_layers)
+    layers = meta.get("layers")
+    if not isinstance(layers, list) or not all(type(l) is int for l in layers):
+        raise ValueError(f"window record: layers {layers!r} are not a list of layer numbers")
+    stored = Selection(meta.get("rule"), meta.get("start"), meta.get("end"), tuple(layers), meta.get("reason"))
+    if stored != expected or not expected.layers:
+        raise ValueError("window record does not match the rules applied to its own trajectory")
+    return expected, [None if not np.isfinite(v) else float(v) for v in ids]

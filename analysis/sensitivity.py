@@ -164,6 +164,16 @@ def _vjp_sq(y: torch.Tensor, v: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
         return torch.stack(rows)  # (P, T)
 
 
+MAX_EXACT_TOKENS = 24  # exact norms take d backward passes per readout (576 on the default model): short texts only
+
+
+def check_exact(n_tokens: int, hidden_size: int, limit: int = MAX_EXACT_TOKENS) -> None:
+    """UserError unless exact Jacobian norms are offered for a text of `n_tokens` tokens."""
+    if n_tokens > limit:
+        raise UserError(f"Exact norms take one backward pass per output dimension ({hidden_size}); they are offered "
+                        f"for at most {limit} tokens and this text has {n_tokens}. Leave them out or shorten the text.")
+
+
 def jacobian_norms(
     backbone,
     method,
@@ -174,6 +184,7 @@ def jacobian_norms(
     probe: str = "rademacher",
     seed: int = 0,
     exact: bool = False,
+    max_exact_tokens: int = MAX_EXACT_TOKENS,
     chunk: int = 32,
     progress: Callable[[int, int], None] | None = None,
 ) -> Sensitivity:
@@ -187,7 +198,8 @@ def jacobian_norms(
         probes: random probes per readout (0 with exact=True gives only exact norms).
         probe: "rademacher" (+-1, lower variance) or "gaussian".
         seed: seed of the probes.
-        exact: also compute the exact norms (d backward passes per readout; for short inputs).
+        exact: also compute the exact norms (d backward passes per readout; at most `max_exact_tokens` tokens,
+            MAX_EXACT_TOKENS unless a caller knows its model is small).
         chunk: probes per batched backward pass.
         progress: progress(done, total) over backward passes.
     """
@@ -200,6 +212,8 @@ def jacobian_norms(
     t0 = time.perf_counter()
     v, ys, batch, k, _ = differentiable_readouts(backbone, method, text, layer)
     d, T = v.shape[-1], v.shape[1]
+    if exact:
+        check_exact(T, d, max_exact_tokens)
     tokens, placeholder = _labels(backbone, method, batch)
     pooled = token_mask(batch, method.mean_segments)[0].numpy() > 0
     g = torch.Generator().manual_seed(int(seed))

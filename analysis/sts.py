@@ -4,8 +4,8 @@ Each unique sentence is encoded once (STS-B repeats many sentences), every pair 
 two embeddings, and the score is Spearman's rank correlation with the gold ratings (scipy's `spearmanr`).
 
     from analysis import load_backbone, get_method
-    from analysis.data import read_sts, shared_stsb
-    r = sts_spearman(load_backbone(), get_method("prompteol"), read_sts(shared_stsb("dev")))
+    from analysis.datasets import stsb_pairs
+    r = sts_spearman(load_backbone(), get_method("prompteol"), stsb_pairs("dev"))
     r["spearman"], r["seconds"]
 
 `encode` lets a caller put a cache (or anything else) between the method and the model:
@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 
 from analysis.errors import UserError
+from analysis.geometry import l2_normalize
 
 Encoder = Callable[[list[str], Callable[[int, int], None] | None], np.ndarray]
 
@@ -38,7 +39,7 @@ def pair_index(pairs) -> tuple[list[str], np.ndarray, np.ndarray]:
 def pair_cosines(emb: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """Cosine of emb[left[i]] and emb[right[i]]: (n_pairs,). Normalises here, so raw readouts work too."""
     emb = np.asarray(emb, dtype=np.float64)  # (n_texts, d); float64 so ties are not made up by rounding
-    unit = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+    unit = l2_normalize(emb, axis=1)
     return np.einsum("nd,nd->n", unit[left], unit[right])
 
 
@@ -75,7 +76,7 @@ def sts_spearman(
     Args:
         backbone: a loaded `Backbone`.
         method: a configured `EmbeddingMethod` (anything with `name`, `params`, `encode`).
-        pairs: an `analysis.data.Pairs` (at least 2 pairs whose gold scores are not all equal).
+        pairs: an `analysis.corpora.Pairs` (at least 2 pairs whose gold scores are not all equal).
         encode: `encode(texts, progress) -> (n, d)` used instead of `method.encode(backbone, texts, ...)`,
             e.g. to go through the compute cache.
         batch_size: texts per forward pass when `encode` is not given.

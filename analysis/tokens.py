@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from analysis.errors import TruncationWarning, UserError
+from analysis.files import has_visible_text
 
 PLACEHOLDER = "{text}"
 PAD, TEMPLATE = -1, 0
@@ -56,7 +57,7 @@ class Batch:
 
 
 def check_texts(texts) -> list[str]:
-    """Validate user texts: a non-empty list of non-blank strings."""
+    """Validate user texts: a non-empty list of strings, each with some visible characters."""
     if isinstance(texts, str):
         texts = [texts]
     texts = list(texts)
@@ -67,6 +68,9 @@ def check_texts(texts) -> list[str]:
             raise UserError(f"Text {i + 1} is not a string ({type(t).__name__}).")
         if not t.strip():
             raise UserError(f"Text {i + 1} is empty or only whitespace: every text needs some words.")
+        if not has_visible_text(t):
+            raise UserError(f"Text {i + 1} holds only NUL bytes or other control characters: every text needs "
+                            "some words.")
     return texts
 
 
@@ -95,23 +99,34 @@ def encode_template(tokenizer, template: str, text: str, max_length: int) -> Enc
     raise UserError(f"Could not fit the text into the model's limit of {max_length} tokens.")
 
 
-def _encode(tokenizer, template: str, text: str) -> Encoded:
+def tokenize_prompt(tokenizer, template: str, text: str) -> list[tuple[int, int, int, int] | None]:
+    """Tokenize `template` with every `{text}` filled in, exactly as the methods do. For each token: its id and,
+    when it covers characters of the k-th copy of `text` (k >= 1), (id, k, start, end) of those characters within
+    the copy; (id, 0, 0, 0) for template and special tokens. Any overlap counts: a token merged across the
+    boundary of a copy belongs to it."""
     parts = template.split(PLACEHOLDER)
-    full, spans = parts[0], []
+    full, copies = parts[0], []
     for part in parts[1:]:
-        spans.append((len(full), len(full) + len(text)))
+        copies.append((len(full), len(full) + len(text)))
         full += text + part
     out = tokenizer(full, add_special_tokens=True, return_offsets_mapping=True)
-    ids = np.asarray(out["input_ids"], dtype=np.int64)
-    segments = np.zeros(len(ids), dtype=np.int8)
     special = set(tokenizer.all_special_ids)
-    for i, (start, end) in enumerate(out["offset_mapping"]):
-        if ids[i] in special or end <= start:
-            continue
-        for k, (s0, s1) in enumerate(spans, start=1):
-            if start < s1 and end > s0:  # any overlap: a token merged across the boundary counts as text
-                segments[i] = k
-                break
+    tokens = []
+    for tid, (a, b) in zip(out["input_ids"], out["offset_mapping"]):
+        hit = (tid, 0, 0, 0)
+        if tid not in special and b > a:
+            for k, (s0, s1) in enumerate(copies, start=1):
+                if a < s1 and b > s0:
+                    hit = (tid, k, max(a, s0) - s0, min(b, s1) - s0)
+                    break
+        tokens.append(hit)
+    return tokens
+
+
+def _encode(tokenizer, template: str, text: str) -> Encoded:
+    tokens = tokenize_prompt(tokenizer, template, text)
+    ids = np.asarray([t[0] for t in tokens], dtype=np.int64)
+    segments = np.asarray([t[1] for t in tokens], dtype=np.int8)  # 0 template/special, k = k-th copy of the text
     return Encoded(ids, segments, truncated=False)
 
 

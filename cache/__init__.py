@@ -1,8 +1,9 @@
-"""On-disk compute cache shared by the app pages and the command line.
+"""On-disk compute cache shared by the app pages, the command line and the scripts.
 
-Results are keyed by everything that determines them (model identity, method and parameters, the exact
-texts, the library version), stored as plain arrays beside a small JSON record, and written atomically so
-several app sessions can share one cache. See `cache.store` for the layout.
+Results are keyed by everything that determines them (`cache.keys`: model identity, method and parameters, the
+exact texts, the library's code version), stored as plain arrays beside a small JSON record, and written
+atomically so several app sessions can share one cache (`cache.store`). A folder that cannot be written
+degrades to "computed but not stored" with one `CacheWarning`.
 
     from cache import cached_encode, default_store
     emb, meta, hit = cached_encode(default_store(), backbone, method, ["A cat sat.", "A dog ran."])
@@ -15,20 +16,54 @@ import warnings
 
 import numpy as np
 
-from cache.store import Entry, Store, make_key
+from cache import keys
+from cache.keys import make_key
+from cache.store import CacheWarning, Entry, Store
 
-__all__ = ["Store", "Entry", "default_store", "make_key", "cached_encode"]
+__all__ = ["Store", "Entry", "CacheWarning", "default_store", "make_key", "cached_encode", "auto_window",
+           "resolve_method", "AUTO_NAMESPACE"]
 
+AUTO_NAMESPACE = "auto_layers"  # KV-Embedding's layers=auto window, one entry per model and prompt
 _default: Store | None = None
 
 
 def default_store() -> Store:
-    """The process-wide store for the default root (EMBEDSCOPE_CACHE, else <repo>/cache/store)."""
+    """The process-wide store for the default root (`analysis.paths.cache_root()`)."""
     global _default
     fresh = Store()
     if _default is None or _default.root != fresh.root:  # the env var changed (tests, a second project)
         _default = fresh
     return _default
+
+
+def auto_window(store: Store, backbone, method, progress=None, *, compute: bool = True):
+    """(Selection, ID per hidden state) behind a method's `layers=auto` (KV-Embedding), as a store entry.
+
+    `method` is the method itself (any with `prompt_only()`); the entry is keyed by the model and the prompt-only
+    method. A stored record whose selection differs from what the rules pick from its own trajectory (damaged or
+    hand-edited) is removed and recomputed. With compute=False, None when it has not been computed yet.
+    """
+    from analysis import intrinsic_dim as idm
+
+    prompt = method.prompt_only()
+    L = backbone.facts.n_layers
+    parts = keys.auto_window_parts(backbone, prompt)
+    validate = lambda entry: idm.window_from_record(entry.arrays, entry.meta, L)  # noqa: E731 - raises ValueError
+    if not compute:
+        entry = store.get(make_key(parts), AUTO_NAMESPACE, validate)
+        return None if entry is None else idm.window_from_record(entry.arrays, entry.meta, L)
+    entry, _ = store.get_or_compute(parts, lambda: idm.window_record(*idm.auto_trajectory(backbone, prompt, progress)),
+                                    AUTO_NAMESPACE, validate)
+    return idm.window_from_record(entry.arrays, entry.meta, L)
+
+
+def resolve_method(store: Store, backbone, method, progress=None):
+    """The method ready to run on `backbone`: a `layers=auto` window looked up in (or computed into) the store.
+    Methods without such a choice are returned as they are."""
+    if not getattr(method, "needs_window", lambda backbone: False)(backbone):
+        return method
+    sel, _ = auto_window(store, backbone, method, progress)
+    return method.with_window(backbone, sel.layers)
 
 
 def cached_encode(store: Store, backbone, method, texts: list[str], *, namespace: str = "embeddings",
@@ -53,15 +88,15 @@ def cached_encode(store: Store, backbone, method, texts: list[str], *, namespace
     are only in ``meta["warnings"]``.
     """
     texts = list(texts)
-    parts = {"model": backbone.identity, "method": method.name, "params": method.params, "texts": texts,
-             "kwargs": encode_kwargs}
+    parts = keys.encode_parts(backbone, method, texts, encode_kwargs)
     caught: list[warnings.WarningMessage] = []
 
     def compute():
         start = time.perf_counter()
+        ready = resolve_method(store, backbone, method)
         with warnings.catch_warnings(record=True) as record:
             warnings.simplefilter("always")  # a warning already shown once must still be recorded here
-            emb = method.encode(backbone, texts, progress=progress, **encode_kwargs)
+            emb = ready.encode(backbone, texts, progress=progress, **encode_kwargs)
         caught.extend(record)
         emb = np.asarray(emb, dtype=np.float32)  # (n, d)
         if emb.ndim != 2 or emb.shape[0] != len(texts):

@@ -13,7 +13,6 @@ Anything that fails to read back exactly is treated as a miss, removed and recom
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import io
 import json
@@ -23,6 +22,7 @@ import shutil
 import tempfile
 import time
 import uuid
+import warnings
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,49 +30,21 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.paths import cache_root
+from cache.keys import jsonable, make_key
+
 DATA, META = "data.npz", "meta.json"
 MODELS = "models"  # converted model weights (analysis.backbone): slow to rebuild, only cleared on request
 STALE_SECONDS = 3600  # a hidden temp dir younger than this may belong to a writer that is still running
 _KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{1,127}")  # no dots or slashes: a key can never leave root
 _NS_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-# Everything a damaged entry can raise on read; each means "recompute", never "trust".
-_BROKEN = (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile)
+# Everything a damaged entry can raise on read; each means "recompute", never "trust". RecursionError: a
+# meta.json nested deeper than the JSON parser's recursion limit.
+_BROKEN = (OSError, ValueError, KeyError, TypeError, EOFError, RecursionError, zipfile.BadZipFile)
 
 
-def make_key(parts: dict) -> str:
-    """sha256 hex of the canonical JSON of ``parts`` plus `code_version()` (other code never reuses results).
-
-    Args:
-        parts: What determines the result (model identity, method, parameters, the exact texts): str, int,
-            float, bool, None, lists, tuples, str-keyed dicts, dataclass instances, numpy scalars.
-
-    Raises:
-        TypeError: anything else (sets, arrays, objects), which has no stable canonical form.
-    """
-    from analysis import code_version  # light: its heavy parts load lazily
-
-    if not isinstance(parts, dict):
-        raise TypeError(f"cache key parts must be a dict, got {type(parts).__name__}")
-    text = json.dumps(_jsonable({**parts, "__lib__": code_version()}),
-                      sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _jsonable(obj):
-    """Plain JSON values for ``obj``, or TypeError; tuples become lists (JSON cannot tell them apart)."""
-    if obj is None or isinstance(obj, (str, bool, int, float)):
-        return obj
-    if isinstance(obj, np.generic):
-        return _jsonable(obj.item())
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _jsonable(dataclasses.asdict(obj))
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(x) for x in obj]
-    if isinstance(obj, dict):
-        if not all(isinstance(k, str) for k in obj):  # json would make {1: x} and {"1": x} collide
-            raise TypeError(f"cache key/meta dict keys must be str, got {list(obj)!r:.80}")
-        return {k: _jsonable(v) for k, v in obj.items()}
-    raise TypeError(f"cannot put a {type(obj).__name__} into a cache key or meta: {obj!r:.80}")
+class CacheWarning(UserWarning):
+    """The cache folder cannot be written (read-only, full): results are computed but not stored."""
 
 
 @dataclass(frozen=True)
@@ -89,20 +61,26 @@ class Store:
     """The cache under one root directory. Safe to share between threads and processes."""
 
     def __init__(self, root: str | Path | None = None):
-        self.root = Path(root).expanduser() if root is not None else _default_root()
+        self.root = Path(root).expanduser() if root is not None else cache_root()
+        self._warned = False  # one warning per store when writing fails
 
     def path_for(self, key: str, namespace: str = "default") -> Path:
         if not isinstance(key, str) or not _KEY_RE.fullmatch(key):
             raise ValueError(f"invalid cache key {key!r}")
         return self._ns_dir(namespace) / key[:2] / key
 
-    def get(self, key: str, namespace: str = "default") -> Entry | None:
-        """The entry for ``key``, or None on a miss. A damaged entry is removed and reported as a miss."""
+    def get(self, key: str, namespace: str = "default", validate: Callable[[Entry], object] | None = None
+            ) -> Entry | None:
+        """The entry for ``key``, or None on a miss. A damaged entry is removed and reported as a miss, and so is
+        one that ``validate(entry)`` rejects by raising ValueError (e.g. a hand-edited record)."""
         path = self.path_for(key, namespace)
         if not path.is_dir():
             return None
         try:
-            return _read(path, key)
+            entry = _read(path, key)
+            if validate is not None:
+                validate(entry)
+            return entry
         except _BROKEN:
             _discard(path)
             return None
@@ -111,15 +89,32 @@ class Store:
             parts: dict | None = None, namespace: str = "default") -> Entry:
         """Write an entry atomically; if another writer got there first, return its (equally valid) entry.
 
+        A cache folder that cannot be written (read-only, full disk) is not an error: the entry is returned
+        unstored, with one `CacheWarning` per store.
+
         Raises:
             TypeError: an object-dtype array (storable only by pickling), or non-JSON-like meta/parts.
         """
         final = self.path_for(key, namespace)
         arrays = _check_arrays(arrays)
-        meta = _jsonable(dict(meta or {}))
-        record = {"key": key, "created": time.time(), "parts": _jsonable(parts), "meta": meta}
+        meta = jsonable(dict(meta or {}))
+        record = {"key": key, "created": time.time(), "parts": jsonable(parts), "meta": meta}
         blob = _npz_bytes(arrays)
         record["sha256"] = hashlib.sha256(blob).hexdigest()
+        try:
+            return self._write(key, namespace, final, arrays, meta, record, blob)
+        except OSError as err:
+            self._warn_unwritable(err)
+            return Entry(arrays, meta, key, record["created"])
+
+    def _warn_unwritable(self, err: OSError) -> None:
+        if not self._warned:
+            self._warned = True
+            reason = err.strerror or type(err).__name__
+            warnings.warn(CacheWarning(f"The cache folder {self.root} cannot be written ({reason}): results are "
+                                       "computed but not stored."), stacklevel=4)
+
+    def _write(self, key, namespace, final, arrays, meta, record, blob) -> Entry:
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:16]}-", dir=final.parent))
         try:
@@ -143,10 +138,12 @@ class Store:
             shutil.rmtree(tmp, ignore_errors=True)
 
     def get_or_compute(self, parts: dict, compute: Callable[[], tuple[dict[str, np.ndarray], dict]],
-                       namespace: str = "default") -> tuple[Entry, bool]:
-        """Return ``(entry, hit)``; on a miss call ``compute() -> (arrays, meta)`` and store its result."""
+                       namespace: str = "default", validate: Callable[[Entry], object] | None = None
+                       ) -> tuple[Entry, bool]:
+        """Return ``(entry, hit)``; on a miss call ``compute() -> (arrays, meta)`` and store its result.
+        ``validate(entry)`` (raising ValueError to reject) checks a stored entry beyond its checksum."""
         key = make_key(parts)
-        entry = self.get(key, namespace)
+        entry = self.get(key, namespace, validate)
         if entry is not None:
             return entry, True
         arrays, meta = compute()
@@ -170,7 +167,8 @@ class Store:
         """Remove entries of one namespace, or of all but ``models/`` when None; return how many.
 
         Hidden temp directories of writers that may still be running are left alone; stale ones go.
-        Symlinks are unlinked, never followed, so nothing outside root is touched.
+        Symlinks are unlinked, never followed, so nothing outside root is touched. Another process writing or
+        clearing at the same time is expected: whatever vanishes or appears meanwhile is skipped, never raised.
         """
         if namespace is None:
             dirs = [d for d in _subdirs(self.root) if d.name != MODELS]
@@ -180,16 +178,21 @@ class Store:
         removed = 0
         for ns_dir in dirs:
             if ns_dir.name == MODELS:  # one folder per model; .lock files and .convert-* dirs are in use
-                removed += sum(_discard(d) for d in ns_dir.iterdir() if not d.name.startswith("."))
+                removed += sum(_discard(d) for d in _listdir(ns_dir) if not d.name.startswith("."))
                 continue
-            for shard in _subdirs(ns_dir):
-                for item in list(shard.iterdir()):
-                    if not item.name.startswith("."):
-                        removed += _discard(item)
-                    elif _stale(item):  # a crashed writer's leftovers; not an entry, so not counted
+            for item in _listdir(ns_dir):
+                if item.name.startswith(".") or not _is_dir(item):
+                    if not item.name.startswith("."):  # a stray file (an old layout's record) is a result too
                         _discard(item)
+                        removed += not os.path.lexists(item)
+                    continue
+                for entry in _listdir(item):  # item is a shard
+                    if not entry.name.startswith("."):
+                        removed += _discard(entry)
+                    elif _stale(entry):  # a crashed writer's leftovers; not an entry, so not counted
+                        _discard(entry)
                 with contextlib.suppress(OSError):  # not empty: a writer is busy there
-                    shard.rmdir()
+                    item.rmdir()
             with contextlib.suppress(OSError):
                 ns_dir.rmdir()
         return removed
@@ -198,11 +201,6 @@ class Store:
         if not isinstance(namespace, str) or not _NS_RE.fullmatch(namespace):
             raise ValueError(f"invalid cache namespace {namespace!r}")
         return self.root / namespace
-
-
-def _default_root() -> Path:
-    env = os.environ.get("EMBEDSCOPE_CACHE")
-    return Path(env).expanduser() if env else Path(__file__).resolve().parent / "store"
 
 
 def _check_arrays(arrays: dict) -> dict[str, np.ndarray]:
@@ -245,30 +243,43 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+def _listdir(path: Path) -> list[Path]:
+    """The items of a folder; [] when it vanished or is unreadable (another process cleared it)."""
+    try:
+        return list(path.iterdir())
+    except OSError:
+        return []
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir() and not path.is_symlink()
+    except OSError:
+        return False
+
+
 def _subdirs(path: Path) -> list[Path]:
     """Real (non-symlink) visible subdirectories of ``path``; [] if it does not exist."""
-    try:
-        return [d for d in path.iterdir() if not d.name.startswith(".") and d.is_dir() and not d.is_symlink()]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
+    return [d for d in _listdir(path) if not d.name.startswith(".") and _is_dir(d)]
 
 
 def _stale(path: Path) -> bool:
     try:
         return path.name.startswith(".trash-") or time.time() - path.lstat().st_mtime > STALE_SECONDS
-    except FileNotFoundError:
+    except OSError:
         return False
 
 
 def _discard(path: Path) -> bool:
-    """Remove a file, symlink or folder (renamed aside first: no reader sees half of one); True if a folder."""
+    """Remove a file, symlink or folder (renamed aside first: no reader sees half of one); True if a folder went.
+    A path that vanished (another process removed it first) or cannot be removed (read-only) is left alone."""
     try:
         if path.is_symlink() or not path.is_dir():
             path.unlink()
             return False
         trash = path.with_name(f".trash-{uuid.uuid4().hex}")
         os.rename(path, trash)
-    except FileNotFoundError:  # another process removed it first
+    except OSError:
         return False
     shutil.rmtree(trash, ignore_errors=True)
     return True

@@ -14,10 +14,11 @@ import cache
 import ui
 from analysis import explorer
 from analysis.backbone import BUILTIN, DEFAULT_NAME
-from analysis.data import shared_stsb
-from analysis.evaluate import BENCH_NAMESPACE, bench_parts, load_task, score_from_record
-from analysis.intrinsic_dim import AUTO_DESCRIPTION, auto_trajectory
+from analysis.corpora import shared_stsb
+from analysis.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method, list_methods
+from analysis.tasks import BENCH_NAMESPACE, load_task, score_from_record
+from cache.keys import bench_parts, sts_score_parts
 from ui.model import load_named, title_of
 
 COLORS = ("#1f77b4", "#d62728")
@@ -39,7 +40,7 @@ def explorer_cells(bb, pairs) -> pd.DataFrame:
     L, rows = bb.facts.n_layers, []
     for c in explorer.grid(L, range(1, L, 3), [explorer.paper_width(L)], [1.0]):
         m = explorer.cell_method(c, L, prompt="document", pooling="hybrid")
-        entry = ui.store().get(cache.make_key(explorer.score_parts(bb, pairs, m)), "kv_explorer")
+        entry = ui.store().get(cache.make_key(sts_score_parts(bb, pairs, m)), "kv_explorer")
         if entry is not None:
             rows.append({"start": c.start, "depth": c.start / L, "spearman": float(entry.arrays["spearman"][0])})
     return pd.DataFrame(rows, columns=["start", "depth", "spearman"])
@@ -57,13 +58,13 @@ with ui.user_errors():
     models = {title_of(n): load_named(n) for n in dict.fromkeys([a, b])}
 
     st.subheader("Intrinsic dimension over relative depth")
-    template = get_method("kv_embedding").template
-    found = {t: auto_trajectory(bb, template, compute=False) for t, bb in models.items()}
+    kv = get_method("kv_embedding")
+    found = {t: cache.auto_window(ui.store(), bb, kv, compute=False) for t, bb in models.items()}
     if any(v is None for v in found.values()) and st.button("Compute missing trajectories", key="cmp_id_run"):
         for t, bb in models.items():
             if found[t] is None:
                 with st.spinner(f"{t}: ID trajectory over {AUTO_DESCRIPTION}", show_time=True):
-                    found[t] = auto_trajectory(bb, template)
+                    found[t] = cache.auto_window(ui.store(), bb, kv)
     fig, rows = go.Figure(), []
     for (t, bb), color in zip(models.items(), COLORS):
         if found[t] is None:

@@ -11,8 +11,9 @@ import streamlit as st
 
 import cache
 import ui
+from analysis import datasets
 from analysis import intrinsic_dim as idm
-from analysis.data import text_sets
+from cache.keys import trajectory_parts
 
 RULES = ("**Rules** (KV-Embedding): a *clear U-shape* (exactly one interior minimum rising by at least "
          f"{idm.PROMINENCE:.0%} of the ID range on both sides, and it is the global minimum ℓ*) gives the window "
@@ -29,7 +30,7 @@ def compute_trajectory(method, texts, readout, n_boot, run: bool):
         df = idm.trajectory(backbone, method, texts, readout, bootstrap=n_boot, seed=0, progress=progress)
         return idm.to_arrays(df), {}
 
-    parts = idm.cache_parts(backbone, method, texts, readout, n_boot)
+    parts = trajectory_parts(backbone, method, texts, readout, n_boot)
     if not run and ui.store().get(cache.make_key(parts), "intrinsic_dim") is None:
         return None  # not computed yet: wait for the button
     arrays, _ = ui.cached("intrinsic_dim", parts, compute, f"{method.title}: intrinsic dimension of "
@@ -74,7 +75,7 @@ with ui.user_errors():
                + ui.LAYER_CONVENTION)
     col_t, col_m = st.columns(2)
     with col_t:
-        sets = text_sets()
+        sets = datasets.text_menu()
         texts = ui.text_input("id", default="STS-B dev sentences" if "STS-B dev sentences" in sets
                               else "Polarity sentences")
         readout = st.radio("States", ["last", "mean"], horizontal=True, key="id_readout",

@@ -15,8 +15,9 @@ from plotly.subplots import make_subplots
 import cache
 import ui
 from analysis import explorer
-from analysis.intrinsic_dim import AUTO_DESCRIPTION, auto_trajectory
+from analysis.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method
+from cache.keys import sts_score_parts
 
 NS = "kv_explorer"
 BIASES = [-2.0, 0.0, 0.5, 1.0, 2.0, 4.0]
@@ -29,12 +30,12 @@ def score(method, pairs, label: str) -> float:
         rho = explorer.spearman_of(backbone, method, pairs, progress)
         return {"spearman": np.array([rho])}, {}
 
-    arrays, _ = ui.cached(NS, explorer.score_parts(backbone, pairs, method), compute, label, quiet=True)
+    arrays, _ = ui.cached(NS, sts_score_parts(backbone, pairs, method), compute, label, quiet=True)
     return float(arrays["spearman"][0])
 
 
 def lookup(method, pairs) -> float | None:
-    entry = ui.store().get(cache.make_key(explorer.score_parts(ui.get_backbone(), pairs, method)), NS)
+    entry = ui.store().get(cache.make_key(sts_score_parts(ui.get_backbone(), pairs, method)), NS)
     return None if entry is None else float(entry.arrays["spearman"][0])
 
 
@@ -94,8 +95,8 @@ with ui.user_errors():
                           [r != "literal" for r in rot] or [False])
     methods = [explorer.cell_method(c, L, **base) for c in cells]
 
-    template = get_method("kv_embedding", **base).template
-    found = auto_trajectory(backbone, template, compute=False)
+    auto = get_method("kv_embedding", **base)
+    found = cache.auto_window(ui.store(), backbone, auto, compute=False)
     if found is None and not st.session_state.get("explorer_running"):
         st.info("The ID trajectory behind layers=auto is not computed yet for this model and prompt (once, "
                 f"over {AUTO_DESCRIPTION}); it is computed when you run the sweep.")
@@ -105,8 +106,8 @@ with ui.user_errors():
         st.stop()
     if found is None:
         bar = st.progress(0.0, text="ID trajectory for layers=auto…")
-        found = auto_trajectory(backbone, template, lambda d, t: bar.progress(d / max(t, 1),
-                                                                            text=f"ID trajectory: {d}/{t}"))
+        found = cache.auto_window(ui.store(), backbone, auto, lambda d, t: bar.progress(d / max(t, 1),
+                                                                                       text=f"ID trajectory: {d}/{t}"))
         bar.empty()
     sel, ids = found
     st.caption(f"ID window: **{sel.rule}**, decoder layers {sel.start}–{sel.end}. {sel.reason}. Trajectory: "

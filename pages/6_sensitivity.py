@@ -12,7 +12,6 @@ from plotly.subplots import make_subplots
 
 import ui
 from analysis import sensitivity as S
-from analysis.errors import UserError
 
 OFFERED = ("mean", "htp", "kv_embedding", "token_prepending")
 READOUT_NAMES = {"last": "last-token readout", "mean": "mean readout"}
@@ -40,7 +39,7 @@ def measure(method, text: str, layer: int, probes: int, exact: bool):
         return arrays, meta
 
     parts = {"method": method.name, "params": method.params, "text": text, "layer": layer, "probes": probes,
-             "probe": "rademacher", "seed": 0, "exact": exact, "version": 1}
+             "probe": "rademacher", "seed": 0, "exact": exact}
     return ui.cached("sensitivity", parts, compute, f"{label(method)}: Jacobians and attention bound", quiet=True)
 
 
@@ -102,13 +101,12 @@ with ui.user_errors():
         probes = int(st.number_input("Random probes per readout", 2, 256, 16, key="sens_probes",
                                      help="More probes, smaller error bars; each costs one backward pass."))
     with c3:
-        exact = st.checkbox("Also exact norms (d backward passes; at most 24 tokens)", key="sens_exact")
+        exact = st.checkbox(f"Also exact norms (d backward passes; at most {S.MAX_EXACT_TOKENS} tokens)",
+                            key="sens_exact")
     methods = ui.method_picker("sens", default=("mean", "htp", "kv_embedding"), only=OFFERED)
     n_tokens = max(len(m.prepare(backbone, [text])[0]) for m in methods)
-    if exact and n_tokens > 24:
-        raise UserError(
-            f"Exact norms take one backward pass per output dimension ({backbone.facts.hidden_size}); they are "
-            f"offered for at most 24 tokens and this text has {n_tokens}. Untick the box or shorten the text.")
+    if exact:
+        S.check_exact(n_tokens, backbone.facts.hidden_size)
 
     rows, sentences = [], []
     for m in methods:

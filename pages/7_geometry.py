@@ -4,8 +4,6 @@ Alignment and uniformity of each method, anisotropy along the depth of the model
 embedding space (UMAP or PCA) coloured by a label.
 """
 
-import hashlib
-import json
 import textwrap
 
 import numpy as np
@@ -17,14 +15,9 @@ import streamlit as st
 import cache
 import ui
 from analysis import geometry
+from cache.keys import digest
 
 VIEWS = {"plane": "Alignment & uniformity", "layers": "Anisotropy by layer", "maps": "Maps (UMAP / PCA)"}
-
-
-def digest(*objects) -> str:
-    """Short content hash for cache keys (the texts themselves would bloat every key record)."""
-    blob = json.dumps(objects, ensure_ascii=False, default=lambda a: np.asarray(a).tolist())
-    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def label_of(m) -> str:

@@ -10,22 +10,20 @@ import streamlit as st
 
 import cache
 import ui
-from analysis import data as datasets
+from analysis import datasets
 from analysis.errors import UserError
-from analysis.evaluate import BENCH_NAMESPACE, Task, bench_parts, load_beir, run_task, score_from_record, score_record
+from analysis.files import load_beir, read_sts, read_texts
+from analysis.tasks import BENCH_NAMESPACE, KIND_OF, Task, run_task, score_from_record, score_record
+from cache.keys import bench_parts
+
+KIND_NAMES = {"sts": "STS", "probe": "probe"}
 
 
 def builtin_tasks() -> dict:
-    """Offline data sets by menu name; each value builds its Task when called."""
-    tasks = {
-        "Lee corpus (STS)": lambda: Task("Lee", "sts", datasets.lee_pairs()),
-        "Demo pairs (STS)": lambda: Task("Demo pairs", "sts", datasets.demo_pairs()),
-        "Polarity (probe)": lambda: Task("Polarity", "probe", datasets.polarity()),
-        "Topics (probe)": lambda: Task("Topics", "probe", datasets.demo_texts("topics")),
-    }
-    if datasets.shared_stsb("dev") is not None:
-        tasks["STS-B dev (STS)"] = lambda: Task("STS-B dev", "sts", datasets.similarity_sets()["STS-B dev"]())
-    return tasks
+    """The registry's pair sets (STS) and labelled sets (probe) present here, by menu name; each value builds its
+    Task when called."""
+    return {f"{d.short} ({KIND_NAMES[KIND_OF[d.kind]]})": (lambda d=d: Task(d.short, KIND_OF[d.kind], d.load()))
+            for d in datasets.available() if d.kind in KIND_OF}
 
 
 def cell_text(value: float, lo: float, hi: float) -> str:
@@ -51,10 +49,10 @@ with ui.user_errors():
     with st.expander("Your own data"):
         for up in st.file_uploader("Similarity pairs (STS-B format, or sentence1, sentence2, score)",
                                    type=["csv", "tsv", "txt"], accept_multiple_files=True, key="bench_pairs_upload") or []:
-            tasks.append(Task(up.name, "sts", datasets.read_sts(up.getvalue(), name=up.name)))
+            tasks.append(Task(up.name, "sts", read_sts(up.getvalue(), name=up.name)))
         for up in st.file_uploader("Labelled texts for the probe (.csv/.tsv with text and label columns)",
                                    type=["csv", "tsv"], accept_multiple_files=True, key="bench_texts_upload") or []:
-            texts = datasets.read_texts(up.getvalue(), filename=up.name)
+            texts = read_texts(up.getvalue(), filename=up.name)
             if texts.labels is None:
                 raise UserError(f"{up.name} has no 'label' column: the probe needs one.")
             tasks.append(Task(up.name, "probe", texts))

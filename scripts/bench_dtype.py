@@ -15,9 +15,6 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main(argv=None) -> dict:
@@ -32,7 +29,8 @@ def main(argv=None) -> dict:
     import torch
 
     from analysis import get_method, load_backbone
-    from analysis.data import read_sts, shared_stsb
+    from analysis.corpora import shared_stsb
+    from analysis.files import read_sts
     from analysis.sts import sts_spearman
 
     path = shared_stsb("dev")

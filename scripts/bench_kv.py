@@ -14,11 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main(argv=None) -> dict:
@@ -33,7 +29,8 @@ def main(argv=None) -> dict:
     import torch
 
     from analysis import load_backbone
-    from analysis.data import demo_texts, shared_stsb, text_sets
+    from analysis.corpora import demo_texts, shared_stsb
+    from analysis.datasets import texts_of
     from analysis.forward import run
     from analysis.methods import get_method
     from analysis.methods.kv_embedding import KVEmbedding
@@ -42,12 +39,12 @@ def main(argv=None) -> dict:
         torch.set_num_threads(args.threads)
     bb = load_backbone(args.model)
     if shared_stsb("dev") is not None:
-        texts = text_sets()["STS-B dev sentences"]().texts[: args.texts]
+        texts = texts_of("stsb-dev").texts[: args.texts]
     else:
         texts = (demo_texts("all").texts * 10)[: args.texts]
 
     class Vanilla(KVEmbedding):  # same prompt, batching and pooling; plain forward
-        def forward(self, backbone, batch, layers, attention=False):
+        def forward(self, backbone, batch, layers, attention=False, trace=False):
             return run(backbone, batch, layers)
 
     rerouted = get_method("kv_embedding", layers=args.layers)

@@ -17,27 +17,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
 
-import torch  # noqa: E402
-
-from analysis import load_backbone, sensitivity  # noqa: E402
-from analysis.data import lee_documents, read_sts, shared_stsb  # noqa: E402
-from analysis.methods import get_method  # noqa: E402
+from analysis import load_backbone, sensitivity
+from analysis.corpora import demo_texts, lee_documents, shared_stsb
+from analysis.datasets import stsb_pairs
+from analysis.methods import get_method
 
 
 def sentences(n: int) -> list[str]:
-    path = shared_stsb("dev")
-    if path is None:
-        from analysis.data import demo_texts
-
+    if shared_stsb("dev") is None:
         return list(demo_texts().texts)[:n]
-    pairs = read_sts(path)
-    return pairs.unique_texts()[:n]
+    return stsb_pairs("dev").unique_texts()[:n]
 
 
 def timed(method, backbone, texts) -> float:

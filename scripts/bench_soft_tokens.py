@@ -14,26 +14,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from analysis import load_backbone  # noqa: E402
-from analysis.data import demo_texts, shared_stsb, read_sts  # noqa: E402
-from analysis.forward import run  # noqa: E402
-from analysis.methods import get_method  # noqa: E402
+from analysis import load_backbone
+from analysis.corpora import demo_texts, shared_stsb
+from analysis.datasets import stsb_pairs
+from analysis.forward import run
+from analysis.methods import get_method
+from analysis.timing import interleaved_medians
 
 
 def prompts_near(backbone, method, n: int, length: int) -> list[str]:
     """n texts whose instruction-wrapped prompt is within ±4 tokens of `length` (STS-B dev, else demo)."""
-    path = shared_stsb("dev")
-    pool = read_sts(path).unique_texts() if path else demo_texts("all").texts
+    pool = stsb_pairs("dev").unique_texts() if shared_stsb("dev") else demo_texts("all").texts
     fits = [t for t in pool if abs(len(method.prepare(backbone, [t])[0]) - length) <= 4]
     if len(fits) < n:
         raise SystemExit(f"only {len(fits)} texts of about {length} prompt tokens available")
@@ -66,14 +62,10 @@ def speed(backbone, args) -> dict:
     for bs in args.batch_sizes:
         for fn in variants.values():  # warm-up
             fn(bs)
-        times = {name: [] for name in variants}
-        for _ in range(args.repeats):
-            for name, fn in variants.items():
-                start = time.perf_counter()
-                fn(bs)
-                times[name].append(time.perf_counter() - start)
-            print(f"batch {bs}: {({k: round(v[-1], 2) for k, v in times.items()})}", file=sys.stderr, flush=True)
-        med = {name: statistics.median(t) for name, t in times.items()}
+        med = interleaved_medians(
+            {name: (lambda fn=fn: fn(bs)) for name, fn in variants.items()}, args.repeats,
+            lambda times: print(f"batch {bs}: {({k: round(v[-1], 2) for k, v in times.items()})}", file=sys.stderr,
+                                flush=True))
         out["batch_sizes"][str(bs)] = {
             "median_seconds": {k: round(v, 4) for k, v in med.items()},
             "ratio_to_vanilla": {k: round(v / med["vanilla"], 3) for k, v in med.items() if k != "vanilla"},
@@ -84,10 +76,9 @@ def speed(backbone, args) -> dict:
 def sts(backbone, args) -> dict:
     from analysis.soft_tokens import SCALING_KS, scaling_curve
 
-    path = shared_stsb("dev")
-    if path is None:
+    if shared_stsb("dev") is None:
         raise SystemExit("STS-B dev is not available")
-    pairs = read_sts(path, name="STS-B dev")
+    pairs = stsb_pairs("dev")
     if args.limit:
         pairs = pairs.head(args.limit)
     done = []

@@ -25,12 +25,7 @@ import json
 import os
 import re
 import resource
-import statistics
 import sys
-import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main(argv=None) -> dict:
@@ -52,6 +47,7 @@ def main(argv=None) -> dict:
 
     from analysis import UserError, load_backbone
     from analysis.methods import get_method, list_methods, method_class
+    from analysis.timing import interleaved_medians
 
     hf_logging.disable_progress_bar()
     try:
@@ -89,14 +85,8 @@ def main(argv=None) -> dict:
             except Exception as err:  # one broken method must not hide the others' numbers
                 errors[label] = f"{type(err).__name__}: {err}"
                 del configs[label]
-        times = {label: [] for label in configs}
-        for _ in range(args.repeats):
-            for label, fn in configs.items():
-                start = time.perf_counter()
-                fn(texts)
-                times[label].append(time.perf_counter() - start)
+        med = interleaved_medians({label: (lambda fn=fn: fn(texts)) for label, fn in configs.items()}, args.repeats)
 
-    med = {label: statistics.median(ts) for label, ts in times.items()}
     vanilla = med["vanilla"]
     result = {
         "model": bb.identity,
@@ -166,10 +156,11 @@ def vanilla_forward(bb, texts, batch_size):
 
 
 def bench_texts(n: int) -> tuple[list[str], str]:
-    from analysis.data import demo_texts, lee_documents, shared_stsb, text_sets
+    from analysis.corpora import demo_texts, lee_documents, shared_stsb
+    from analysis.datasets import texts_of
 
     if shared_stsb("dev") is not None:
-        sentences = text_sets()["STS-B dev sentences"]().texts
+        sentences = texts_of("stsb-dev").texts
         if len(sentences) >= n:
             return sentences[:n], f"first {n} unique STS-B dev sentences"
     pool = list(demo_texts("all").texts)

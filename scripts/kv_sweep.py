@@ -14,9 +14,6 @@ import sys
 import time
 
 import numpy as np
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main(argv=None) -> dict:
@@ -39,19 +36,14 @@ def main(argv=None) -> dict:
         torch.set_num_threads(args.threads)
 
     from analysis import explorer, load_backbone
-    from analysis.data import lee_pairs, read_sts, shared_stsb
-    from analysis.intrinsic_dim import auto_trajectory
+    from analysis.datasets import pairs_of
     from analysis.methods import get_method
-    from cache import default_store
+    from cache import auto_window, default_store
+    from cache.keys import sts_score_parts
 
     bb = load_backbone(args.model)
     L = bb.facts.n_layers
-    if args.data == "stsb-dev":
-        pairs = read_sts(shared_stsb("dev"), name="STS-B dev", limit=args.limit)
-    elif args.data == "lee":
-        pairs = lee_pairs().head(args.limit)
-    else:
-        pairs = read_sts(args.data, limit=args.limit)
+    pairs = pairs_of(args.data, args.limit)
     store = default_store()
 
     def score(method, label):
@@ -60,14 +52,14 @@ def main(argv=None) -> dict:
         def compute():
             return {"spearman": np.array([explorer.spearman_of(bb, method, pairs)])}, {}
 
-        entry, hit = store.get_or_compute(explorer.score_parts(bb, pairs, method), compute, namespace="kv_explorer")
+        entry, hit = store.get_or_compute(sts_score_parts(bb, pairs, method), compute, namespace="kv_explorer")
         rho = float(entry.arrays["spearman"][0])
         print(f"{label}: rho={rho:.4f} ({'cached' if hit else f'{time.perf_counter() - start:.0f} s'})",
               file=sys.stderr, flush=True)
         return rho
 
     base = {"prompt": "document", "pooling": "hybrid"}  # the page's defaults, so entries are shared
-    sel, ids = auto_trajectory(bb, get_method("kv_embedding", **base).template)
+    sel, ids = auto_window(store, bb, get_method("kv_embedding", **base))
     refs, id_score = {}, None
     if not args.cells_only:
         refs = {"prompt only": score(get_method("kv_embedding", layers="none", **base), "prompt only"),

@@ -34,7 +34,7 @@ def real():
 
 
 def stsb_dev_or_skip():
-    from analysis.data import shared_stsb
+    from analysis.corpora import shared_stsb
 
     path = shared_stsb("dev")
     if path is None:

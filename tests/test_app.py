@@ -212,12 +212,15 @@ def test_local_folder_model_and_truncation_message(tiny_folder):
 
 # ---- ui pieces in isolation ----------------------------------------------------------------------------
 
-def test_clear_cache_keeps_model_weights(tmp_path, monkeypatch):
+def test_clear_cache_keeps_model_weights_and_removes_auto_layer_records(tmp_path, monkeypatch):
     import cache
 
     monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path))
     store = cache.Store(tmp_path)
     store.put(cache.make_key({"x": 1}), {"a": np.ones(1000)}, namespace="embeddings")
+    store.put(cache.make_key({"x": 2}), {"ids": np.ones(31)}, namespace=cache.AUTO_NAMESPACE)  # a layers=auto window
+    legacy = tmp_path / "auto_layers" / ("ab" * 16 + ".json")  # a record of the layout before it was an entry
+    legacy.write_text('{"layers": [9, 10, 11, 12]}')
     weights = tmp_path / "models" / "some-model" / "model.safetensors"
     weights.parent.mkdir(parents=True)
     weights.write_bytes(b"\0" * 2048)
@@ -228,11 +231,12 @@ def test_clear_cache_keeps_model_weights(tmp_path, monkeypatch):
         ui.model.cache_panel()
 
     at = AppTest.from_function(script, default_timeout=60).run()
-    assert "1 entries" in at.markdown[0].value and "2.0 KB" in at.caption[0].value
+    assert "2 entries" in at.markdown[0].value and "2.0 KB" in at.caption[0].value
     at.button(key="ui_clear_cache").click().run()
     assert not at.exception
-    assert store.count() == 0 and weights.is_file()
-    assert "0 entries" in at.markdown[0].value and any("Removed 1" in s.value for s in at.success)
+    assert store.count() == 0 and weights.is_file() and not (tmp_path / "auto_layers").exists()
+    assert "0 entries" in at.markdown[0].value and any("Removed 3" in s.value for s in at.success)
+    assert "0 B of results" in at.markdown[0].value  # nothing the size panel counted is left behind
 
 
 def test_every_method_gets_parameter_widgets():
@@ -308,9 +312,10 @@ def test_compare_models_reads_the_methods_table_from_the_cache():
     `last` on the same model (known values written into this module's private cache)."""
     import cache
     from analysis import load_backbone
-    from analysis.data import shared_stsb
-    from analysis.evaluate import BENCH_NAMESPACE, bench_parts, load_task
+    from analysis.corpora import shared_stsb
     from analysis.methods import get_method
+    from analysis.tasks import BENCH_NAMESPACE, load_task
+    from cache.keys import bench_parts
 
     if shared_stsb("dev") is None:
         pytest.skip("STS-B dev not found at ../shared/data/stsbenchmark")

@@ -1,6 +1,7 @@
 """End to end in a real browser: `streamlit run app.py` on localhost, opened in Debian's headless Chromium
 through Playwright (never a downloaded browser). Screenshots go to a temporary folder (printed)."""
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -39,11 +40,16 @@ def chromium_path():
 def server(tmp_path_factory):
     """The app on a free localhost port, with a fresh results cache (sharing the real converted models);
     always stopped, whatever the test did."""
-    from analysis.backbone import cache_root
+    with _running_app(tmp_path_factory.mktemp("server")) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def _running_app(root: Path):
+    from analysis.paths import cache_root
 
     real_models = cache_root() / "models"
     real_models.mkdir(parents=True, exist_ok=True)
-    root = tmp_path_factory.mktemp("server")
     (root / "cache").mkdir()
     (root / "cache" / "models").symlink_to(real_models, target_is_directory=True)
     env = {**os.environ, "EMBEDSCOPE_CACHE": str(root / "cache")}
@@ -137,9 +143,31 @@ def test_home_then_embed_compare(server, browser, shots):
     assert page.locator(".modebar-btn[data-title*='png' i]").count() >= 2  # the PNG button is there
 
 
+def test_fresh_server_first_request_to_a_sub_page(tmp_path, browser, shots):
+    """streamlit#9992: the very first request a new server process gets is a link to a view. It must open that view
+    in app.py's frame (sidebar, navigation) without Streamlit's "Page not found" box (see ui/nav.py for why it
+    appeared and how it is avoided)."""
+    from ui.nav import page_files, url_path
+
+    sensitivity = url_path(next(p for p in page_files() if p.stem.endswith("sensitivity")))
+    with _running_app(tmp_path) as url:
+        page = browser.new_page()
+        try:
+            page.goto(f"{url}/{sensitivity}", timeout=60_000)
+            page.get_by_role("heading", name="Sensitivity").first.wait_for(timeout=LOAD_TIMEOUT_MS)
+            page.locator('[data-testid="stSidebar"]').get_by_text("Clear cache").wait_for(timeout=LOAD_TIMEOUT_MS)
+            page.wait_for_timeout(3000)  # the box, if any, arrives with the first messages; give it time anyway
+            page.screenshot(path=str(shots / "fresh_server_deep_link.png"), full_page=True)
+            body = page.locator("body").inner_text()
+            assert "Page not found" not in body and "does not seem to exist" not in body
+            assert page.url.endswith(f"/{sensitivity}")  # still the view's own address, not the home page
+        finally:
+            page.close()
+
+
 def test_direct_link_keeps_the_sidebar(server, browser, shots):
     page = browser.new_page()
-    page.goto(f"{server}/2-embed-compare", timeout=60_000)
+    page.goto(f"{server}/embed_compare", timeout=60_000)
     page.get_by_role("heading", name="Embed & compare").wait_for(timeout=LOAD_TIMEOUT_MS)
     _settle(page, '[data-testid="stPlotlyChart"]', count=2)
     page.screenshot(path=str(shots / "direct_link.png"), full_page=True)
@@ -174,7 +202,10 @@ def test_compare_models_opens_with_both_built_in_models(server, browser, shots):
     not-computed notes, and the model pickers)."""
     page = browser.new_page()
     try:
-        page.goto(f"{server}/10-compare-models", timeout=60_000)
+        from ui.nav import page_files, url_path
+
+        compare = next(p for p in page_files() if p.name.endswith("compare_models.py"))
+        page.goto(f"{server}/{url_path(compare)}", timeout=60_000)
         page.get_by_role("heading", name="Compare models").first.wait_for(timeout=LOAD_TIMEOUT_MS)
         page.get_by_role("heading", name="Layer explorer maps side by side").wait_for(timeout=2 * LOAD_TIMEOUT_MS)
         _settle(page, '[data-testid="stPlotlyChart"]')

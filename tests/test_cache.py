@@ -178,7 +178,13 @@ def _wrong_record(d):
     (d / "meta.json").write_text(json.dumps(rec))
 
 
-@pytest.mark.parametrize("damage", [_truncate, _garbage_meta, _delete_npz, _tamper, _swap_for_valid_npz, _wrong_record])
+def _deeply_nested_meta(d):
+    # Valid JSON nested 200,000 levels deep: the parser raises RecursionError, which must mean "damaged".
+    (d / "meta.json").write_text("[" * 200_000 + "]" * 200_000)
+
+
+@pytest.mark.parametrize("damage", [_truncate, _garbage_meta, _delete_npz, _tamper, _swap_for_valid_npz, _wrong_record,
+                                    _deeply_nested_meta])
 def test_damaged_entry_is_a_miss_then_valid_again(tmp_path, damage):
     store = Store(tmp_path)
     compute, calls = compute_counter()
@@ -288,6 +294,96 @@ def test_size_count_clear_spare_models(tmp_path):
     assert store.clear("models") == 1 and not weights.exists() and store.size_bytes() == 0
     with pytest.raises(ValueError):
         store.clear("../escape")
+
+
+def test_clear_removes_records_of_the_old_auto_layers_layout(tmp_path):
+    store = Store(tmp_path)
+    legacy = tmp_path / "auto_layers" / ("0" * 32 + ".json")  # before the window became a store entry
+    legacy.parent.mkdir()
+    legacy.write_text('{"layers": [9, 10, 11, 12]}')
+    store.put(make_key({"k": 1}), {"x": np.zeros(3)}, namespace="auto_layers")
+    assert store.clear() == 2 and not (tmp_path / "auto_layers").exists()
+
+
+def _busy_writer(root, seconds):
+    store = Store(root)
+    end, i = time.time() + seconds, 0
+    while time.time() < end:
+        store.put(make_key({"i": i % 50}), {"x": np.zeros(200)}, namespace=f"ns{i % 3}")
+        i += 1
+
+
+def test_clear_racing_another_process_writes_raises_nothing(tmp_path):
+    proc = mp.get_context("spawn").Process(target=_busy_writer, args=(str(tmp_path), 4.0))
+    proc.start()
+    try:
+        deadline = time.time() + 60
+        while not any(tmp_path.iterdir()) and time.time() < deadline:  # the writer has started
+            time.sleep(0.05)
+        store, cleared, rounds = Store(tmp_path), 0, 0
+        while proc.is_alive():
+            cleared += store.clear()  # folders vanish and appear under it: never an exception
+            store.count(), store.size_bytes()
+            rounds += 1
+    finally:
+        proc.join(timeout=60)
+    assert proc.exitcode == 0 and rounds > 1 and cleared > 0
+
+
+def _unwritable_root(tmp_path) -> Path:
+    """A cache root nothing can create, even as root (which ignores permission bits): its parent is a file."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder")
+    return blocker / "cache"
+
+
+def test_unwritable_cache_folder_computes_without_storing_and_warns_once(tmp_path):
+    store = Store(_unwritable_root(tmp_path))
+    compute, calls = compute_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            entry, hit = store.get_or_compute(PARTS, compute)
+            assert not hit and entry.arrays["ids"].tolist() == [3, 1]
+        emb, meta, hit = cached_encode(store, FakeBackbone(), FakeMethod(), ["a", "b"])
+    assert emb.shape == (2, 3) and not hit and len(calls) == 3
+    msgs = [str(w.message) for w in caught if issubclass(w.category, cache.CacheWarning)]
+    assert len(msgs) == 1 and "cannot be written" in msgs[0] and "computed but not stored" in msgs[0]
+    assert store.count() == 0 and store.clear() == 0 and store.size_bytes() == 0
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders; the test above covers root")
+def test_read_only_cache_folder_computes_without_storing(tmp_path):
+    store = Store(tmp_path / "ro")
+    store.put(make_key({"k": 1}), {"x": np.zeros(3)})
+    for d in [store.root, *store.root.rglob("*")]:
+        if d.is_dir():
+            d.chmod(0o555)
+    try:
+        compute, calls = compute_counter()
+        with pytest.warns(cache.CacheWarning, match="computed but not stored"):
+            entry, hit = store.get_or_compute(PARTS, compute)
+        assert not hit and store.get(make_key({"k": 1})) is not None  # reading still works
+        assert store.clear() == 0  # nothing can be removed: no exception either
+    finally:
+        for d in [store.root, *store.root.rglob("*")]:
+            if d.is_dir():
+                d.chmod(0o755)
+
+
+def test_full_disk_degrades_like_a_read_only_folder(tmp_path, monkeypatch):
+    import errno
+
+    store = Store(tmp_path)
+
+    def full(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    with pytest.warns(cache.CacheWarning, match="No space left on device"):
+        entry, hit = store.get_or_compute(PARTS, compute_counter()[0])
+    assert not hit and entry.arrays["ids"].tolist() == [3, 1]
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []  # no half-written entry left behind
 
 
 def test_clear_spares_fresh_temp_dirs_and_removes_stale_ones(tmp_path):

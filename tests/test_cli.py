@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from analysis.__main__ import main
-from analysis.backbone import cache_root
-from analysis.data import Pairs, read_sts
+from analysis.corpora import Pairs
+from analysis.files import read_sts
+from analysis.paths import cache_root
 from analysis.errors import UserError
 from analysis.methods import get_method
 from analysis.sts import sts_spearman
@@ -147,6 +148,9 @@ def _write_bad_files(tmp_path):
     (tmp_path / "bad_score.csv").write_text("g\tf\ty\t1\tfive\tA.\tB.\n", encoding="utf-8")
     (tmp_path / "empty.txt").write_text("\n  \n", encoding="utf-8")
     (tmp_path / "texts.txt").write_text("A text.\n", encoding="utf-8")
+    (tmp_path / "no_text_column.csv").write_text("sentence,label\nA cat.,a\n", encoding="utf-8")
+    (tmp_path / "nul.txt").write_bytes(b"\x00\x00\n\x00\x01\n")
+    (tmp_path / "a_folder.npy").mkdir()
 
 
 def _bad_cases(tmp_path, sts_file):
@@ -170,6 +174,15 @@ def _bad_cases(tmp_path, sts_file):
         "output not npy": (["embed", "--method", "last", "--input", texts, "--output", tmp_path / "o.txt"], "must be a .npy"),
         "output folder missing": (["embed", "--method", "last", "--input", texts, "--output",
                                    tmp_path / "no" / "o.npy"], "folder of --output does not exist"),
+        # checked before any model loads: the model named here does not exist, and that is not what is reported
+        "output is a folder": (["embed", "--method", "last", "--input", texts, "--model", "no-such-org/x",
+                                "--output", tmp_path / "a_folder.npy"], "a_folder.npy is a folder"),
+        "output folder is a file": (["embed", "--method", "last", "--input", texts, "--model", "no-such-org/x",
+                                     "--output", texts / "o.npy"], "folder of --output does not exist"),
+        "table without a text column": (["embed", "--method", "last", "--input", tmp_path / "no_text_column.csv",
+                                         "--output", tmp_path / "o.npy"],
+                                        "no_text_column.csv has no 'text' column (its columns: 'sentence', 'label')"),
+        "only NUL bytes": (["id", "--data", tmp_path / "nul.txt"], "nul.txt holds no readable text"),
     }
 
 
@@ -194,6 +207,58 @@ def test_the_module_entry_point_exits_2_without_traceback(sts_file):
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "Unknown method 'nope'" in proc.stderr
+
+
+# ---- every command that needs texts reads STS-B pair files ----------------------------------------------------------
+def test_stsb_file_is_accepted_by_id_embed_and_geometry(cache_dir, tiny_folder, sts_file, tmp_path, capsys):
+    distinct = list(dict.fromkeys([r[5] for r in STS_ROWS] + [r[6] for r in STS_ROWS]))
+    assert len(distinct) < 2 * len(STS_ROWS)  # the file repeats a sentence: texts are the distinct ones
+    code, res, _, err = _run(capsys, "embed", "--method", "mean", "--model", tiny_folder, "--input", sts_file,
+                             "--output", tmp_path / "e.npy")
+    assert code == 0, err
+    assert res["n"] == len(distinct) and np.load(tmp_path / "e.npy").shape == (len(distinct), 64)
+    code, res, _, err = _run(capsys, "id", "--model", tiny_folder, "--data", sts_file, "--bootstrap", "0")
+    assert code == 0, err
+    assert res["n_texts"] == len(distinct) and len(res["trajectory"]) == 5  # tiny model: hidden states 0..4
+    code, res, _, err = _run(capsys, "geometry", "--method", "mean", "--model", tiny_folder, "--data", sts_file,
+                             "--n-boot", "0")
+    assert code == 0, err
+    assert res["n_texts"] == len(distinct) and res["n_pairs"] >= 1
+
+
+def test_real_stsb_dev_file_is_accepted_by_id(cache_dir, tiny_folder, capsys):
+    from analysis.corpora import shared_stsb
+
+    path = shared_stsb("dev")
+    if path is None:
+        pytest.skip("STS-B not found at ../shared/data/stsbenchmark (development data, not shipped)")
+    code, res, _, err = _run(capsys, "id", "--model", tiny_folder, "--data", path, "--limit", "40",
+                             "--bootstrap", "0")
+    assert code == 0, err
+    assert res["n_texts"] == 40 and res["data"] == str(path)
+
+
+def test_no_cache_and_an_unwritable_cache_folder_never_crash(tiny_folder, tmp_path, monkeypatch, capsys):
+    """KV-Embedding's layers=auto computes its window (a cache entry) before embedding: with --no-cache it is
+    computed in memory, and with a cache folder that cannot be written it is computed but not stored, with one
+    warning line."""
+    import analysis.intrinsic_dim as idm
+
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the cache folder's parent should be")
+    monkeypatch.setenv("EMBEDSCOPE_CACHE", str(blocker / "cache"))
+    monkeypatch.setattr(idm, "auto_corpus", lambda: [f"Sentence number {i} about topic {i % 7}." for i in range(40)])
+    monkeypatch.setattr(idm, "_AUTO", {})
+    src = tmp_path / "texts.txt"
+    src.write_text("A cat sat.\nA dog ran.\n", encoding="utf-8")
+    for extra in (["--no-cache"], []):
+        code, res, _, err = _run(capsys, "embed", "--method", "kv_embedding", "--model", tiny_folder, "--input", src,
+                                 "--output", tmp_path / "e.npy", *extra)
+        assert code == 0, err
+        assert res["n"] == 2 and res["params"]["layers"] == "auto" and "Traceback" not in err
+        warned = [line for line in err.splitlines() if "cannot be written" in line]
+        assert len(warned) == (0 if extra else 1) and warned == [line for line in warned
+                                                                 if line.startswith("warning: ")]
 
 
 # ---- the sts_spearman helper on hand-made embeddings ----------------------------------------------------------------

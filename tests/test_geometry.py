@@ -5,7 +5,7 @@ import pytest
 from scipy.special import i0
 
 from analysis import get_method
-from analysis.data import Pairs, demo_pairs, lee_pairs
+from analysis.corpora import Pairs, demo_pairs, lee_pairs
 from analysis.errors import UserError
 from analysis.geometry import (
     alignment,

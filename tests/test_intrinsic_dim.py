@@ -134,22 +134,63 @@ def test_trajectory_progress_reaches_total(tiny_llama):
     assert calls[-1][0] == calls[-1][1] and all(a <= b for (a, _), (b, _) in zip(calls, calls[1:]))
 
 
-def test_auto_window_is_computed_once_and_cached_on_disk(tiny_llama, tmp_path, monkeypatch):
+def test_auto_window_library_memo_touches_no_disk(tiny_llama, tmp_path, monkeypatch):
     import analysis.intrinsic_dim as idm
 
     monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path))
     monkeypatch.setattr(idm, "_AUTO", {})
     monkeypatch.setattr(idm, "auto_corpus", lambda: CORPUS)
-    sel = auto_window(tiny_llama, "Context: {text} in one word:")
-    files = list((tmp_path / "auto_layers").glob("*.json"))
-    assert len(files) == 1 and json.loads(files[0].read_text())["layers"] == list(sel.layers)
+    m = get_method("kv_embedding", template="Context: {text} in one word:")
+    sel = auto_window(tiny_llama, m.prompt_only())
     assert sel.layers and all(1 <= l <= tiny_llama.facts.n_layers - 1 for l in sel.layers)
-    monkeypatch.setattr(idm, "_AUTO", {})  # a new process: memory is empty, the JSON record answers
+    assert sorted(m.decoder_layers(tiny_llama)) == list(sel.layers)  # the method resolves 'auto' the same way
+    assert not any(tmp_path.iterdir())  # the library writes nothing; cache.auto_window stores it
 
     def boom(*a, **k):
-        raise AssertionError("recomputed although cached")
+        raise AssertionError("recomputed although remembered")
 
     monkeypatch.setattr(idm, "trajectory", boom)
-    assert auto_window(tiny_llama, "Context: {text} in one word:") == sel
-    with pytest.raises(AssertionError):  # another prompt is another entry
-        auto_window(tiny_llama, "Query: {text} in one word:")
+    assert auto_window(tiny_llama, m.prompt_only()) == sel
+    with pytest.raises(AssertionError):  # another prompt is another window
+        auto_window(tiny_llama, get_method("kv_embedding", template="Query: {text} in one word:").prompt_only())
+
+
+def test_auto_window_is_a_validated_store_entry_that_clear_removes(tiny_llama, tmp_path, monkeypatch):
+    import analysis.intrinsic_dim as idm
+    import cache
+    from cache import keys
+
+    monkeypatch.setattr(idm, "_AUTO", {})
+    monkeypatch.setattr(idm, "auto_corpus", lambda: CORPUS)
+    store = cache.Store(tmp_path)
+    m = get_method("kv_embedding", template="Context: {text} in one word:")
+    assert cache.auto_window(store, tiny_llama, m, compute=False) is None
+    sel, ids = cache.auto_window(store, tiny_llama, m)
+    ready = cache.resolve_method(store, tiny_llama, m)
+    assert not ready.needs_window(tiny_llama) and sorted(ready.decoder_layers(tiny_llama)) == list(sel.layers)
+    assert ready.params == m.params  # still layers=auto: same cache keys as before
+    assert store.count() == 1 and (tmp_path / cache.AUTO_NAMESPACE).is_dir()
+
+    monkeypatch.setattr(idm, "_AUTO", {})  # a new process: memory is empty, the store answers
+
+    def boom(*a, **k):
+        raise AssertionError("recomputed although stored")
+
+    real_trajectory = idm.trajectory
+    monkeypatch.setattr(idm, "trajectory", boom)
+    assert cache.auto_window(store, tiny_llama, m) == (sel, ids)
+
+    # A hand-edited record (layers that do not exist, or not numbers) is rejected, removed and recomputed.
+    path = store.path_for(keys.make_key(keys.auto_window_parts(tiny_llama, m.prompt_only())), cache.AUTO_NAMESPACE)
+    monkeypatch.setattr(idm, "trajectory", real_trajectory)
+    for bad in ([999], "abc", []):
+        record = json.loads((path / "meta.json").read_text())
+        record["meta"]["layers"] = bad
+        (path / "meta.json").write_text(json.dumps(record))
+        monkeypatch.setattr(idm, "_AUTO", {})
+        assert cache.auto_window(store, tiny_llama, m, compute=False) is None  # rejected and removed
+        assert cache.auto_window(store, tiny_llama, m) == (sel, ids)
+        assert json.loads((path / "meta.json").read_text())["meta"]["layers"] == list(sel.layers)
+
+    assert store.clear() == 1  # Clear cache removes the auto-layer record like any other result
+    assert cache.auto_window(store, tiny_llama, m, compute=False) is None

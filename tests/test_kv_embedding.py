@@ -204,7 +204,7 @@ def test_real_model_auto_layers_resolve_to_an_id_window(real):
 
     m = get_method("kv_embedding")  # layers=auto
     layers = sorted(m.decoder_layers(real))
-    sel = auto_window(real, m.template)
+    sel = auto_window(real, m.prompt_only())
     assert layers == list(sel.layers) and len(layers) >= 1
     assert 1 <= layers[0] and layers[-1] <= real.facts.n_layers - 1
     assert sel.rule in ("u-shape", "several-minima", "flat")

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from analysis import load_backbone
-from analysis.data import read_sts
+from analysis.files import read_sts
 from analysis.forward import run
 from analysis.methods import get_method
 from analysis.sts import sts_spearman

@@ -56,7 +56,9 @@ def _full_jacobian_norms(bb, method, text):
 
 def test_exact_norms_match_the_full_jacobian(tiny):
     m = get_method("mean")
-    s = S.jacobian_norms(tiny, m, TEXT, layer=-1, probes=0, exact=True)
+    with pytest.raises(UserError, match=f"at most {S.MAX_EXACT_TOKENS} tokens"):  # the cap lives in the library
+        S.jacobian_norms(tiny, m, TEXT, layer=-1, probes=0, exact=True)
+    s = S.jacobian_norms(tiny, m, TEXT, layer=-1, probes=0, exact=True, max_exact_tokens=64)  # tiny model: d = 64
     ref_last, ref_mean = _full_jacobian_norms(tiny, m, TEXT)
     np.testing.assert_allclose(s.exact_last, ref_last, rtol=1e-4, atol=1e-8)
     np.testing.assert_allclose(s.exact_mean, ref_mean, rtol=1e-4, atol=1e-8)
@@ -69,7 +71,8 @@ PROBE_TOLERANCE = 0.15  # stated tolerance: with 64 probes every position's esti
 @pytest.mark.parametrize("probe", ["rademacher", "gaussian"])
 def test_probe_estimate_agrees_with_exact_norms(tiny_llama, probe):
     for method in (get_method("mean"), get_method("htp", exit=3, layer=-1)):
-        s = S.jacobian_norms(tiny_llama, method, TEXT, probes=64, probe=probe, exact=True, seed=1)
+        s = S.jacobian_norms(tiny_llama, method, TEXT, probes=64, probe=probe, exact=True, seed=1,
+                             max_exact_tokens=64)
         ok = ~s.placeholder
         rel = np.abs(s.last[ok] / s.exact_last[ok] - 1)
         rel_mean = np.abs(s.mean[ok] / s.exact_mean[ok] - 1)

@@ -385,7 +385,7 @@ def test_generate_soft_tokens_report(tiny_llama):
 
 
 def test_scaling_curve_on_tiny(tiny_llama):
-    from analysis.data import demo_pairs
+    from analysis.corpora import demo_pairs
     from analysis.soft_tokens import scaling_curve
 
     with pytest.raises(UserError, match="same gold score"):

@@ -11,7 +11,7 @@ Pages stay short by going through this package (the only Streamlit code outside 
         ui.show_figure(fig, frame, "my_figure")  # chart (PNG from its toolbar) + CSV download
 """
 
-from ui.compute import cached, encode, encode_with_info, user_errors
+from ui.compute import cached, encode, encode_with_info, ready, user_errors
 from ui.figures import show_figure
 from ui.inputs import MAX_CHARS, MAX_PAIRS, MAX_TEXTS, method_picker, pairs_input, text_input
 from ui.model import LAYER_CONVENTION, facts_table, get_backbone, model_name, sidebar, store
@@ -20,7 +20,7 @@ from ui.nav import page_files, pages
 __all__ = [
     "get_backbone", "store", "sidebar", "model_name", "facts_table", "LAYER_CONVENTION",
     "method_picker", "text_input", "pairs_input", "MAX_TEXTS", "MAX_CHARS", "MAX_PAIRS",
-    "encode", "encode_with_info", "cached", "user_errors",
+    "encode", "encode_with_info", "cached", "ready", "user_errors",
     "show_figure",
     "pages", "page_files",
 ]

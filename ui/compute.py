@@ -13,11 +13,14 @@ import streamlit as st
 import cache
 from analysis.errors import UserError
 from ui.model import get_backbone, store
+from ui.nav import hand_over_to_app
 
 
 @contextlib.contextmanager
 def user_errors():
-    """Run a page body: a UserError becomes its message on the page, and the page stops there."""
+    """Run a page body: a UserError becomes its message on the page, and the page stops there. On a fresh
+    server's first run of a page opened by its link, hands the run over to app.py first (`ui.nav`)."""
+    hand_over_to_app()
     try:
         yield
     except UserError as err:
@@ -45,6 +48,20 @@ def _report(label: str, hit: bool, meta: dict, wall: float, quiet: bool) -> None
         st.caption(f"{label}: computed in {wall:.1f} s and stored in the cache")
 
 
+def ready(method):
+    """The method ready to run on the chosen model: KV-Embedding's `layers=auto` window looked up in the cache,
+    or computed into it once per model and prompt (with a progress bar)."""
+    backbone = get_backbone()
+    if not getattr(method, "needs_window", lambda b: False)(backbone):
+        return method
+    bar, progress = _progress_bar(f"{method.title}: the layers=auto window (intrinsic dimension, once per model "
+                                  "and prompt)…")
+    try:
+        return cache.resolve_method(store(), backbone, method, progress)
+    finally:
+        bar.empty()
+
+
 def encode_with_info(method, texts, *, quiet: bool = False, **encode_kwargs) -> tuple[np.ndarray, dict]:
     """Like `encode`, also returning {"hit", "seconds" (this call), "computed_seconds", "warnings", "n"}."""
     texts = list(getattr(texts, "texts", texts))  # Texts or a list of strings
@@ -66,7 +83,7 @@ def encode_with_info(method, texts, *, quiet: bool = False, **encode_kwargs) -> 
 
 
 def encode(method, texts, **encode_kwargs) -> np.ndarray:
-    """Embeddings (n, d) of `texts` (a list or `analysis.data.Texts`) with a configured method, through the
+    """Embeddings (n, d) of `texts` (a list or `analysis.corpora.Texts`) with a configured method, through the
     cache; shows a progress bar while computing, then where the result came from and how long it took, and
     any truncation warning (also when the result comes from the cache)."""
     return encode_with_info(method, texts, **encode_kwargs)[0]

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analysis.data import Pairs, Texts, read_sts, read_texts, similarity_sets, text_sets
+from analysis import datasets
+from analysis.corpora import Pairs, Texts
+from analysis.files import read_sts, read_texts
 from analysis.errors import UserError
 
 MAX_TEXTS = 5000  # more than this is cut (with a message): a CPU needs minutes per thousand texts and method
@@ -27,6 +29,7 @@ def method_picker(key: str, default=("prompteol",), multi: bool = True, only=Non
     automatically. Stops the page (with a message) when no method is chosen or a parameter is invalid.
     """
     from analysis.methods import get_method, list_methods
+    from ui.compute import ready
     from ui.model import get_backbone
 
     infos = {m.name: m for m in list_methods() if only is None or m.name in only}
@@ -61,7 +64,7 @@ def method_picker(key: str, default=("prompteol",), multi: bool = True, only=Non
     if problems:
         st.error("Fix the parameters marked above to continue.")
         st.stop()
-    return methods
+    return [ready(m) for m in methods]
 
 
 _UNCHANGED = object()  # a free-form field left at its default
@@ -122,11 +125,7 @@ def text_input(key: str, default: str = "Demo sentences") -> Texts:
     """Texts from a built-in set, pasted lines or an uploaded .txt/.csv; with a limit and a count."""
     source = st.radio("Texts", list(_SOURCES), format_func=_SOURCES.get, horizontal=True, key=f"{key}_source")
     if source == "set":
-        sets = text_sets()
-        names = list(sets)
-        name = st.selectbox("Text set", names, index=names.index(default) if default in names else 0,
-                            key=f"{key}_set")
-        texts = sets[name]()
+        texts = _choose_set("Text set", datasets.text_menu(), default, key)
     elif source == "paste":
         raw = st.text_area("One text per line", value=_PASTE_EXAMPLE, height=160, key=f"{key}_paste")
         lines = [line.strip() for line in raw.split("\n") if line.strip()]
@@ -134,13 +133,21 @@ def text_input(key: str, default: str = "Demo sentences") -> Texts:
             raise UserError("No texts were given: type or paste at least one line of text.")
         texts = Texts("Pasted texts", lines)
     else:
-        upload = st.file_uploader("A .txt file (one text per line) or a .csv/.tsv with a 'text' column "
-                                  "(and optionally 'label')", type=["txt", "csv", "tsv"], key=f"{key}_upload")
+        upload = st.file_uploader("A .txt file (one text per line), a .csv/.tsv with a 'text' column (and optionally "
+                                  "'label'), or similarity pairs (STS-B format, or sentence1, sentence2, score: their "
+                                  "distinct sentences)", type=["txt", "csv", "tsv"], key=f"{key}_upload")
         if upload is None:
             st.info("Upload a file to continue, or choose another source of texts.")
             st.stop()
         texts = read_texts(upload.getvalue(), filename=upload.name)
     return _limit_texts(key, texts)
+
+
+def _choose_set(label: str, menu: dict, default: str, key: str):
+    """A built-in data set (from the registry's menu), loaded."""
+    names = list(menu)
+    name = st.selectbox(label, names, index=names.index(default) if default in names else 0, key=f"{key}_set")
+    return menu[name]()
 
 
 def _limit_texts(key: str, texts: Texts) -> Texts:
@@ -178,11 +185,7 @@ def pairs_input(key: str, default: str = "Demo paraphrase pairs") -> Pairs:
     source = st.radio("Pairs", ["set", "upload"], horizontal=True, key=f"{key}_source",
                       format_func={"set": "Built-in set", "upload": "Upload a file"}.get)
     if source == "set":
-        sets = similarity_sets()
-        names = list(sets)
-        name = st.selectbox("Pair set", names, index=names.index(default) if default in names else 0,
-                            key=f"{key}_set")
-        pairs = sets[name]()
+        pairs = _choose_set("Pair set", datasets.pair_menu(), default, key)
     else:
         upload = st.file_uploader("STS-Benchmark format (tab-separated: score in column 5, sentences in 6 and 7) "
                                   "or a .csv/.tsv with sentence1, sentence2, score", type=["csv", "tsv", "txt"],

@@ -36,10 +36,11 @@ def _load(name: str, device: str = "cpu", dtype: str = "float32"):
 
 def _needs_conversion(name: str) -> bool:
     """True when a built-in model's GGUF has not been converted to safetensors yet (first run: 30 s to 2 min)."""
-    from analysis.backbone import builtin, cache_root
+    from analysis.backbone import builtin
 
     entry = builtin(name)
-    return entry is not None and not any((cache_root() / "models").glob(f"{entry.folder_prefix}-*/embedscope.json"))
+    return entry is not None and not any(
+        (store().root / cache.store.MODELS).glob(f"{entry.folder_prefix}-*/embedscope.json"))
 
 
 def title_of(name: str) -> str:
@@ -70,10 +71,26 @@ def load_named(name: str):
         st.stop()
 
 
+LOADED_KEY = "ui_backbone"  # session state: (model name, Backbone) of the last successful load
+
+
+def _backbone():
+    """The chosen model, looked up once per session and model choice (the sidebar, the method picker and every
+    method on a page ask for it on each rerun; only a new choice goes through loading again)."""
+    name = model_name()
+    key = (name, *hardware())  # a new device or precision is a new model too
+    held = st.session_state.get(LOADED_KEY)
+    if held is not None and held[0] == key:
+        return held[1]
+    backbone = _try_load(name)
+    st.session_state[LOADED_KEY] = (key, backbone)
+    return backbone
+
+
 def get_backbone():
     """The loaded model chosen in the sidebar. On failure: the error as one sentence, and the page stops."""
     try:
-        return _try_load(model_name())
+        return _backbone()
     except UserError as err:
         st.error(str(err))
         st.stop()
@@ -175,7 +192,7 @@ def sidebar() -> None:
         cache_panel()
         st.caption(LAYER_CONVENTION)
     try:
-        backbone = _try_load(model_name())
+        backbone = _backbone()
     except UserError:
         facts_box.warning("This model could not be loaded: see the message on the page.")
         return

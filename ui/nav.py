@@ -1,4 +1,17 @@
-"""Page discovery: every `pages/<N>_<slug>.py`, in filename order, titled by its docstring's first line."""
+"""Page discovery: every `pages/<N>_<slug>.py`, in filename order, titled by its docstring's first line.
+
+Direct links on a fresh server (streamlit#9992). Streamlit 1.67 decides once per process, when the first session
+starts, whether the app is a legacy (v1) multipage app: `PagesManager.uses_pages_directory` becomes True when a
+`pages/` folder sits next to the entry script, and only `st.navigation` sets it back to False. While it is True,
+`ScriptRunner._run_script` does not run app.py but `_mpa_v1`, which builds pages from `pages/*.py` with
+Streamlit's own URL names ("6_sensitivity.py" -> "sensitivity") and resolves the requested URL against them;
+an unknown name sends `page_not_found` (the "Page not found" box) and runs app.py as the main page. So:
+
+* every page's URL is exactly Streamlit's own name for its file (`url_path`), so the legacy lookup finds the
+  page the link asks for, with the same script hash as the page app.py registers;
+* a page run that way (alone, without app.py's sidebar) hands over at once (`hand_over_to_app`): it clears the
+  legacy flag, as `st.navigation` would have, and reruns, which now runs app.py on the same page.
+"""
 
 from __future__ import annotations
 
@@ -38,10 +51,21 @@ def _slug(path: Path) -> str:
 
 
 def url_path(path: Path) -> str:
-    """"2_embed_compare.py" -> "2-embed-compare". Deliberately not Streamlit's own name for a file in pages/
-    ("embed_compare"): while a process has not yet seen st.navigation, Streamlit treats pages/ as a legacy
-    multipage folder and would run a page whose URL matches that name on its own, without app.py's sidebar."""
-    return path.stem.replace("_", "-").lower()
+    """"2_embed_compare.py" -> "embed_compare": Streamlit's own name for a file in pages/ (number prefix and its
+    separators dropped, runs of "_" or spaces made one "_"), so a legacy first run finds it (module docstring)."""
+    return re.sub(r"[_ ]+", "_", re.sub(r"^[0-9]*[_ -]*", "", path.stem)).strip() or path.stem
+
+
+def hand_over_to_app() -> None:
+    """Called first by every page (through `ui.user_errors`): if this run is Streamlit's legacy multipage run of
+    the page alone (a fresh process whose first request was this page's link), switch the process to
+    `st.navigation` mode, as its first call would, and rerun: app.py then draws the sidebar and this same page."""
+    import streamlit as st
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 def pages() -> list:

@@ -67,6 +67,16 @@ def load_model(name_or_args, name: str | None = None):
                          dtype=getattr(args, "dtype", "float32"))
 
 
+def ready(args, backbone, method):
+    """The method ready to run: KV-Embedding's `layers=auto` window from the compute cache (computed into it once
+    per model and prompt); with --no-cache computed in memory and not stored."""
+    if getattr(args, "no_cache", False) or not getattr(method, "needs_window", lambda b: False)(backbone):
+        return method
+    from cache import default_store, resolve_method
+
+    return resolve_method(default_store(), backbone, method)
+
+
 def params_dict(method) -> dict:
     return dataclasses.asdict(method.params)
 
@@ -94,7 +104,7 @@ def encode(args, backbone, method, texts: list[str]) -> tuple[np.ndarray, dict]:
     computed (the lookup itself is in `lookup_seconds`). Warnings (e.g. truncation) go to stderr as one
     `warning: ...` line each, on hits too."""
     progress = _stderr_progress(method.name) if sys.stderr.isatty() else None
-    fixed = _FixedBatch(method, args.batch_size)
+    fixed = _FixedBatch(ready(args, backbone, method), args.batch_size)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

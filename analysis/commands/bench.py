@@ -67,7 +67,8 @@ def configure_methods(names: str, params: list[str]) -> list:
 
 def run(args):
     from analysis.commands._common import encode, load_model
-    from analysis.evaluate import BENCH_NAMESPACE, bench_parts, load_task, run_task, score_from_record, score_record
+    from analysis.tasks import BENCH_NAMESPACE, load_task, run_task, score_from_record, score_record
+    from cache.keys import bench_parts
 
     methods = configure_methods(args.methods, args.param)
     if args.n_boot < 0:

@@ -12,25 +12,25 @@ import numpy as np
 from analysis.commands._common import add_method_arguments, encode, load_model, method_from_args, params_dict
 from analysis.errors import UserError
 
-HELP = "Embed the texts of a .txt (one per line) or .csv (`text` column) file with a method; save an (n, d) float32 .npy."
+HELP = ("Embed the texts of a file (.txt one per line, .csv with a `text` column, or STS-B pairs) or a built-in set "
+        "with a method; save an (n, d) float32 .npy.")
 
 
 def add_arguments(parser) -> None:
     add_method_arguments(parser)
-    parser.add_argument("--input", required=True, help=".txt (one text per line), .csv or .tsv (a `text` column)")
+    parser.add_argument("--input", required=True, help=".txt (one text per line), .csv or .tsv (a `text` column), "
+                        "similarity pairs (STS-B format or sentence1, sentence2, score: their distinct sentences), "
+                        "or a "
+                        "built-in set name")
     parser.add_argument("--output", required=True, help="where to write the (n, d) float32 array (.npy)")
 
 
 def run(args) -> dict:
-    from analysis.data import read_texts
+    from analysis.datasets import texts_of
 
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
-    output = Path(args.output)
-    if output.suffix != ".npy":
-        raise UserError(f"--output must be a .npy file, got {args.output}.")
-    if not output.parent.is_dir():
-        raise UserError(f"The folder of --output does not exist: {output.parent}.")
-    texts = read_texts(args.input).texts
+    output = _check_output(Path(args.output))
+    texts = texts_of(args.input).texts
     backbone = load_model(args)
     emb, info = encode(args, backbone, method, texts)
     _save(output, emb)
@@ -45,6 +45,19 @@ def run(args) -> dict:
         "truncated": _count_truncated(backbone, method, texts) if info["warnings"] else 0,
         "output": str(output),
     }
+
+
+def _check_output(output: Path) -> Path:
+    """The --output path, or one sentence saying why it cannot be written (before any model loads)."""
+    if output.is_dir():
+        raise UserError(f"--output {output} is a folder; give a file name ending in .npy.")
+    if output.suffix != ".npy":
+        raise UserError(f"--output must be a .npy file, got {output}.")
+    if not output.parent.is_dir():
+        raise UserError(f"The folder of --output does not exist: {output.parent}.")
+    if not os.access(output.parent, os.W_OK | os.X_OK) or (output.exists() and not os.access(output, os.W_OK)):
+        raise UserError(f"--output {output} cannot be written here (no write permission).")
+    return output
 
 
 def _count_truncated(backbone, method, texts) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from analysis.commands._common import add_method_arguments, encode, load_model, method_from_args, params_dict
+from analysis.commands._common import add_method_arguments, encode, load_model, method_from_args, params_dict, ready
 
 HELP = ("Alignment (positive pairs: gold >= 4 of 5, or >= 0.8 on a 0-1 scale), uniformity and anisotropy of a "
         "method's embeddings on a pair set (lee, demo, stsb-dev, stsb-train or an STS file), with bootstrap intervals.")
@@ -26,13 +26,13 @@ def add_arguments(parser) -> None:
 
 def run(args) -> dict:
     from analysis.errors import UserError
-    from analysis.evaluate import load_pairs
+    from analysis.datasets import pairs_of
     from analysis.geometry import anisotropy_by_layer, measure, positive_pairs
 
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
     if args.n_boot < 0:
         raise UserError(f"--n-boot must be 0 or more, got {args.n_boot}.")
-    pairs = load_pairs(args.data, args.limit)
+    pairs = pairs_of(args.data, args.limit)
     pos = positive_pairs(pairs, args.threshold)
     backbone = load_model(args)
     emb, info = encode(args, backbone, method, pos.texts)
@@ -55,7 +55,7 @@ def run(args) -> dict:
         "cached": info["cached"],
     }
     if args.by_layer:
-        curve = anisotropy_by_layer(backbone, method, pos.texts, batch_size=args.batch_size)
+        curve = anisotropy_by_layer(backbone, ready(args, backbone, method), pos.texts, batch_size=args.batch_size)
         out["anisotropy_by_layer"] = [_num(v) for v in curve]
     return out
 

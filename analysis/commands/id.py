@@ -6,15 +6,13 @@ from __future__ import annotations
 import math
 import time
 
-from analysis.commands._common import add_method_arguments, load_model, method_from_args
+from analysis.commands._common import add_method_arguments, load_model, method_from_args, ready
+from analysis.datasets import ids, texts_of
 from analysis.errors import UserError
 
 HELP = ("Intrinsic dimension (TwoNN) of every hidden state over a corpus, with bootstrap bands, and the layer "
         "window KV-Embedding's selection rules pick (JSON). Hidden state 0 = embeddings; decoder layer l "
         "produces hidden state l+1; window layer k = re-route in decoder layer k.")
-
-BUILT_IN = {"demo": "Demo sentences", "polarity": "Polarity sentences", "lee": "Lee corpus documents",
-            "stsb-dev": "STS-B dev sentences"}
 
 
 def add_arguments(parser) -> None:
@@ -25,26 +23,15 @@ def add_arguments(parser) -> None:
             action.required = False
             action.help = ("method whose prompt and intervention are applied (default kv_embedding, with "
                            "layers=none unless --param layers=... is given: the prompt-only states the paper uses)")
-    parser.add_argument("--data", required=True, help="a .txt (one text per line) / .csv / .tsv file, or a built-in "
-                        f"set: {', '.join(BUILT_IN)}")
+    parser.add_argument("--data", required=True, help="a .txt (one text per line), a .csv/.tsv with a `text` column, "
+                        "similarity pairs (STS-B format or sentence1, sentence2, score: their distinct sentences), "
+                        "or a "
+                        f"built-in set: {', '.join(ids())}")
     parser.add_argument("--limit", type=int, default=1000, help="use the first N texts (default 1000)")
     parser.add_argument("--readout", choices=["last", "mean"], default="last",
                         help="final-token states (default) or the mean over the text")
     parser.add_argument("--bootstrap", type=int, default=20, help="bootstrap resamples for the bands (0 = none)")
     parser.add_argument("--seed", type=int, default=0)
-
-
-def _texts(args) -> list[str]:
-    from analysis.data import read_texts, text_sets
-
-    if args.limit is not None and args.limit < 1:
-        raise UserError(f"--limit must be a positive number of texts, got {args.limit}.")
-    if args.data in BUILT_IN:
-        sets = text_sets()
-        if BUILT_IN[args.data] not in sets:
-            raise UserError(f"{args.data}: not available on this machine (STS-B lives in ../shared/data).")
-        return sets[BUILT_IN[args.data]]().texts[: args.limit]
-    return read_texts(args.data, limit=args.limit).texts
 
 
 def run(args) -> dict:
@@ -55,8 +42,9 @@ def run(args) -> dict:
     method = method_from_args(args)
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
-    texts = _texts(args)
+    texts = texts_of(args.data, args.limit).texts
     backbone = load_model(args)
+    method = ready(args, backbone, method)
     start = time.perf_counter()
 
     def compute():
@@ -68,9 +56,10 @@ def run(args) -> dict:
         arrays, hit = compute()[0], False
     else:
         from cache import default_store
+        from cache.keys import trajectory_parts
 
         entry, hit = default_store().get_or_compute(
-            idm.cache_parts(backbone, method, texts, args.readout, args.bootstrap, args.seed), compute,
+            trajectory_parts(backbone, method, texts, args.readout, args.bootstrap, args.seed), compute,
             namespace="intrinsic_dim")
         arrays = entry.arrays
     df = idm.from_arrays(arrays)

@@ -12,17 +12,18 @@ HELP = ("Score a method on STS-Benchmark-format pairs (tab-separated: gold in co
 
 def add_arguments(parser) -> None:
     add_method_arguments(parser)
-    parser.add_argument("--data", required=True, help="STS-B file (e.g. ../shared/data/stsbenchmark/sts-dev.csv) "
-                        "or a table with sentence1, sentence2, score columns")
+    parser.add_argument("--data", required=True, help="STS-B file (e.g. ../shared/data/stsbenchmark/sts-dev.csv), "
+                        "a table with sentence1, sentence2, score columns, or a built-in pair set "
+                        "(demo, lee, stsb-dev, stsb-train)")
     parser.add_argument("--limit", type=int, default=None, help="use only the first N pairs")
 
 
 def run(args) -> dict:
-    from analysis.data import read_sts
+    from analysis.datasets import pairs_of
     from analysis.sts import check_pairs, sts_spearman
 
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
-    pairs = read_sts(args.data, limit=args.limit)
+    pairs = pairs_of(args.data, args.limit)
     check_pairs(pairs)
     backbone = load_model(args)
     info = {}

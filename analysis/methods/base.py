@@ -22,6 +22,7 @@ import torch
 
 from analysis.errors import UserError
 from analysis.forward import Captured, attention_backend, resolve_layer, run
+from analysis.geometry import l2_normalize
 from analysis.pooling import pool, token_mask
 from analysis.tokens import Batch, Encoded, batches_by_length, check_texts, collate, encode_texts
 from analysis.trace import Trace
@@ -38,6 +39,14 @@ def param(default, help: str, **meta):
 @dataclass(frozen=True)
 class ReadoutParams:
     layer: int = param(-1, "Hidden state read out (0 = embeddings, -1 = final layer after the final norm).")
+
+
+@dataclass(frozen=True)
+class PromptParams:
+    """A prompt around the text and the hidden state read out; prompt methods override the template's default."""
+
+    template: str = param("{text}", "The prompt; {text} stands for the text.")
+    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.")
 
 
 class EmbeddingMethod:
@@ -96,7 +105,9 @@ class EmbeddingMethod:
         Hooks installed here must be removed on exit (use `analysis.forward.hooks`)."""
         return contextlib.nullcontext({})
 
-    def forward(self, backbone, batch: Batch, layers, attention: bool = False) -> Captured:
+    def forward(self, backbone, batch: Batch, layers, attention: bool = False, trace: bool = False) -> Captured:
+        """One pass capturing hidden states `layers`; `trace` asks for the method's extra captures too
+        (`Captured.extras`, e.g. KV-Embedding's prefix masses), which a plain encode skips."""
         with self.intervention(backbone, batch) as model_kwargs:
             return run(backbone, batch, layers, attention=attention, **model_kwargs)
 
@@ -158,7 +169,7 @@ class EmbeddingMethod:
                              progress, trace, attention)
         emb = out[:, 0]
         if normalize:
-            emb = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+            emb = l2_normalize(emb, axis=1)
         return (emb, tr) if trace else emb
 
     def encode_layers(
@@ -170,13 +181,16 @@ class EmbeddingMethod:
         batch_size: int = 16,
         padding_side: str = "right",
         progress: Callable[[int, int], None] | None = None,
+        readout: str | None = None,
     ) -> np.ndarray:
         """Raw (un-normalised) readouts at several hidden-state indices: (n, len(layers), d), or
-        (n, L+1, d) for "all". One forward pass per batch for all layers."""
-        out, _ = self._loop(backbone, texts, layers, None, batch_size, padding_side, progress, False, False)
+        (n, L+1, d) for "all". One forward pass per batch for all layers. `readout` ("last", "mean", "hybrid")
+        replaces the method's own readout, keeping its prompt and intervention (intrinsic-dimension states)."""
+        out, _ = self._loop(backbone, texts, layers, None, batch_size, padding_side, progress, False, False, readout)
         return out
 
-    def _loop(self, backbone, texts, layers, readout_layer, batch_size, padding_side, progress, trace, attention):
+    def _loop(self, backbone, texts, layers, readout_layer, batch_size, padding_side, progress, trace, attention,
+              readout=None):
         texts = check_texts(texts)
         L = backbone.facts.n_layers
         wanted = list(range(L + 1)) if layers == "all" else [resolve_layer(L, l) for l in layers]
@@ -191,10 +205,12 @@ class EmbeddingMethod:
         with torch.inference_mode(), backbone.lock, backend:
             for idx in groups:
                 batch = self.collate(backbone, [items[i] for i in idx], padding_side)
-                cap = self.forward(backbone, batch, wanted, attention=attention)
+                cap = self.forward(backbone, batch, wanted, attention=attention, trace=trace)
                 keep = [readout_layer] if readout_layer is not None else wanted
                 for j, l in enumerate(keep):
-                    result[idx, j] = self.readout(cap.hidden[l], batch).float().numpy()
+                    pooled = self.readout(cap.hidden[l], batch) if readout is None else \
+                        pool(cap.hidden[l], batch, readout, self.mean_segments)  # (B, d)
+                    result[idx, j] = pooled.float().numpy()
                 if tr is not None:
                     tr.texts.extend(texts[i] for i in idx)  # trace groups keep input order
                     self.trace_batch(backbone, batch, cap, tr)

@@ -12,18 +12,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from analysis.methods.base import EmbeddingMethod, param
+from analysis.methods.base import EmbeddingMethod, PromptParams, param
 
 LAYOUTS = ("clean", "reference")
 
 
 @dataclass(frozen=True)
-class EchoParams:
-    template: str = param(
-        "Rewrite the sentence: {text}, rewritten sentence: {text}",
-        "The paper's symmetric-task prompt; the text must appear exactly twice.",
-    )
-    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.")
+class EchoParams(PromptParams):
+    template: str = param("Rewrite the sentence: {text}, rewritten sentence: {text}",
+                          "The paper's symmetric-task prompt; the text must appear exactly twice.")
     layout: str = param(
         "clean",
         "clean: the template exactly as written, mean over the second copy's tokens. reference: as the reference "

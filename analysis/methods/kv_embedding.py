@@ -35,8 +35,9 @@ query puts on the re-routed positions, per decoder layer and head (zero outside 
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import sys
-import threading
 from dataclasses import dataclass, field
 
 import torch
@@ -44,11 +45,13 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
 
+from analysis import intrinsic_dim
 from analysis.errors import UserError
 from analysis.forward import attention_backend, run
 from analysis.methods.base import EmbeddingMethod, param
 
 KWARG = "kv_reroute"  # the model keyword argument that carries a `Reroute`
+PREFIX_MASS = "kv.prefix_mass"  # trace capture: (L, H, T) attention mass on the re-routed prefix per text
 BACKEND, BACKEND_EAGER = "kv_reroute", "kv_reroute_eager"
 
 PROMPTS = {
@@ -214,9 +217,6 @@ AttentionMaskInterface.register(BACKEND_EAGER, eager_mask)
 
 
 # ---- the method ----------------------------------------------------------------------------------------------
-_recording = threading.local()  # set while encode(trace=True) runs, so forward records prefix masses
-
-
 class KVEmbedding(EmbeddingMethod):
     name = "kv_embedding"
     title = "KV-Embedding"
@@ -240,29 +240,39 @@ class KVEmbedding(EmbeddingMethod):
     def template(self) -> str:
         return self.params.template or PROMPTS[self.params.prompt]
 
+    _window: tuple[str, frozenset] | None = None  # (model identity, decoder layers) that layers=auto stands for
+
+    def prompt_only(self) -> KVEmbedding:
+        """The same prompt and readout without re-routing: the states `layers=auto` picks its window from."""
+        return KVEmbedding(dataclasses.replace(self.params, layers="none"))
+
+    def needs_window(self, backbone) -> bool:
+        """Whether `layers=auto` still has to be resolved for this model (see `with_window`)."""
+        return self.params.layers == "auto" and (self._window is None or self._window[0] != backbone.identity)
+
+    def with_window(self, backbone, layers) -> KVEmbedding:
+        """A copy whose `layers=auto` stands for `layers` on this model (resolved by the caller, e.g. through the
+        compute cache). The parameters are unchanged, so cache keys and displays still say 'auto'."""
+        ready = copy.copy(self)
+        ready._window = (backbone.identity, frozenset(int(l) for l in layers))
+        return ready
+
     def decoder_layers(self, backbone) -> frozenset:
-        """The decoder layers that re-route on this model (resolves 'auto'; validates explicit sets)."""
+        """The decoder layers that re-route on this model (resolves 'auto'; validates explicit sets). An unresolved
+        'auto' is computed here (once per process, nothing stored); `cache.resolve_method` stores it."""
         L = backbone.facts.n_layers
         spec = self.params.layers
         if spec == "none":
             return frozenset()
         if spec == "auto":
-            from analysis.intrinsic_dim import auto_window
-
-            return frozenset(auto_window(backbone, self.template).layers)
+            if not self.needs_window(backbone):
+                return self._window[1]
+            return frozenset(intrinsic_dim.auto_window(backbone, self.prompt_only()).layers)
         layers = frozenset(int(x) for x in spec.split(","))
         bad = sorted(l for l in layers if l >= L)
         if bad:
             raise UserError(f"kv_embedding: decoder layers {bad} do not exist; this model has decoder layers 0..{L - 1}.")
         return layers
-
-    def encode(self, backbone, texts, **kwargs):
-        previous = getattr(_recording, "on", False)
-        _recording.on = bool(kwargs.get("trace"))
-        try:
-            return super().encode(backbone, texts, **kwargs)
-        finally:
-            _recording.on = previous
 
     def reroute(self, backbone, batch, *, weights: bool = False, masses: dict | None = None) -> Reroute:
         """The per-call configuration for one padded batch."""
@@ -290,23 +300,23 @@ class KVEmbedding(EmbeddingMethod):
                 rope[t] = (*rotary(probe, src, **extra), *rotary(probe, dst, **extra))  # (B, n, d) x2, (1, n, d) x2
         return Reroute(self.decoder_layers(backbone), float(self.params.bias), index, rope, weights, masses)
 
-    def forward(self, backbone, batch, layers, attention: bool = False):
-        masses = {} if getattr(_recording, "on", False) else None
+    def forward(self, backbone, batch, layers, attention: bool = False, trace: bool = False):
+        masses = {} if trace else None  # prefix masses cost an extra softmax per layer: only when tracing
         cfg = self.reroute(backbone, batch, weights=attention, masses=masses)
         with attention_backend(backbone, BACKEND_EAGER if attention else BACKEND):
             cap = run(backbone, batch, layers, attention=attention, **{KWARG: cfg})
         if masses is not None:
             B, T = batch.input_ids.shape
             zero = torch.zeros(B, backbone.facts.n_heads, T)
-            cap.kv_prefix_mass = torch.stack(
+            cap.extras[PREFIX_MASS] = torch.stack(
                 [masses.get(l, zero) for l in range(backbone.facts.n_layers)], dim=1)  # (B, L, H, T)
         return cap
 
     def trace_batch(self, backbone, batch, cap, trace) -> None:
         super().trace_batch(backbone, batch, cap, trace)
-        mass = getattr(cap, "kv_prefix_mass", None)
+        mass = cap.extras.get(PREFIX_MASS)
         if mass is None:
             return
         for b in range(batch.input_ids.shape[0]):
             idx = batch.attention_mask[b].nonzero().squeeze(1)  # (T_b,) real tokens
-            trace.add("kv.prefix_mass", [mass[b][:, :, idx].float().numpy()])  # (L, H, T_b)
+            trace.add(PREFIX_MASS, [mass[b][:, :, idx].float().numpy()])  # (L, H, T_b)

@@ -3,16 +3,15 @@ to summarise the sentence in one word and read the state that would predict that
 
 from dataclasses import dataclass
 
-from analysis.methods.base import EmbeddingMethod, param
+from analysis.methods.base import EmbeddingMethod, PromptParams, param
+
+
+TEMPLATE = 'This sentence : "{text}" means in one word:"'
 
 
 @dataclass(frozen=True)
-class PromptEOLParams:
-    template: str = param(
-        'This sentence : "{text}" means in one word:"',
-        "The paper's prompt; the closing quote makes the next token the one-word summary.",
-    )
-    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.")
+class PromptEOLParams(PromptParams):
+    template: str = param(TEMPLATE, "The paper's prompt; the closing quote makes the next token the one-word summary.")
 
 
 class PromptEOL(EmbeddingMethod):

@@ -33,6 +33,7 @@ import torch
 
 from analysis.errors import UserError
 from analysis.forward import Captured, resolve_layer, run
+from analysis.geometry import l2_normalize
 from analysis.methods.base import EmbeddingMethod, param
 from analysis.tokens import Batch, Encoded, PLACEHOLDER, batches_by_length, check_texts, encode_texts
 from analysis.trace import Trace
@@ -248,7 +249,7 @@ class SoftTokens(EmbeddingMethod):
                  for e in items]
         return super().collate(backbone, slots, padding_side)
 
-    def forward(self, backbone, batch: Batch, layers, attention: bool = False) -> Captured:
+    def forward(self, backbone, batch: Batch, layers, attention: bool = False, trace: bool = False) -> Captured:
         p = self.params
         return generate(backbone, batch, layers, temperature=p.temperature, top_k=p.top_k, mode=p.mode,
                         attention=attention)
@@ -323,7 +324,7 @@ class SoftTokens(EmbeddingMethod):
                 if progress is not None:
                     progress(done, len(texts))
         if normalize:
-            out = out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-12)
+            out = l2_normalize(out, axis=-1)
         return out
 
 

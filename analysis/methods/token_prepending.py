@@ -309,7 +309,8 @@ class RewiringMethod(EmbeddingMethod):
         with hooks(*regs):
             yield {}
 
-    def forward(self, backbone, batch: RewiredBatch, layers, attention: bool = False) -> Captured:
+    def forward(self, backbone, batch: RewiredBatch, layers, attention: bool = False, trace: bool = False
+                ) -> Captured:
         embeds = self.input_embeds(backbone, batch)
         with self.intervention(backbone, batch) as model_kwargs:
             return run(backbone, batch, layers, attention=attention, inputs_embeds=embeds, **model_kwargs)

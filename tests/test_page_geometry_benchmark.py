@@ -11,8 +11,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from analysis import get_method
-from analysis.data import demo_pairs, demo_texts
-from analysis.evaluate import Task, run_task
+from analysis.corpora import demo_pairs, demo_texts
+from analysis.tasks import Task, run_task
 from analysis.geometry import anisotropy_by_layer, measure, positive_pairs
 from apptools import isolated_cache, errors, figure, values
 

@@ -8,20 +8,12 @@ import pytest
 from scipy.stats import spearmanr
 
 from analysis import get_method
-from analysis.data import Pairs, Texts
+from analysis.corpora import Pairs, Texts
 from analysis.errors import UserError
-from analysis.evaluate import (
-    Task,
-    classification_probe,
-    load_beir,
-    load_task,
-    ndcg_at_10,
-    ndcg_per_query,
-    pair_rows,
-    run_task,
-    spearman,
-    sts,
-)
+from analysis.files import load_beir
+from analysis.metrics import classification_probe, ndcg_at_10, ndcg_per_query, pair_rows, spearman, sts
+from analysis.tasks import Task, load_task, run_task
+from cache.keys import task_digest
 
 
 def test_spearman_on_hand_computed_cases():
@@ -152,7 +144,7 @@ def test_builtin_tasks_and_errors():
     with pytest.raises(UserError, match="Unknown data set"):
         load_task("no-such-set")
     t1, t2 = load_task("demo"), load_task("demo", limit=5)
-    assert t1.digest() != t2.digest() and t1.digest() == load_task("demo").digest()
+    assert task_digest(t1) != task_digest(t2) and task_digest(t1) == task_digest(load_task("demo"))
 
 
 def test_run_task_on_a_tiny_model(tiny_llama):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analysis.data import demo_pairs
+from analysis.corpora import demo_pairs
 from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
 from analysis.soft_tokens import generate_soft_tokens, scaling_curve
 from apptools import isolated_cache, errors, figures, values
