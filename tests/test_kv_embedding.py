@@ -104,8 +104,9 @@ def test_rerotation_moves_the_key_to_position_zero(tiny):
     torch.manual_seed(0)
     raw = torch.randn(2, tiny.facts.n_kv_heads, 1, tiny.facts.head_dim)  # (B, H_kv, n, d)
     pos = torch.tensor([[7], [23]])
-    cos_p, sin_p = rotary(raw, pos)  # (B, n, d)
-    cos_0, sin_0 = rotary(raw, torch.zeros(1, 1, dtype=torch.long))
+    extra = {"layer_type": "full_attention"} if isinstance(rotary.rope_type, dict) else {}  # Gemma 3: per type
+    cos_p, sin_p = rotary(raw, pos, **extra)  # (B, n, d)
+    cos_0, sin_0 = rotary(raw, torch.zeros(1, 1, dtype=torch.long), **extra)
     rotated = raw * cos_p[:, None] + torch.cat([-raw[..., 8:], raw[..., :8]], -1) * sin_p[:, None]
     back = _rerotate(rotated, (cos_p, sin_p, cos_0, sin_0))
     expected = raw * cos_0[:, None]  # sin(0) = 0

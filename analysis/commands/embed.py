@@ -31,7 +31,7 @@ def run(args) -> dict:
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
     output = _check_output(Path(args.output))
     texts = texts_of(args.input).texts
-    backbone = load_model(args.model)
+    backbone = load_model(args)
     emb, info = encode(args, backbone, method, texts)
     _save(output, emb)
     return {

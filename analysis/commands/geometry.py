@@ -39,7 +39,7 @@ def run(args) -> dict:
         raise UserError(f"--threshold must be a finite gold score, not {args.threshold}.")
     pairs = pairs_of(args.data, args.limit)
     pos = positive_pairs(pairs, args.threshold)
-    backbone = load_model(args.model)
+    backbone = load_model(args)
     emb, info = encode(args, backbone, method, pos.texts)
     g = measure(emb, pos.left_index, pos.right_index, n_boot=args.n_boot, seed=args.seed)
     out = {

@@ -42,7 +42,7 @@ def run(args) -> dict:
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
     texts = texts_of(args.data, args.limit).texts
-    backbone = load_model(args.model)
+    backbone = load_model(args)
     method = ready(args, backbone, method)
     start = time.perf_counter()
 

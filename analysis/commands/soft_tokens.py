@@ -17,7 +17,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--top", type=int, default=5, help="tokens shown per step (default 5)")
     parser.add_argument("--top-k", type=int, default=0, help="mix only the k most likely tokens (default 0 = all)")
     parser.add_argument("--mode", choices=["soft", "hard"], default="soft", help="soft mix or argmax token")
-    parser.add_argument("--model", default="default", help="'default', a Hugging Face id or a local folder")
+    from analysis.commands._common import add_model_arguments
+
+    add_model_arguments(parser)
     parser.add_argument("--adapter", default="shipped",
                         help="shipped (default: the adapter trained here for the model, if any), none (frozen), or "
                              "a PEFT adapter folder; same as --param adapter=...")
@@ -27,17 +29,16 @@ def add_arguments(parser) -> None:
 
 def run(args) -> dict:
     from analysis.commands._common import load_model
+    from analysis.methods import parse_params
     from analysis.methods.soft_tokens import SoftTokens
     from analysis.soft_tokens import generate_soft_tokens
-
-    from analysis.methods import parse_params
 
     settings = dict(instruction=args.instruction, k=args.k, temperature=args.temperature, top_k=args.top_k,
                     mode=args.mode, adapter=args.adapter)
     settings.update(parse_params("soft_tokens", args.param))
     # The parameters are checked (finite temperature, K, top-k, instruction) before the model loads.
     SoftTokens(**settings)
-    backbone = load_model(args.model)
+    backbone = load_model(args)
     r = generate_soft_tokens(backbone, args.text, topn=args.top, **settings)
     args.k, args.adapter, args.instruction = settings["k"], settings["adapter"], settings["instruction"]
     args.temperature, args.top_k, args.mode = settings["temperature"], settings["top_k"], settings["mode"]

@@ -13,9 +13,11 @@ frozen model; a folder loads any PEFT adapter. `mode="hard"` feeds the argmax to
 
 Layout. `collate` appends K placeholder positions (segment `GENERATED`) right after each text's tokens, so
 pooling, traces and `encode_layers` see one ordinary padded batch (B, T+K). Generation itself works in
-*cache columns*: the prompt with its own padding in columns 0..T-1 and step j in column T+j for every row;
-explicit position ids (from the batch) keep RoPE positions per row, and the 2D mask hides the pad gap of
-right-padded rows. The captured states are permuted back into the batch layout at the end.
+*cache columns*: each row's prompt left-padded in columns 0..T-1 and step j in column T+j for every row;
+explicit position ids (from the batch) keep RoPE positions per row, and the 2D mask hides the leading pads.
+Left-padding the cache whatever the batch's padding side keeps a row's generated tokens adjacent to its prompt,
+which sliding-window layers need (they count the window in cache columns). The captured states are permuted
+back into the batch layout at the end.
 
 Trace names added (per text): `soft.top_ids` (K, n) int64, `soft.top_tokens` (K, n) str, `soft.top_probs`
 (K, n) float32 (the n most likely tokens of s_k), `soft.entropy` (K,) float32 in nats, `soft.argmax` (K,)
@@ -134,12 +136,14 @@ def generate(backbone, batch: Batch, layers, *, temperature: float = 1.0, top_k:
     if not bool((gen.sum(dim=1) == K).all()):
         raise ValueError("every row must have the same number of generated slots")
     T = S - K
-    # Cache column i holds batch column order[b, i]: prompt columns (pads included) first, then the K slots.
-    order = torch.argsort(gen.to(torch.int8), dim=1, stable=True)  # (B, S)
+    # Cache column i holds batch column order[b, i]: the prompt's pads, its real tokens, then the K slots. The
+    # cache is always left-padded, so no pad gap separates a row's prompt from its generated tokens: sliding-
+    # window layers (Gemma 3, Mistral) measure the window in cache columns, and a gap would shrink it.
+    rank = torch.where(gen, 2, batch.attention_mask.to(torch.int8))  # (B, S): 0 pad, 1 prompt token, 2 slot
+    order = torch.argsort(rank, dim=1, stable=True)  # (B, S)
     prompt_cols, gen_cols = order[:, :T], order[:, T:]  # (B, T), (B, K)
     prompt = Batch(batch.input_ids.gather(1, prompt_cols), batch.attention_mask.gather(1, prompt_cols),
-                   batch.position_ids.gather(1, prompt_cols), batch.segments.gather(1, prompt_cols),
-                   batch.padding_side)
+                   batch.position_ids.gather(1, prompt_cols), batch.segments.gather(1, prompt_cols), "left")
     gen_pos = batch.position_ids.gather(1, gen_cols)  # (B, K): row b's step j sits at its length + j
 
     # run() calls the decoder with use_cache=False; a cache passed explicitly is still read and extended by
@@ -166,7 +170,7 @@ def generate(backbone, batch: Batch, layers, *, temperature: float = 1.0, top_k:
         else:
             x = embed_mix(backbone, probs).unsqueeze(1)  # (B, 1, d)
         fed.append(x[:, 0])
-        mask = torch.cat([mask, mask.new_ones(B, 1)], dim=1)  # (B, T+j+1): the pad gap stays hidden
+        mask = torch.cat([mask, mask.new_ones(B, 1)], dim=1)  # (B, T+j+1): the leading pads stay hidden
         step = run(backbone, None, wanted, attention=attention, inputs_embeds=x, attention_mask=mask,
                    position_ids=gen_pos[:, j:j + 1], past_key_values=cache)
         for l in wanted:
