@@ -91,3 +91,20 @@ def prefix_mass_summary(mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     over heads (each layer's profile along the sequence)."""
     mass = np.asarray(mass)
     return mass.mean(axis=2), mass.mean(axis=1)
+
+
+def contextual_mass(att: np.ndarray, segments: np.ndarray, c_index: int) -> np.ndarray:
+    """Causal2Vec: the attention the text's tokens pay to the contextual token, per decoder layer and head.
+
+    Args:
+        att: (L, H, T, S) one text's attention (S - T extra columns first).
+        segments: (T,) segment ids; text tokens have 1.
+        c_index: position of the contextual token among the T tokens.
+
+    Returns:
+        (L, H): mean over the text's tokens (query rows) of the weight on the contextual token's column.
+    """
+    att = np.asarray(att)
+    extra = att.shape[-1] - att.shape[-2]
+    rows = np.flatnonzero(np.asarray(segments) == 1)
+    return att[:, :, rows, extra + c_index].mean(axis=2)

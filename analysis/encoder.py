@@ -66,6 +66,8 @@ class Encoder:
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def get_sentence_embedding_dimension(self) -> int:  # the sentence-transformers name
+        if hasattr(self.method, "output_dim"):  # a readout may concatenate states (Causal2Vec: 2d)
+            return self.method.output_dim(self.backbone)
         return self.backbone.facts.hidden_size
 
     # ---- encoding ------------------------------------------------------------------------------------------------
@@ -148,7 +150,7 @@ class Encoder:
             "name": self.name,
             "revision": self.revision or self.params_digest,
             "n_parameters": getattr(facts, "n_params", None),
-            "embed_dim": facts.hidden_size,
+            "embed_dim": self.get_sentence_embedding_dimension(),
             "max_tokens": facts.max_length,
             "similarity_fn_name": "cosine",
             "framework": ["PyTorch"],

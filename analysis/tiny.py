@@ -13,6 +13,9 @@ import torch
 from analysis.backbone import Backbone, _facts
 
 ARCHITECTURES = ("llama", "qwen2", "qwen3", "mistral", "gemma")
+# Beyond the fixtures' set, for tests of per-layer masks: Gemma 3 alternates sliding-window and global layers,
+# each type with its own rotary embedding (pass sliding_window=... small enough to bite on short texts).
+MORE_ARCHITECTURES = ("gemma3_text",)
 
 _CORPUS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -42,7 +45,7 @@ def tiny_tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>")
 
 
-def tiny_config(arch: str, *, n_layers: int = 4, max_length: int = 128, vocab_size: int = 320):
+def tiny_config(arch: str, *, n_layers: int = 4, max_length: int = 128, vocab_size: int = 320, **overrides):
     from transformers import AutoConfig
 
     common = dict(
@@ -59,22 +62,36 @@ def tiny_config(arch: str, *, n_layers: int = 4, max_length: int = 128, vocab_si
         eos_token_id=2,
         tie_word_embeddings=True,
     )
-    if arch not in ARCHITECTURES:
-        raise ValueError(f"unknown tiny architecture {arch!r}; choose from {ARCHITECTURES}")
-    return AutoConfig.for_model(arch, **common)
+    if arch not in ARCHITECTURES + MORE_ARCHITECTURES:
+        raise ValueError(f"unknown tiny architecture {arch!r}; choose from {ARCHITECTURES + MORE_ARCHITECTURES}")
+    return AutoConfig.for_model(arch, **{**common, **overrides})
 
 
 def tiny_backbone(arch: str = "llama", *, seed: int = 0, n_layers: int = 4, max_length: int = 128,
-                  attn_implementation: str = "sdpa") -> Backbone:
-    """A tiny random model of `arch` with the in-memory tokenizer, wrapped like a loaded backbone."""
+                  attn_implementation: str = "sdpa", **overrides) -> Backbone:
+    """A tiny random model of `arch` with the in-memory tokenizer, wrapped like a loaded backbone.
+    `overrides` go to the config (e.g. sliding_window=6)."""
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(seed)
-    cfg = tiny_config(arch, n_layers=n_layers, max_length=max_length)
+    cfg = tiny_config(arch, n_layers=n_layers, max_length=max_length, **overrides)
     cfg._attn_implementation = attn_implementation
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32, attn_implementation=attn_implementation)
     model.eval()
     model.requires_grad_(False)
     tok = tiny_tokenizer()
     tok.padding_side = "right"
-    return Backbone(model, tok, _facts(f"tiny-{arch}", model), identity=f"tiny:{arch}:L{n_layers}:seed{seed}")
+    identity = f"tiny:{arch}:L{n_layers}:seed{seed}" + "".join(f":{k}={v}" for k, v in sorted(overrides.items()))
+    return Backbone(model, tok, _facts(f"tiny-{arch}", model), identity=identity)
+
+
+def save_tiny(folder, arch: str = "llama", **kwargs) -> str:
+    """Write a tiny random model and its tokenizer as a Hugging Face folder (safetensors), loadable with
+    `load_backbone(folder)`: lets the app and the command line be tested on a model that loads in milliseconds."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    bb = tiny_backbone(arch, **kwargs)
+    bb.model.save_pretrained(folder)
+    bb.tokenizer.save_pretrained(folder)
+    return str(folder)

@@ -11,7 +11,9 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import ui
-from analysis.attention import prefix_mass_summary, word_attention
+from analysis import budgets
+from analysis.attention import contextual_mass, prefix_mass_summary, word_attention
+from analysis.methods import list_methods
 
 DEFAULT_TEXT = "The bank by the river raised its interest rates after the flood damaged the town."
 
@@ -28,6 +30,10 @@ def traced(method, text: str) -> dict:
             arrays["mass"] = tr["kv.prefix_mass"][0]  # (L, H, T)
         if "placeholders" in tr:
             arrays["placeholders"] = tr["placeholders"][0]  # (T,) TP/HTP summary positions
+        if "c2v.contextual_index" in tr and int(tr["c2v.contextual_index"][0]) >= 0:
+            c = int(tr["c2v.contextual_index"][0])
+            arrays["contextual"] = contextual_mass(att, tr["segments"][0], c)  # (L, H) text -> C
+            arrays["c_index"] = np.array(c)
         return arrays, {}
 
     arrays, _ = ui.cached("attention_trace", {"method": method.name, "params": method.params, "text": text},
@@ -39,6 +45,13 @@ def traced(method, text: str) -> dict:
         extra = arrays["final"].shape[-1] - len(ph)
         cols = np.r_[np.arange(extra), extra + np.flatnonzero(ph), extra + np.flatnonzero(~ph)]
         arrays = {**arrays, "final": arrays["final"][..., cols], "tokens": arrays["tokens"][~ph]}
+    if "c_index" in arrays:
+        # Causal2Vec's contextual token is not in the prompt's tokenization: its column is counted on its own.
+        c, extra = int(arrays["c_index"]), arrays["final"].shape[-1] - len(arrays["tokens"])
+        keep = np.ones(arrays["final"].shape[-1], dtype=bool)
+        keep[extra + c] = False
+        arrays = {**arrays, "on_contextual": arrays["final"][..., extra + c], "final": arrays["final"][..., keep],
+                  "tokens": np.delete(arrays["tokens"], c)}
     return arrays
 
 
@@ -49,7 +62,7 @@ def prefix_figure(mass: np.ndarray, tokens, layers) -> go.Figure:
     fig.add_trace(go.Heatmap(z=by_head, x=[f"h{h}" for h in range(by_head.shape[1])], y=list(range(len(by_head))),
                              colorscale="Viridis", zmin=0, zmax=1, colorbar=dict(title="mass", x=0.3)), 1, 1)
     profile = by_pos[sorted(layers)].mean(axis=0) if layers else np.zeros(by_pos.shape[1])
-    labels = [f"{i}:{t}" for i, t in enumerate(tokens)]
+    labels = [f"{i}:{ui.label(t)}" for i, t in enumerate(tokens)]
     fig.add_trace(go.Scatter(x=labels, y=profile, mode="lines+markers", name="layers in the set"), 1, 2)
     fig.update_yaxes(title_text="decoder layer", autorange="reversed", row=1, col=1)
     fig.update_yaxes(title_text="mass on the prefix", range=[0, 1], row=1, col=2)
@@ -61,7 +74,10 @@ with ui.user_errors():
     st.title("Attention")
     backbone = ui.get_backbone()
     L = backbone.facts.n_layers
-    text = st.text_area("Text", DEFAULT_TEXT, key="attn_text", height=80).strip()
+    text = st.text_area("Text", DEFAULT_TEXT, key="attn_text", height=80,
+                        help=f"Attention maps grow with the square of the length: at most "
+                             f"{budgets.limit('attention_tokens')} tokens (prompt included).").strip()
+    ui.check_sizes([text], "the text")
     if not text:
         st.info("Enter a text.")
         st.stop()
@@ -80,12 +96,35 @@ with ui.user_errors():
                           for l in range(by_head.shape[0]) for h in range(by_head.shape[1])])
     ui.show_figure(prefix_figure(mass, list(kv_arrays["tokens"]), in_set), frame, "prefix_mass")
 
+    st.subheader("Attention to the contextual token (Causal2Vec)")
+    st.caption("Causal2Vec puts one token made from MiniLM's summary of the text before the text. The share of each "
+               "text token's attention that lands on it (mean over the text's tokens), per decoder layer and head: "
+               "how much the decoder reads the summary instead of the words it has seen so far.")
+    c2v = ui.method_picker("attn_c2v", default=("causal2vec",), multi=False, only=("causal2vec",))[0]
+    if c2v.params.readout == "direct":
+        st.info("The direct readout has no contextual token; choose another readout.")
+    else:
+        ctx = traced(c2v, text)["contextual"]  # (L, H)
+        fig = make_subplots(rows=1, cols=2, column_widths=[0.35, 0.65], horizontal_spacing=0.08,
+                            subplot_titles=("per head", "mean over heads"))
+        fig.add_trace(go.Heatmap(z=ctx, x=[f"h{h}" for h in range(ctx.shape[1])], y=list(range(len(ctx))),
+                                 colorscale="Viridis", zmin=0, zmax=1, colorbar=dict(title="mass", x=0.3)), 1, 1)
+        fig.add_trace(go.Bar(x=list(range(len(ctx))), y=ctx.mean(axis=1)), 1, 2)
+        fig.update_yaxes(title_text="decoder layer", autorange="reversed", row=1, col=1)
+        fig.update_xaxes(title_text="decoder layer", row=1, col=2)
+        fig.update_yaxes(title_text="attention on the contextual token", range=[0, 1], row=1, col=2)
+        fig.update_layout(height=420, showlegend=False, margin=dict(l=10, r=10, t=40, b=10))
+        ui.show_figure(fig, pd.DataFrame([{"decoder_layer": l, "head": h, "text_to_contextual": ctx[l, h]}
+                                          for l in range(ctx.shape[0]) for h in range(ctx.shape[1])]),
+                       "contextual_mass")
+
     st.subheader("Which words does the final token read?")
     st.caption("The final token's attention (mean over the chosen decoder layers and all heads) summed over the "
                "sub-word tokens of each word and over every copy of the text (Echo has two). Bars show each "
                "word's share of the attention that lands on the text, so methods are comparable; the table "
                "gives what went to the prompt and to the prefix.")
-    methods = ui.method_picker("attn_words", default=("prompteol", "echo", "kv_embedding"))
+    decoder_methods = [m.name for m in list_methods() if m.name != "sentence_encoder"]  # it has no decoder trace
+    methods = ui.method_picker("attn_words", default=("prompteol", "echo", "kv_embedding"), only=decoder_methods)
     lo, hi = st.slider("Decoder layers averaged", 0, L - 1, (0, L - 1), key="attn_layers")
     frames, rest = [], []
     for m in methods:
@@ -96,12 +135,14 @@ with ui.user_errors():
         on_text = f["mass"].sum()
         label = f"{m.title} ({m.name})"
         frames.append(f.assign(method=label, share=f["mass"] / on_text if on_text > 0 else 0.0))
+        on_ctx = float(arrays["on_contextual"][lo : hi + 1].mean(axis=(0, 1))) if "on_contextual" in arrays else 0.0
         rest.append({"method": label, "on the text": on_text, "on the prompt": f.attrs["template_mass"],
-                     "on the prefix": f.attrs["prefix_mass"]})
+                     "on the prefix": f.attrs["prefix_mass"], "on the contextual token": on_ctx})
     words = pd.concat(frames, ignore_index=True)
     fig = go.Figure()
     for label, g in words.groupby("method", sort=False):
-        fig.add_trace(go.Bar(x=[f"{i}:{w}" for i, w in zip(g["word_index"], g["word"])], y=g["share"], name=label))
+        fig.add_trace(go.Bar(x=[f"{i}:{ui.label(w)}" for i, w in zip(g["word_index"], g["word"])], y=g["share"],
+                             name=label))
     fig.update_layout(barmode="group", height=420, yaxis_title="share of the text's attention",
                       margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.3))
     ui.show_figure(fig, words, "final_token_word_attention")

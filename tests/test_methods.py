@@ -18,6 +18,7 @@ from analysis.forward import hooks, resolve_layer, run
 from analysis.methods import get_method, list_methods, parse_params
 from analysis.pooling import pool
 from analysis.tiny import tiny_backbone
+from tests.conftest import tiny_method
 from analysis.tokens import Encoded, collate, encode_texts
 
 METHODS = [m.name for m in list_methods()]  # later methods are tested automatically
@@ -146,14 +147,14 @@ def test_echo_template_needs_two_copies():
 # ---- the shared encode loop: batching and padding never change a result ----------------------------------------
 @pytest.mark.parametrize("name", METHODS)
 def test_batch_equals_one_by_one_and_padding_sides_agree(tiny, name):
-    method = get_method(name)
+    method = tiny_method(name)
     hooks_before = _hooks_count(tiny.model)
     backend_before = tiny.model.config._attn_implementation
     batched = method.encode(tiny, TEXTS, batch_size=3)
     single = np.stack([method.encode(tiny, [t])[0] for t in TEXTS])
     left = method.encode(tiny, TEXTS, batch_size=3, padding_side="left")
     mixed = method.encode(tiny, TEXTS[::-1] + ["another text in the batch"], batch_size=6)[:len(TEXTS)][::-1]
-    assert batched.shape == (len(TEXTS), tiny.facts.hidden_size) and batched.dtype == np.float32
+    assert batched.shape == (len(TEXTS), method.output_dim(tiny)) and batched.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
     np.testing.assert_allclose(batched, single, atol=1e-4)
     np.testing.assert_allclose(batched, left, atol=1e-4)
@@ -172,10 +173,11 @@ def test_encode_layers_equals_encode_at_that_layer(tiny_llama, name):
         pytest.skip(f"{name} has no readout layer parameter")
     L = tiny_llama.facts.n_layers
     layers = [0, 2, L, -1, -2]
-    per_layer = get_method(name).encode_layers(tiny_llama, TEXTS[:3], layers=layers)  # (n, 5, d)
-    assert per_layer.shape == (3, len(layers), tiny_llama.facts.hidden_size)
+    method = tiny_method(name)
+    per_layer = method.encode_layers(tiny_llama, TEXTS[:3], layers=layers)  # (n, 5, d)
+    assert per_layer.shape == (3, len(layers), method.output_dim(tiny_llama))
     for j, layer in enumerate(layers):
-        one = get_method(name, layer=layer).encode(tiny_llama, TEXTS[:3], normalize=False)
+        one = tiny_method(name, layer=layer).encode(tiny_llama, TEXTS[:3], normalize=False)
         np.testing.assert_allclose(per_layer[:, j], one, atol=1e-5, err_msg=f"layer {layer}")
     assert not np.allclose(per_layer[:, 1], per_layer[:, 2], atol=1e-3)  # layers really differ
 

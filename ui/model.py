@@ -6,6 +6,7 @@ import streamlit as st
 
 import cache
 from analysis.errors import UserError
+from ui.text import md
 
 MODEL_KEY = "embedscope_model"  # session-state key of the chosen model name ("default", an HF id or a path)
 LAYER_CONVENTION = "Hidden state 0 = embeddings; decoder layer ℓ produces hidden state ℓ+1."
@@ -40,7 +41,7 @@ def _try_load(name: str):
         msg = ("First start: converting the default model (SmolLM2-135M-Instruct) from its GGUF file to "
                "safetensors. This happens once and takes about 30 seconds.")
     else:
-        msg = f"Loading {DEFAULT_TITLE if name == 'default' else name}…"
+        msg = f"Loading {DEFAULT_TITLE if name == 'default' else md(name)}…"
     with st.spinner(msg, show_time=True):
         return _load(name)
 
@@ -65,7 +66,7 @@ def get_backbone():
     try:
         return _backbone()
     except UserError as err:
-        st.error(str(err))
+        st.error(md(err))  # the message quotes the typed model name: never rendered as Markdown
         st.stop()
 
 
@@ -131,7 +132,7 @@ def cache_panel() -> None:
     s = store()
     result_bytes, model_bytes = cache_sizes(s)
     st.markdown(f"**Cache**: {human_bytes(result_bytes)} of results ({s.count()} entries)")
-    st.caption(f"Converted model weights: {human_bytes(model_bytes)} (kept when clearing). Folder: `{s.root}`")
+    st.caption(f"Converted model weights: {human_bytes(model_bytes)} (kept when clearing). Folder: {md(s.root)}")
     if st.button("Clear cache", key="ui_clear_cache", help="Delete stored results; converted models stay."):
         removed = s.clear()
         st.session_state["ui_cleared"] = removed
@@ -155,6 +156,6 @@ def sidebar() -> None:
         facts_box.warning("This model could not be loaded: see the message on the page.")
         return
     f = backbone.facts
-    facts_box.caption(f"{display_name(f)} · {f.architecture} · {f.n_layers} layers · {f.n_heads} heads "
+    facts_box.caption(f"{md(display_name(f))} · {md(f.architecture)} · {f.n_layers} layers · {f.n_heads} heads "
                       f"({f.n_kv_heads} KV) · d={f.hidden_size} · ≤{f.max_length:,} tokens · "
                       f"{f.n_params / 1e6:.0f} M parameters")

@@ -23,8 +23,12 @@ PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
 
 
 def page_files() -> list[Path]:
-    """The page scripts, sorted by filename (the number prefix sets the order)."""
-    return sorted(p for p in PAGES_DIR.glob("*.py") if not p.name.startswith("_"))
+    """The page scripts, in the order of their number prefix (10_x comes after 9_y), then by name."""
+    def order(p: Path):
+        m = re.match(r"(\d+)_", p.name)
+        return (int(m[1]) if m else 10**9, p.name)
+
+    return sorted((p for p in PAGES_DIR.glob("*.py") if not p.name.startswith("_")), key=order)
 
 
 def page_title(path: Path) -> str:

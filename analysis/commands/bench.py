@@ -67,6 +67,9 @@ def run(args):
     methods = configure_methods(args.methods, args.param)
     if args.n_boot < 0:
         raise UserError(f"--n-boot must be 0 or more, got {args.n_boot}.")
+    from analysis import budgets
+
+    budgets.check("bootstrap", args.n_boot, "the number of bootstrap replicates")  # before any work
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}.")
     specs = [s.strip() for s in args.data.split(",") if s.strip()]

@@ -3,7 +3,6 @@ TwoNN intrinsic-dimension trajectory over hidden states 0..L and the window KV-E
 
 from __future__ import annotations
 
-import math
 import time
 
 from analysis.commands._common import add_method_arguments, load_model, method_from_args, ready
@@ -63,9 +62,7 @@ def run(args) -> dict:
         arrays = entry.arrays
     df = idm.from_arrays(arrays)
     sel = idm.select_window(df["id"].to_numpy(), backbone.facts.n_layers)
-    clean = lambda v: None if isinstance(v, float) and math.isnan(v) else v  # noqa: E731 - JSON has no NaN
-    rows = [{k: clean(v.item() if hasattr(v, "item") else v) for k, v in r.items()}
-            for r in df.to_dict(orient="records")]
+    rows = df.to_dict(orient="records")  # NaN (an undefined layer) is written as null by __main__.to_json
     return {
         "model": backbone.identity,
         "method": method.name,

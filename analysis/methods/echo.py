@@ -10,7 +10,8 @@ from analysis.methods.base import EmbeddingMethod, PromptParams, param
 @dataclass(frozen=True)
 class EchoParams(PromptParams):
     template: str = param("Rewrite the sentence: {text}, rewritten sentence: {text}",
-                          "The paper's symmetric-task prompt; the text must appear exactly twice.")
+                          "The paper's symmetric-task prompt; the text must appear exactly twice.",
+                          kind="template", copies=(2, 2))
 
 
 class Echo(EmbeddingMethod):
@@ -20,10 +21,3 @@ class Echo(EmbeddingMethod):
     Params = EchoParams
     pooling = "mean"
     mean_segments = (2,)
-
-    def validate(self) -> None:
-        super().validate()
-        if self.params.template.count("{text}") != 2:
-            from analysis.errors import UserError
-
-            raise UserError("echo: the template must contain {text} exactly twice.")

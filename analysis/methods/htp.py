@@ -54,12 +54,13 @@ class HTPParams:
     exit: int = param(7, "Rewiring stops before this decoder layer: the paper's 7 of 32 layers, about the first "
                       "quarter (7 of SmolLM2's 30). Values past the model's depth are clipped.", min=0, max=512)
     layer: int = param(-2, "Hidden state read out (early exit): -2 = second-to-last decoder layer's output, no final "
-                       "norm, as in the paper's configuration.")
+                       "norm, as in the paper's configuration.", kind="layer")
     pooling: str = param("mean", "Readout: mean over the text tokens, placeholders excluded (the paper: mean avoids "
                          "last-token over-squashing), or last token.", choices=("mean", "last"))
     template: str = param("{text}", "Prompt around the text (needs {text} once); the paper embeds documents bare. "
                           "A template that starts with the text gets the tokenizer's BOS (else EOS) token in front "
-                          "when the tokenizer adds none itself: position 0 must not be a placeholder.")
+                          "when the tokenizer adds none itself: position 0 must not be a placeholder.",
+                          kind="template", copies=(1, 1))
     seed: int = param(0, "Seed of the two random placeholder embeddings (local and global), fixed as in the paper.",
                       min=0, max=2**31 - 1)
 

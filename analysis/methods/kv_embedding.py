@@ -41,6 +41,7 @@ from analysis.errors import UserError
 from analysis.forward import attention_backend, run
 from analysis.methods.base import EmbeddingMethod, param
 
+MAX_LAYER = 1023  # decoder layer numbers above this are refused while parsing (no model is that deep)
 KWARG = "kv_reroute"  # the model keyword argument that carries a `Reroute`
 PREFIX_MASS = "kv.prefix_mass"  # trace capture: (L, H, T) attention mass on the re-routed prefix per text
 BACKEND, BACKEND_EAGER = "kv_reroute", "kv_reroute_eager"
@@ -64,8 +65,13 @@ def parse_layers(raw: str) -> str:
             continue
         lo, sep, hi = part.partition("-")
         if not lo.isdigit() or (sep and not hi.isdigit()):
-            raise ValueError(f"{part!r} is not a layer number or range like 3-5")
-        out.update(range(int(lo), int(hi) + 1) if sep else [int(lo)])
+            raise ValueError(f"{part!r:.30} is not a layer number or range like 3-5")
+        lo, hi = int(lo), int(hi) if sep else int(lo)
+        if max(lo, hi) > MAX_LAYER:  # checked before the range is built: 0-99999999 must not hang
+            raise ValueError(f"{max(lo, hi)} is past any model's depth (at most {MAX_LAYER})")
+        if hi < lo:
+            raise ValueError(f"the range {lo}-{hi} runs backwards; write {hi}-{lo}")
+        out.update(range(lo, hi + 1))
     if not out:
         return "none"
     return ",".join(str(l) for l in sorted(out))
@@ -83,7 +89,7 @@ class KVEmbeddingParams:
     bias: float = param(
         1.0,
         "Added to the pre-softmax score of the re-routed position(s); the paper's default 1.0 nudges every token "
-        "to read the summary. A very negative value switches the re-routing off.",
+        "to read the summary. A very negative (finite) value such as -1e9 switches the re-routing off.",
         max=50.0, step=0.5,
     )
     n: int = param(1, "How many final tokens are re-routed (the last n); the paper re-routes the final token only.",
@@ -95,11 +101,12 @@ class KVEmbeddingParams:
     )
     prompt: str = param("document", "The paper's compression prompt for documents ('Context') or queries ('Query').",
                         choices=("document", "query"))
-    template: str = param("", "Custom prompt with {text}; empty = the paper's compression prompt chosen by `prompt`.")
+    template: str = param("", "Custom prompt with {text}; empty = the paper's compression prompt chosen by `prompt`.",
+                          kind="template", optional=True)
     pooling: str = param("hybrid", "Readout over the final layer: the paper's hybrid (mean of last-token and mean "
                          "pooling) balances the summary token with the whole text; last and mean as options.",
                          choices=("hybrid", "last", "mean"))
-    layer: int = param(-1, "Hidden state read out; the paper pools the final layer.")
+    layer: int = param(-1, "Hidden state read out; the paper pools the final layer.", kind="layer")
 
 
 # ---- the attention function ----------------------------------------------------------------------------------
@@ -210,16 +217,17 @@ class KVEmbedding(EmbeddingMethod):
     pooling = "hybrid"
     bench_reference = {"layers": "none"}  # the benchmark compares against the prompt-only forward
 
-    def validate(self) -> None:
-        super().validate()
+    def validate(self, params):
         try:
-            canonical = parse_layers(self.params.layers)
+            canonical = parse_layers(params.layers)
         except ValueError as err:
-            raise UserError(f"kv_embedding: layers={self.params.layers!r}: {err}; use auto, none or e.g. 3,4,5") from None
-        if canonical != self.params.layers:  # one spelling per layer set, so cache keys agree
-            object.__setattr__(self.params, "layers", canonical)
-        if self.params.template and "{text}" not in self.params.template:
-            raise UserError("kv_embedding: a custom template must contain {text}.")
+            raise UserError(f"kv_embedding: layers={params.layers!r:.40}: {err}; use auto, none or e.g. 3,4,5.") from None
+        return dataclasses.replace(params, layers=canonical)  # one spelling per layer set, so cache keys agree
+
+    def check(self, backbone) -> None:
+        super().check(backbone)
+        if self.params.layers not in ("auto", "none"):
+            self.decoder_layers(backbone)  # an explicit set must exist in this model: say so before any work
 
     @property
     def template(self) -> str:
@@ -254,9 +262,9 @@ class KVEmbedding(EmbeddingMethod):
                 return self._window[1]
             return frozenset(intrinsic_dim.auto_window(backbone, self.prompt_only()).layers)
         layers = frozenset(int(x) for x in spec.split(","))
-        bad = sorted(l for l in layers if l >= L)
-        if bad:
-            raise UserError(f"kv_embedding: decoder layers {bad} do not exist; this model has decoder layers 0..{L - 1}.")
+        if max(layers) >= L:  # name the highest only: a huge range must not make a huge message
+            raise UserError(f"kv_embedding: decoder layers past {L - 1} do not exist (the set reaches {max(layers)}); "
+                            f"this model has decoder layers 0..{L - 1}.")
         return layers
 
     def reroute(self, backbone, batch, *, weights: bool = False, masses: dict | None = None) -> Reroute:

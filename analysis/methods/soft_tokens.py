@@ -6,9 +6,10 @@ distribution s_k = softmax(logits / τ) over the vocabulary is not sampled but t
 the probability-weighted mix of the embedding matrix d_k = s_k · E, fed back with the KV cache (one new
 position per step). The embedding is the mean of the final-layer states of the K generated positions.
 
-GIRCSE's gains come from contrastive LoRA training with a stepwise loss; here the model is frozen unless an
-adapter folder is given (`adapter=`), so this module shows what generation alone does. `mode="hard"`
-feeds the argmax token instead (greedy decoding), for contrast.
+GIRCSE's gains come from contrastive LoRA training with a stepwise loss. `adapter=shipped` (the default) uses the
+LoRA adapter this repository trains with that loss (`python -m analysis train gircse`, analysis/training/gircse.py)
+for the default model, merged into a copy of the model; `adapter=none` shows what generation alone does to the
+frozen model; a folder loads any PEFT adapter. `mode="hard"` feeds the argmax token instead (greedy decoding).
 
 Layout. `collate` appends K placeholder positions (segment `GENERATED`) right after each text's tokens, so
 pooling, traces and `encode_layers` see one ordinary padded batch (B, T+K). Generation itself works in
@@ -62,9 +63,12 @@ class SoftTokenParams:
                          choices=list(POOLINGS))
     mode: str = param("soft", "soft = probability-weighted mix of token embeddings (GIRCSE); hard = the argmax "
                       "token (greedy decoding), the discrete baseline.", choices=["soft", "hard"])
-    layer: int = param(-1, "Hidden state read out at the generated positions; GIRCSE uses the final layer.")
-    adapter: str = param("", "Optional folder of a PEFT LoRA adapter (e.g. GIRCSE's trained weights) merged into "
-                         "a copy of the model; empty = the frozen model.")
+    layer: int = param(-1, "Hidden state read out at the generated positions; GIRCSE uses the final layer.",
+                       kind="layer")
+    adapter: str = param("shipped", "LoRA adapter merged into a copy of the model: shipped = the one this repository "
+                         "trained with GIRCSE's contrastive refinement (`python -m analysis train gircse`) for this "
+                         "model (the default model has one; other models stay frozen); none = the frozen model; "
+                         "or the folder of a PEFT adapter.")
 
 
 @dataclass
@@ -203,16 +207,13 @@ class SoftTokens(EmbeddingMethod):
     summary = "Generate K soft tokens (probability-weighted embeddings) with the KV cache; mean of their states."
     Params = SoftTokenParams
 
-    def validate(self) -> None:
-        super().validate()
-        p = self.params
-        if PLACEHOLDER in p.instruction:
+    def validate(self, params):
+        if PLACEHOLDER in params.instruction:
             raise UserError(f"soft_tokens: the instruction must not contain {PLACEHOLDER}; the text is added after it.")
-        if p.adapter:
-            from analysis.adapters import adapter_spec
+        from analysis.adapters import adapter_spec
 
-            # The key of cached results includes the params: record the adapter's content, not only its path.
-            self.params = dataclasses.replace(p, adapter=adapter_spec(p.adapter))
+        # The key of cached results includes the params: record the adapter's content, not only its path.
+        return dataclasses.replace(params, adapter=adapter_spec(params.adapter))
 
     @property
     def template(self) -> str:
@@ -285,12 +286,10 @@ class SoftTokens(EmbeddingMethod):
         return super().encode_layers(self.adapted(backbone), texts, layers, batch_size=batch_size, **kwargs)
 
     def adapted(self, backbone):
-        """The backbone with this method's adapter merged (the same object without one)."""
-        if not self.params.adapter:
-            return backbone
-        from analysis.adapters import load_adapter
+        """The backbone with this method's adapter merged into a copy (the same object when there is none)."""
+        from analysis.adapters import resolve_adapter
 
-        return load_adapter(backbone, self.params.adapter)
+        return resolve_adapter(backbone, self.params.adapter)
 
     def encode_steps(self, backbone, texts, ks, *, batch_size: int = BATCH_SIZE, normalize: bool = True,
                      padding_side: str = "right", progress=None) -> np.ndarray:

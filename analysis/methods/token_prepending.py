@@ -137,12 +137,11 @@ class RewiringMethod(EmbeddingMethod):
     labels: dict[int, str] = {LOCAL: "<PST>"}  # trace labels per placeholder kind
     mean_segments = (1,)  # mean readout over the text tokens: placeholders (segment 0) never count
 
-    def validate(self) -> None:
-        super().validate()
-        p = self.params
-        if p.start > p.exit:
-            raise UserError(f"{self.name}: start ({p.start}) must not be after exit ({p.exit}); "
+    def validate(self, params):
+        if params.start > params.exit:
+            raise UserError(f"{self.name}: start ({params.start}) must not be after exit ({params.exit}); "
                             "rewiring runs at decoder layers start .. exit-1.")
+        return params
 
     # ---- layout ------------------------------------------------------------------------------------------
     def layout(self, backbone, text: str) -> Placed:
@@ -252,6 +251,7 @@ class TokenPrependingParams:
     template: str = param(
         'This sentence : "{text}" means in one word:"',
         "PromptEOL's prompt, the paper's main recipe; the placeholder goes in front of the text. Needs {text} once.",
+        kind="template", copies=(1, 1),
     )
     start: int = param(
         1,
@@ -268,7 +268,7 @@ class TokenPrependingParams:
     layer: int = param(
         -2,
         "Hidden state read out (early exit). -2 = output of the second-to-last decoder layer, no final norm: the "
-        "paper's setting for most backbones (Llama-2-7B used 27 of 32). The pass stops there.",
+        "paper's setting for most backbones (Llama-2-7B used 27 of 32). The pass stops there.", kind="layer",
     )
     pooling: str = param("last", "Readout: the PromptEOL last token (the paper) or the mean over the text tokens "
                          "(placeholder excluded).", choices=("last", "mean"))

@@ -1,0 +1,306 @@
+"""Causal2Vec (Lin et al., 2025, "Causal2Vec: Improving Decoder-only LLMs as Versatile Embedding Models"): a small
+bidirectional encoder summarises the text into one vector h; a trained MLP maps it into the decoder's
+word-embedding space, C = W2 GELU(W1 h), and C is placed as ONE extra input position before the text, so every
+text token can attend to a summary of the whole text despite the causal mask. No attention change.
+
+Layout (one row): [start?] [instruction] [C] [text tokens] [EOS]. The start token (the model's BOS, else its EOS)
+is put in front only when the tokenizer adds none and there is no instruction, so C never sits at position 0
+(the attention sink; see `token_prepending.start_token`). C enters through `inputs_embeds` at its position
+(`Causal2VecBatch.c_pos`, valid for either padding side).
+
+Readouts (`readout`): concat = [final state of C ; final state of EOS] (the paper's answer to last-token recency
+bias; 2d dimensions), eos, contextual (C's state only), mean (over C and the text tokens), and direct: the
+paper's control without a contextual token, the plain decoder's EOS state next to the encoder vector (each
+L2-normalised, d + 384 dimensions).
+
+The MLP ("bridge") comes from `bridge`: shipped (trained by `python -m analysis train causal2vec` and committed
+for the default model), untrained (its seeded initialisation, to see what training adds) or a folder written by
+the trainer (weights.safetensors + manifest.json; with LoRA weights the decoder update is merged into a copy).
+Cache keys see the bridge's weights through `bridge_digest` (filled in automatically).
+
+Trace names added (per text): `c2v.contextual_index` () int64, the position of C in the text's tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from analysis.errors import UserError
+from analysis.forward import Captured, run
+from analysis.methods.base import EmbeddingMethod, param
+from analysis.methods.token_prepending import start_token
+from analysis.pooling import mean_pool, token_mask
+from analysis.tokens import Batch, Encoded, encode_texts
+from analysis.trace import Trace
+
+METHOD = "causal2vec"
+CONTEXTUAL = 125  # segment id of the contextual token (fits the int8 segments kept in traces)
+READOUTS = ("concat", "eos", "contextual", "mean", "direct")
+SHIPPED_MODEL = "smollm2-135m"  # the model the shipped bridge was trained for (the default model)
+INIT_SEED = 0
+GELU_SECOND_MOMENT = 0.4252  # E[GELU(z)^2] for z ~ N(0, 1), used to give C the scale of a word embedding
+
+
+def shipped_folder() -> Path:
+    from analysis.training.artefacts import shipped_dir
+
+    return shipped_dir(METHOD, SHIPPED_MODEL)
+
+
+def trained_root() -> Path:
+    """Where bridges trained from the app live (under the cache, so Clear cache removes them too)."""
+    from analysis.paths import cache_root
+
+    return cache_root() / "trained" / METHOD
+
+
+def bridge_choices() -> list[str]:
+    """`shipped`, `untrained` and every bridge folder trained from the app (for the method pickers)."""
+    found = sorted(str(p.parent) for p in trained_root().glob("*/best/manifest.json")) \
+        if trained_root().is_dir() else []  # each entry is a <run>/best folder
+    return ["shipped", "untrained", *found]
+
+
+@dataclass(frozen=True)
+class Causal2VecParams:
+    bridge: str = param("shipped", "The MLP that makes the contextual token: shipped = trained by this repository "
+                        "for the default model (STS-B train), untrained = its seeded initialisation (what training "
+                        "adds), or the folder of a bridge trained with `python -m analysis train causal2vec`.",
+                        options=bridge_choices)
+    readout: str = param("concat", "concat = final states of the contextual token and of EOS side by side (paper); "
+                         "eos, contextual, mean = ablations; direct = the paper's control: the plain decoder's EOS "
+                         "state next to the encoder vector, no contextual token.", choices=list(READOUTS))
+    instruction: str = param("", "Text before the contextual token. Empty by default: every token costs time on a "
+                             "CPU, and the shipped bridge was trained without one.")
+    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.")
+    bridge_digest: str = param("", "Digest of the bridge weights, filled in automatically (cache keys).", hidden=True)
+
+
+class Bridge(torch.nn.Module):
+    """C = W2 GELU(W1 h): encoder space (e) -> word-embedding space (d)."""
+
+    def __init__(self, e: int, d: int, hidden: int | None = None):
+        super().__init__()
+        self.w1 = torch.nn.Linear(e, hidden or d)
+        self.w2 = torch.nn.Linear(hidden or d, d)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.gelu(self.w1(h)))  # (B, e) -> (B, d)
+
+    @classmethod
+    def initial(cls, e: int, d: int, target_rms: float, seed: int = INIT_SEED) -> "Bridge":
+        """The seeded initialisation (= bridge=untrained): for a unit-norm h, W1 h has unit variance per unit and
+        C has the root-mean-square of the model's word embeddings, so the untrained token is in range."""
+        g = torch.Generator().manual_seed(seed)
+        b = cls(e, d)
+        with torch.no_grad():
+            b.w1.weight.copy_(torch.randn(d, e, generator=g))  # |h| = 1 -> each pre-activation ~ N(0, 1)
+            b.w2.weight.copy_(torch.randn(d, d, generator=g) * target_rms / math.sqrt(d * GELU_SECOND_MOMENT))
+            b.w1.bias.zero_()
+            b.w2.bias.zero_()
+        return b
+
+
+def embedding_rms(backbone) -> float:
+    return float(backbone.input_embeddings.weight.detach().float().pow(2).mean().sqrt())
+
+
+@dataclass(frozen=True)
+class C2VEncoded(Encoded):
+    text: str = ""
+    c_index: int = -1  # position of C in this text's tokens (-1: none, the direct readout)
+
+
+@dataclass
+class Causal2VecBatch(Batch):
+    c_pos: torch.Tensor | None = None  # (B,) column of C in the padded batch (-1: none)
+    texts: list | None = None  # the raw texts, for the encoder
+    encoded: torch.Tensor | None = None  # (B, e) encoder vectors, set by the forward pass
+
+
+def contextual_inputs(backbone, batch: Causal2VecBatch, c: torch.Tensor) -> torch.Tensor:
+    """Word embeddings of the batch with C written at each row's contextual position. (B, T, d)."""
+    embeds = backbone.input_embeddings(batch.input_ids)  # (B, T, d), with any embedding scale (Gemma)
+    rows = torch.arange(embeds.shape[0])
+    return embeds.index_put((rows, batch.c_pos), c.to(embeds.dtype))  # out of place: gradients reach C
+
+
+def readout_at(hidden: torch.Tensor, batch: Causal2VecBatch, how: str) -> torch.Tensor:
+    """(B, T, d) -> (B, D) for one readout (D = 2d for concat, d + e for direct, else d)."""
+    rows = torch.arange(hidden.shape[0])
+    eos = hidden[rows, batch.last_index]  # (B, d): the final real token is EOS
+    if how == "eos":
+        return eos
+    if how == "direct":
+        return torch.cat([F.normalize(eos, dim=-1), F.normalize(batch.encoded.to(eos.dtype), dim=-1)], dim=-1)
+    ctx = hidden[rows, batch.c_pos]  # (B, d)
+    if how == "concat":
+        return torch.cat([ctx, eos], dim=-1)  # (B, 2d)
+    if how == "contextual":
+        return ctx
+    if how == "mean":
+        return mean_pool(hidden, token_mask(batch, (CONTEXTUAL, 1)))
+    raise ValueError(f"unknown readout {how!r}")
+
+
+class Causal2Vec(EmbeddingMethod):
+    name = METHOD
+    title = "Causal2Vec"
+    summary = ("A small encoder's summary of the text (MiniLM -> trained MLP) enters the decoder as one contextual "
+               "token before the text; readout = that token's and EOS's final states, concatenated.")
+    Params = Causal2VecParams
+    mean_segments = (CONTEXTUAL, 1)
+
+    _memo: dict = {}
+    _memo_lock = threading.Lock()
+
+    def validate(self) -> None:
+        super().validate()
+        self.params = dataclasses.replace(self.params, bridge_digest=self._digest())
+
+    def _digest(self) -> str:
+        from analysis.sentence_encoder import encoder_identity
+        from analysis.training.artefacts import artefact_digest
+
+        b = self.params.bridge.strip()
+        if self.params.readout == "direct":
+            return f"none|{encoder_identity()}"  # the control uses no bridge
+        if b == "untrained":
+            return f"untrained:seed{INIT_SEED}|{encoder_identity()}"
+        folder = self.bridge_folder()
+        if b == "shipped" and not (folder / "manifest.json").exists():
+            return "shipped:missing"  # encode says so in one sentence; listing the method must still work
+        return artefact_digest(folder)
+
+    def bridge_folder(self) -> Path | None:
+        b = self.params.bridge.strip()
+        if b == "untrained":
+            return None
+        if b == "shipped":
+            return shipped_folder()
+        folder = Path(b).expanduser()
+        if not folder.is_dir():
+            raise UserError(f"causal2vec: bridge must be shipped, untrained or a bridge folder; '{b}' is none of "
+                            "these.")
+        return folder.resolve()
+
+    # ---- the bridge (and the decoder with its LoRA update, if the bridge has one) ---------------------------
+    def load(self, backbone) -> tuple[Bridge | None, object]:
+        """(bridge module or None for direct, backbone to run: a merged copy when the bridge carries LoRA)."""
+        from analysis.sentence_encoder import encoder_identity, load_encoder
+
+        if self.params.readout == "direct":
+            return None, backbone
+        key = (backbone.identity, id(backbone), self.params.bridge_digest)
+        with self._memo_lock:
+            if key in self._memo:
+                return self._memo[key]
+            e, d = load_encoder().dim, backbone.facts.hidden_size
+            folder = self.bridge_folder()
+            if folder is None:
+                bridge, runner = Bridge.initial(e, d, embedding_rms(backbone)), backbone
+            else:
+                if self.params.bridge_digest == "shipped:missing":
+                    raise UserError("causal2vec: no shipped bridge in this checkout; train one with `python -m "
+                                    "analysis train causal2vec` or use bridge=untrained.")
+                bridge, runner = load_bridge(folder, backbone, load_encoder().identity)
+            bridge.eval().requires_grad_(False)
+            self._memo[key] = (bridge, runner)
+            self._memo[(runner.identity, id(runner), self.params.bridge_digest)] = (bridge, runner)  # encode swaps
+            return bridge, runner
+
+    # ---- the embedding pipeline ---------------------------------------------------------------------------------
+    def prompt_template(self, tokenizer) -> str:
+        """The prompt as tokenized, without C: [start?] instruction {text} EOS."""
+        p = self.params
+        lead = start_token(tokenizer) if not p.instruction else ""
+        return f"{lead}{p.instruction}{{text}}{tokenizer.eos_token or ''}"
+
+    def prepare(self, backbone, texts: list[str]) -> list[C2VEncoded]:
+        tok = backbone.tokenizer
+        direct = self.params.readout == "direct"
+        items = encode_texts(tok, self.prompt_template(tok), texts, backbone.facts.max_length - (0 if direct else 1))
+        out = []
+        for e, t in zip(items, texts):
+            first = int(np.flatnonzero(e.segments == 1)[0])  # C goes right before the first text token
+            if direct:
+                out.append(C2VEncoded(e.ids, e.segments, e.truncated, text=t, c_index=-1))
+                continue
+            ids = np.insert(e.ids, first, tok.pad_token_id if tok.pad_token_id is not None else 0)
+            seg = np.insert(e.segments, first, CONTEXTUAL).astype(np.int8)
+            out.append(C2VEncoded(ids, seg, e.truncated, text=t, c_index=first))
+        return out
+
+    def collate(self, backbone, items: list[C2VEncoded], padding_side: str) -> Causal2VecBatch:
+        b = super().collate(backbone, items, padding_side)
+        T = b.input_ids.shape[1]
+        shift = [0 if padding_side == "right" else T - len(e) for e in items]
+        c_pos = torch.tensor([e.c_index + s if e.c_index >= 0 else -1 for e, s in zip(items, shift)])
+        return Causal2VecBatch(**{f.name: getattr(b, f.name) for f in dataclasses.fields(Batch)}, c_pos=c_pos,
+                               texts=[e.text for e in items])
+
+    def forward(self, backbone, batch: Causal2VecBatch, layers, attention: bool = False,
+                trace: bool = False) -> Captured:
+        from analysis.sentence_encoder import load_encoder
+
+        bridge, runner = self.load(backbone)
+        batch.encoded = load_encoder().embed(batch.texts)  # (B, e) unit norm
+        if bridge is None:
+            return run(runner, batch, layers, attention=attention)
+        embeds = contextual_inputs(runner, batch, bridge(batch.encoded))  # (B, T, d)
+        return run(runner, batch, layers, attention=attention, inputs_embeds=embeds)
+
+    def readout(self, hidden: torch.Tensor, batch: Causal2VecBatch) -> torch.Tensor:
+        return readout_at(hidden, batch, self.params.readout)
+
+    def output_dim(self, backbone) -> int:
+        d = backbone.facts.hidden_size
+        if self.params.readout == "concat":
+            return 2 * d
+        if self.params.readout == "direct":
+            from analysis.sentence_encoder import load_encoder
+
+            return d + load_encoder().dim
+        return d
+
+    def trace_batch(self, backbone, batch: Causal2VecBatch, cap: Captured, trace: Trace) -> None:
+        n_before = len(trace.tokens)
+        super().trace_batch(backbone, batch, cap, trace)
+        for b in range(batch.input_ids.shape[0]):
+            start = int(batch.attention_mask[b].nonzero()[0])  # first real column (left padding shifts it)
+            c = int(batch.c_pos[b]) - start if int(batch.c_pos[b]) >= 0 else -1
+            trace.add("c2v.contextual_index", [np.array(c, dtype=np.int64)])
+            if c >= 0:
+                trace.tokens[n_before + b][c] = "⟨C⟩"
+
+    # ---- entry points: a bridge with LoRA runs on its merged copy of the decoder (for attention backends) ------
+    def encode(self, backbone, texts, **kwargs):
+        return super().encode(self.load(backbone)[1], texts, **kwargs)
+
+    def encode_layers(self, backbone, texts, layers="all", **kwargs):
+        return super().encode_layers(self.load(backbone)[1], texts, layers, **kwargs)
+
+
+def load_bridge(folder, backbone, encoder: str) -> tuple[Bridge, object]:
+    """(Bridge, backbone to run) from a trained folder; refuses a bridge made for another model or encoder."""
+    from analysis.training.artefacts import load_artefact
+
+    tensors, manifest = load_artefact(folder, method=METHOD, model_identity=backbone.identity, encoder=encoder)
+    w1, w2 = tensors["bridge.w1.weight"], tensors["bridge.w2.weight"]  # (hidden, e), (d, hidden)
+    bridge = Bridge(w1.shape[1], w2.shape[0], hidden=w1.shape[0])
+    bridge.load_state_dict({k[len("bridge."):]: v for k, v in tensors.items() if k.startswith("bridge.")})
+    runner = backbone
+    if manifest.get("lora"):
+        from analysis.training.artefacts import artefact_digest
+        from analysis.training.lora import merged_backbone
+
+        runner = merged_backbone(backbone, tensors, manifest["lora"], f"c2v-lora:{artefact_digest(folder)}")
+    return bridge, runner

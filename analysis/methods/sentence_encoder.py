@@ -1,0 +1,67 @@
+"""The small sentence encoder on its own (all-MiniLM-L6-v2, mean pooling): the reference every decoder method, and
+Causal2Vec in particular, is compared with. It does not use the loaded decoder at all."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analysis.errors import UserError
+from analysis.methods.base import EmbeddingMethod
+from analysis.tokens import check_texts
+
+
+@dataclass(frozen=True)
+class SentenceEncoderParams:
+    pass  # nothing to choose: the encoder's own readout (mean over tokens) is the one it was trained for
+
+
+class SentenceEncoderMethod(EmbeddingMethod):
+    name = "sentence_encoder"
+    title = "Sentence encoder (MiniLM)"
+    summary = ("all-MiniLM-L6-v2 alone (384-d, mean pooling; trained on a billion pairs): the small encoder that "
+               "Causal2Vec feeds into the decoder, so one sees what the decoder adds. Ignores the loaded model.")
+    Params = SentenceEncoderParams
+    pooling = "mean"
+
+    def output_dim(self, backbone) -> int:
+        from analysis.sentence_encoder import load_encoder
+
+        return load_encoder().dim
+
+    def encode(self, backbone, texts, *, batch_size: int = 16, normalize: bool = True, trace: bool = False,
+               attention: bool = False, padding_side: str = "right", progress=None):
+        """(n, 384) float32; `backbone` is accepted for the common signature and not used."""
+        from analysis.sentence_encoder import load_encoder
+
+        if trace:
+            raise UserError("The sentence encoder does not run the decoder, so it has no decoder trace to show.")
+        texts = check_texts(texts)
+        enc = load_encoder()
+        out = []
+        step = max(batch_size, 32)
+        for i in range(0, len(texts), step):
+            out.append(enc.embed(texts[i : i + step], normalize=normalize).numpy())
+            if progress is not None:
+                progress(min(i + step, len(texts)), len(texts))
+        return np.concatenate(out).astype(np.float32)
+
+    def encode_layers(self, backbone, texts, layers="all", *, batch_size: int = 16, padding_side: str = "right",
+                      progress=None, readout: str | None = None) -> np.ndarray:
+        """The ENCODER's mean-pooled hidden states: (n, 7, 384) for "all" (embeddings and its 6 layers); the
+        encoder has one readout (mean), so `readout` is accepted for the common signature and ignored."""
+        from analysis.sentence_encoder import load_encoder
+
+        texts = check_texts(texts)
+        enc = load_encoder()
+        if layers != "all":
+            top = enc.n_layers
+            bad = [l for l in layers if not -(top + 1) <= l <= top]
+            if bad:
+                raise UserError(f"The sentence encoder has hidden states 0..{top}, not {bad}.")
+            layers = [l % (top + 1) for l in layers]
+        out = enc.embed(texts, layers=layers, batch_size=max(batch_size, 32)).numpy()
+        if progress is not None:
+            progress(len(texts), len(texts))
+        return out.astype(np.float32)

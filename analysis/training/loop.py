@@ -1,0 +1,272 @@
+"""One training loop for every trained method, readable top to bottom like nanoGPT's train.py.
+
+    cfg = TrainConfig(steps=300, batch_size=32, lr=1e-3, eval_every=50, out_dir="runs/x")
+    result = train(cfg, parameters=dict(mlp.named_parameters()), loss_fn=loss_fn, batches=batches,
+                   evaluate=lambda: {"score": spearman_on_dev()}, save=lambda folder: save_weights(folder))
+
+What it guarantees:
+- Deterministic on CPU for a fixed seed: the loop seeds torch; `batches` must be seeded by the caller.
+- AdamW, gradient accumulation (`grad_accum` micro-batches per optimiser step), linear warmup then cosine decay
+  to `min_lr_ratio` * lr, gradient clipping.
+- Evaluation at step 0 and every `eval_every` steps and at the end (`evaluate()["score"]`, higher is better);
+  the best evaluation's weights are written by `save(out_dir / "best")`; early stopping after `patience`
+  evaluations without improvement (0 = never stop early).
+- `out_dir/log.json`: the config, every step's loss (and whatever `loss_fn` reports), every evaluation.
+- Resumable: at each evaluation `out_dir/checkpoint/` holds the trainable tensors, the AdamW moments and the
+  torch RNG in safetensors plus the step, best score and log in JSON (no pickle). With `resume=True` the loop
+  restores them and fast-forwards `batches` by the micro-batches already consumed (so keep batches cheap to
+  produce: texts or indices, not model outputs); the resumed run then continues exactly as the uninterrupted one.
+- `progress(step, total, info)` after every step; raising `StopTraining` from it stops cleanly (a checkpoint is
+  written first), which is how the app's Stop button works.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from analysis.errors import UserError
+
+LOG, CHECKPOINT, BEST = "log.json", "checkpoint", "best"
+
+
+class StopTraining(Exception):
+    """Raise from the progress callback to stop after the current step (a checkpoint is written)."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int = 300
+    batch_size: int = 32  # examples per micro-batch; the caller's `batches` honours it, the loop only logs it
+    grad_accum: int = 1  # micro-batches per optimiser step: effective batch = batch_size * grad_accum
+    lr: float = 1e-3
+    weight_decay: float = 0.01  # AdamW's decoupled decay; small because the trained parts are small
+    warmup_steps: int = 20  # linear warmup: AdamW's first moments are noisy, big early steps wreck a fresh MLP
+    eval_every: int = 50
+    patience: int = 0  # evaluations without improvement before stopping; 0 = run all steps
+    seed: int = 0
+    max_grad_norm: float = 1.0
+    out_dir: str = "runs/train"
+    resume: bool = False
+    min_lr_ratio: float = 0.1  # cosine decay ends at this fraction of lr (not 0: the last steps still learn)
+    eval_at_start: bool = True  # the step-0 score is the untrained baseline every curve should start from
+
+
+@dataclass
+class TrainResult:
+    best_score: float
+    best_step: int
+    steps_done: int
+    steps_per_second: float
+    wall_seconds: float
+    stopped: str  # "completed", "early_stopping" or "stopped"
+    out_dir: str
+    curves: dict = field(default_factory=dict)  # {"train": [{"step", "loss", ...}], "eval": [{"step", "score", ...}]}
+
+
+def lr_at(cfg: TrainConfig, step: int) -> float:
+    """Learning rate for optimiser step `step` (0-based): linear warmup, then cosine to min_lr_ratio * lr."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    span = max(1, cfg.steps - cfg.warmup_steps)
+    progress = min(1.0, (step - cfg.warmup_steps) / span)
+    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def train(
+    config: TrainConfig,
+    *,
+    parameters,
+    loss_fn: Callable[[object], tuple[torch.Tensor, dict]],
+    batches: Iterator,
+    evaluate: Callable[[], dict],
+    save: Callable[[Path], None],
+    progress: Callable[[int, int, dict], None] | None = None,
+    log_extra: dict | None = None,
+) -> TrainResult:
+    """Train `parameters` to minimise `loss_fn` over `batches`; see the module docstring for the guarantees.
+
+    Args:
+        config: the run's settings.
+        parameters: the trainable tensors, a dict name -> tensor (e.g. `dict(m.named_parameters())`, only those
+            with requires_grad) or a list (named by position). Names key the checkpoint.
+        loss_fn: batch -> (scalar loss, {name: float} to log).
+        batches: an infinite, seeded iterator of micro-batches.
+        evaluate: () -> dict with "score" (validation split; higher is better) and any other floats to log.
+        save: folder -> None, writes the current weights (called for the best evaluation).
+        progress: progress(step, total, info) after each optimiser step.
+        log_extra: JSON-able facts stored in log.json (data digest, model, ...).
+    """
+    _check(config)
+    named = dict(parameters) if isinstance(parameters, dict) else {str(i): p for i, p in enumerate(parameters)}
+    named = {k: p for k, p in named.items() if p.requires_grad}
+    if not named:
+        raise ValueError("train() got no trainable parameters (none has requires_grad)")
+    out = Path(config.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(config.seed)
+    opt = torch.optim.AdamW(list(named.values()), lr=config.lr, weight_decay=config.weight_decay)
+
+    state = {"step": 0, "best_score": -math.inf, "best_step": -1, "bad_evals": 0, "wall": 0.0,
+             "train": [], "eval": []}
+    if config.resume and (out / CHECKPOINT / "state.json").exists():
+        state = _load_checkpoint(out / CHECKPOINT, named, opt)
+        for _ in itertools.islice(batches, state["step"] * config.grad_accum):  # same data order as unbroken
+            pass
+
+    def write_log() -> None:
+        _atomic_json(out / LOG, {"config": dataclasses.asdict(config), "extra": log_extra or {},
+                                 "best_score": state["best_score"], "best_step": state["best_step"],
+                                 "train": state["train"], "eval": state["eval"]})
+
+    def run_eval(step: int) -> bool:
+        """Evaluate, save the best, log; return True when early stopping says stop."""
+        with torch.no_grad():
+            scores = evaluate()
+        score = float(scores["score"])
+        state["eval"].append({"step": step, **{k: float(v) for k, v in scores.items()}})
+        if score > state["best_score"]:
+            state.update(best_score=score, best_step=step, bad_evals=0)
+            save(out / BEST)
+        else:
+            state["bad_evals"] += 1
+        return config.patience > 0 and state["bad_evals"] >= config.patience
+
+    start = time.perf_counter()
+    wall_before, first_step = state["wall"], state["step"]
+    stopped = "completed"
+    if first_step == 0 and config.eval_at_start and not state["eval"]:
+        run_eval(0)
+        write_log()
+    for p in named.values():
+        p.grad = None
+    step = first_step
+    while step < config.steps:
+        lr = lr_at(config, step)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        total, infos = 0.0, {}
+        for _ in range(config.grad_accum):
+            loss, info = loss_fn(next(batches))
+            (loss / config.grad_accum).backward()
+            total += float(loss.detach()) / config.grad_accum
+            for k, v in info.items():
+                infos[k] = infos.get(k, 0.0) + float(v) / config.grad_accum
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(list(named.values()), config.max_grad_norm))
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        step += 1
+        state["step"] = step
+        state["train"].append({"step": step, "loss": total, "lr": lr, "grad_norm": grad_norm, **infos})
+        state["wall"] = wall_before + time.perf_counter() - start
+        halt = False
+        if step % config.eval_every == 0 or step == config.steps:
+            halt = run_eval(step)
+            state["wall"] = wall_before + time.perf_counter() - start
+            _save_checkpoint(out / CHECKPOINT, named, opt, state)
+            write_log()
+        if halt:
+            stopped = "early_stopping"
+            break
+        if progress is not None:
+            info = {"loss": total, "lr": lr, "best_score": state["best_score"]}
+            if state["eval"]:
+                info["score"] = state["eval"][-1]["score"]
+            try:
+                progress(step, config.steps, info)
+            except StopTraining:
+                stopped = "stopped"
+                _save_checkpoint(out / CHECKPOINT, named, opt, state)
+                write_log()
+                break
+    write_log()
+    trained = state["step"] - first_step
+    seconds = state["wall"] - wall_before
+    return TrainResult(
+        best_score=state["best_score"], best_step=state["best_step"], steps_done=state["step"],
+        steps_per_second=trained / seconds if seconds > 0 else 0.0, wall_seconds=state["wall"],
+        stopped=stopped, out_dir=str(out), curves={"train": state["train"], "eval": state["eval"]},
+    )
+
+
+def _check(cfg: TrainConfig) -> None:
+    for name in ("steps", "batch_size", "grad_accum", "eval_every"):
+        if getattr(cfg, name) < 1:
+            raise UserError(f"{name} must be at least 1, got {getattr(cfg, name)}.")
+    if cfg.lr <= 0:
+        raise UserError(f"the learning rate must be positive, got {cfg.lr}.")
+
+
+# ---- checkpoints: safetensors for tensors, JSON for the rest; written to a temp folder and renamed -------
+def _save_checkpoint(folder: Path, named: dict, opt: torch.optim.Optimizer, state: dict) -> None:
+    from safetensors.torch import save_file
+
+    tensors = {f"param.{k}": p.detach().contiguous() for k, p in named.items()}
+    steps = {}
+    for k, p in named.items():
+        s = opt.state.get(p, {})
+        if "exp_avg" in s:
+            tensors[f"exp_avg.{k}"] = s["exp_avg"].contiguous()
+            tensors[f"exp_avg_sq.{k}"] = s["exp_avg_sq"].contiguous()
+            steps[k] = float(s["step"])
+    tensors["rng.torch"] = torch.get_rng_state()
+    tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_file(tensors, str(tmp / "state.safetensors"))
+    (tmp / "state.json").write_text(json.dumps({**state, "adam_steps": steps}))
+    old = folder.with_name(folder.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        folder.rename(old)
+    tmp.rename(folder)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _load_checkpoint(folder: Path, named: dict, opt: torch.optim.Optimizer) -> dict:
+    from safetensors.torch import load_file
+
+    try:
+        tensors = load_file(str(folder / "state.safetensors"))
+        state = json.loads((folder / "state.json").read_text())
+    except (OSError, ValueError) as err:
+        raise UserError(f"cannot resume: the checkpoint in {folder} is unreadable ({err}).") from err
+    if set(named) != {k[len("param."):] for k in tensors if k.startswith("param.")}:
+        raise UserError(f"cannot resume: the checkpoint in {folder} holds other trainable tensors than this run.")
+    with torch.no_grad():
+        for k, p in named.items():
+            p.copy_(tensors[f"param.{k}"])
+            if k in state["adam_steps"]:
+                opt.state[p] = {"step": torch.tensor(state["adam_steps"][k]),
+                                "exp_avg": tensors[f"exp_avg.{k}"].clone(),
+                                "exp_avg_sq": tensors[f"exp_avg_sq.{k}"].clone()}
+    torch.set_rng_state(tensors["rng.torch"])
+    state.pop("adam_steps")
+    return state
+
+
+def _atomic_json(path: Path, obj) -> None:
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(_finite(obj), indent=1))
+    os.replace(tmp, path)
+
+
+def _finite(obj):
+    """JSON has no NaN/inf: -inf (no evaluation yet) and NaN become null."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj

@@ -1,0 +1,91 @@
+"""Training
+
+Watch a Causal2Vec bridge learn: the shipped bridge's training curves, and a small live run you start and stop
+here (resumable); its bridge then appears in every method picker.
+"""
+
+import json
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+import ui
+from analysis.corpora import shared_stsb
+from analysis.methods.causal2vec import shipped_folder
+from analysis.training.artefacts import read_manifest
+from analysis.training.causal2vec import live_folder, live_run, manifest_curves
+
+
+def curves_figure(loss: pd.DataFrame, dev: pd.DataFrame, title: str) -> go.Figure:
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss per step", "validation Spearman (STS-B dev)"))
+    fig.add_scatter(x=loss["step"], y=loss["loss"], mode="lines", name="loss", row=1, col=1)
+    if len(loss) > 10:  # a running mean: single batches are noisy
+        fig.add_scatter(x=loss["step"], y=loss["loss"].rolling(10, min_periods=1).mean(), mode="lines",
+                        name="loss (mean of 10)", row=1, col=1)
+    fig.add_scatter(x=dev["step"], y=dev["spearman"], mode="lines+markers", name="dev Spearman", row=1, col=2)
+    fig.update_xaxes(title_text="step")
+    fig.update_layout(title=title, height=340, margin=dict(l=10, r=10, t=60, b=10),
+                      legend=dict(orientation="h", y=-0.3))
+    return fig
+
+
+with ui.user_errors():
+    st.title("Training")
+    st.caption("Causal2Vec's bridge is a small MLP that turns MiniLM's sentence vector into one input token for the "
+               "decoder. It is trained contrastively on STS-B train (CoSENT on all pairs + InfoNCE on pairs scored "
+               "≥ 4) and selected on STS-B dev; step 0 is the untrained bridge.")
+    backbone = ui.get_backbone()
+
+    st.subheader("The shipped bridge")
+    folder = shipped_folder()
+    if (folder / "manifest.json").exists():
+        man = read_manifest(folder)
+        loss, dev = manifest_curves(man)
+        ui.show_figure(curves_figure(loss, dev, f"{man.get('model')} · {man['hyperparameters']['loss']} loss"),
+                       loss.merge(dev, on="step", how="outer"), "shipped_curves")
+        h = man["hyperparameters"]
+        st.dataframe(pd.DataFrame([{
+            "steps": man["steps_done"], "best step": man["best_step"], "batch (pairs)": h["batch_size"],
+            "LoRA rank": h["lora_rank"] or "MLP only", "lr": h["lr"], "wall time (min)": man["wall_seconds"] / 60,
+            "pairs/s": man["pairs_per_second"], **{k.replace("_", " "): v for k, v in man["final_scores"].items()},
+        }]), hide_index=True)
+        st.caption(f"Command: `{man.get('command_line')}`")
+    else:
+        st.info("This checkout has no shipped bridge (analysis/artefacts/causal2vec/smollm2-135m).")
+
+    st.subheader("A live run")
+    if shared_stsb("train") is None or shared_stsb("dev") is None:
+        st.info("A live run needs STS-B train and dev in the shared data folder (../shared/data/stsbenchmark).")
+        st.stop()
+    st.caption("Batch of 8 pairs, validation on 60 dev pairs every 5 steps, MLP only. A step takes a few seconds on "
+               "a 2-core CPU. **Stop** ends the run at once; **Start** again continues from the last validation "
+               "checkpoint. When it finishes, pick `bridge = …/<name>/best` in any Causal2Vec parameter box.")
+    c1, c2 = st.columns(2)
+    name = c1.text_input("Run name", "live", key="train_name")
+    steps = c2.slider("Steps", 5, 100, 30, step=5, key="train_steps")
+    run_dir = live_folder(name)
+    b1, b2, b3 = st.columns(3)
+    start, stop = b1.button("Start / continue", type="primary"), b2.button("Stop")
+    if b3.button("Start over"):
+        import shutil
+
+        shutil.rmtree(run_dir, ignore_errors=True)
+    if start:
+        bar = st.progress(0.0, text="starting…")
+
+        def progress(step, total, info):
+            score = f" · dev Spearman {info['score']:.3f}" if "score" in info else ""
+            bar.progress(step / total, text=f"step {step}/{total} · loss {info['loss']:.3f}{score}")
+
+        summary = live_run(backbone, name, steps, progress=progress)
+        st.success(f"Done: best dev-subset Spearman {summary['dev_subset_spearman']:.3f} at step "
+                   f"{summary['best_step']}; bridge in {summary['out']}.")
+    elif stop:
+        st.info("Stopped; Start continues from the last checkpoint.")
+    log = run_dir / "run" / "log.json"
+    if log.exists():
+        loss, dev = manifest_curves(json.loads(log.read_text()))
+        ui.show_figure(curves_figure(loss, dev, f"live run '{name}'"), loss.merge(dev, on="step", how="outer"),
+                       "live_curves")

