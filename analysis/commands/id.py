@@ -24,8 +24,7 @@ def add_arguments(parser) -> None:
                            "layers=none unless --param layers=... is given: the prompt-only states the paper uses)")
     parser.add_argument("--data", required=True, help="a .txt (one text per line), a .csv/.tsv with a `text` column, "
                         "similarity pairs (STS-B format or sentence1, sentence2, score: their distinct sentences), "
-                        "or a "
-                        f"built-in set: {', '.join(ids())}")
+                        f"or a built-in set: {', '.join(ids())}")
     parser.add_argument("--limit", type=int, default=1000, help="use the first N texts (default 1000)")
     parser.add_argument("--readout", choices=["last", "mean"], default="last",
                         help="final-token states (default) or the mean over the text")
