@@ -52,7 +52,7 @@ def test_disabled_kv_rerouting_is_the_vanilla_forward(gemma):
 
 def test_minus_infinite_bias_is_no_rerouting(gemma):
     off = get_method("kv_embedding", layers="none")
-    on = get_method("kv_embedding", layers="2-8", bias=float("-inf"))
+    on = get_method("kv_embedding", layers="2-8", bias=-1e9)
     batch = _batch(gemma, off, TEXTS)
     real = batch.attention_mask.bool()
     with torch.inference_mode():
@@ -63,9 +63,9 @@ def test_minus_infinite_bias_is_no_rerouting(gemma):
 
 
 def test_disabled_rewiring_is_vanilla(gemma):
-    tp = get_method("token_prepending", placeholder=False, start=2, exit=2)
+    tp = get_method("token_prepending", placeholder=False, start=2, exit="2")
     assert np.array_equal(tp.encode(gemma, TEXTS), get_method("prompteol", layer=-2).encode(gemma, TEXTS))
-    htp = get_method("htp", summary="none", start=2, exit=2, layer=-1)
+    htp = get_method("htp", summary="none", start=2, exit="2", layer=-1)
     assert np.array_equal(htp.encode(gemma, TEXTS), get_method("mean").encode(gemma, TEXTS))
     assert list(get_method("token_prepending").rewired_layers(gemma.facts.n_layers)) == [1, 2, 3]  # 7/32 of 18
 
