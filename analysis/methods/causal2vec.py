@@ -162,9 +162,9 @@ class Causal2Vec(EmbeddingMethod):
     _memo: dict = {}
     _memo_lock = threading.Lock()
 
-    def validate(self) -> None:
-        super().validate()
-        self.params = dataclasses.replace(self.params, bridge_digest=self._digest())
+    def validate(self, params):
+        self.params = params  # _digest and bridge_folder read the bridge settings from self.params
+        return dataclasses.replace(params, bridge_digest=self._digest())
 
     def _digest(self) -> str:
         from analysis.sentence_encoder import encoder_identity
