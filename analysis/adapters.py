@@ -6,6 +6,10 @@ The new backbone's identity adds a hash of the adapter's files, so cached result
 of every adapter version stay apart. Loading is memoised per (backbone, adapter content).
 
     tuned = load_adapter(backbone, "~/gircse-lora")   # Backbone
+    tuned = resolve_adapter(backbone, "shipped")       # the adapter this repository trained for the model, if any
+
+`adapter` parameters take "shipped" (the GIRCSE adapter trained by `python -m analysis train gircse` and
+committed under analysis/artefacts/gircse/<model>/; models without one stay frozen), "none" (frozen) or a folder.
 """
 
 from __future__ import annotations
@@ -22,8 +26,11 @@ from analysis.backbone import Backbone
 from analysis.errors import UserError
 
 CONFIG = "adapter_config.json"
-WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin", "weights.safetensors")  # peft's, or our artefact's
+MANIFEST = "manifest.json"  # an artefact of `python -m analysis train gircse` (analysis.training.artefacts)
 _SPEC = re.compile(r"^(?P<path>.+)@(?P<fp>[0-9a-f]{16})$")  # "folder@fingerprint", see adapter_spec
+SHIPPED, NONE = "shipped", "none"
+ARTEFACTS = Path(__file__).resolve().parent / "artefacts"
 
 _memo: "weakref.WeakKeyDictionary[Backbone, dict[str, Backbone]]" = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
@@ -54,7 +61,7 @@ def adapter_folder(path: str) -> Path:
 def adapter_fingerprint(folder: Path) -> str:
     """sha256 (16 hex digits) of the configuration and the weight files' bytes: LoRA files are small."""
     h = hashlib.sha256()
-    for name in (CONFIG, *WEIGHTS):
+    for name in (CONFIG, *WEIGHTS, MANIFEST):
         f = folder / name
         if f.is_file():
             h.update(name.encode())
@@ -64,10 +71,51 @@ def adapter_fingerprint(folder: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def model_short_name(facts) -> str:
+    """Folder name of a model's shipped artefacts (analysis/artefacts/<method>/<name>/)."""
+    from analysis.backbone import DEFAULT_NAME
+
+    if facts.name == DEFAULT_NAME:
+        return "smollm2-135m"  # as analysis.methods.causal2vec.SHIPPED_MODEL
+    return re.sub(r"[^a-z0-9]+", "-", facts.name.lower()).strip("-")
+
+
+def shipped_folder(facts, method: str = "gircse") -> Path | None:
+    """The adapter this repository ships for the model described by `facts`, or None."""
+    folder = ARTEFACTS / method / model_short_name(facts)
+    return folder if (folder / CONFIG).is_file() else None
+
+
+def _shipped_fingerprint(method: str = "gircse") -> str:
+    """One fingerprint over every shipped adapter of `method`: cache keys change whenever one is retrained."""
+    h = hashlib.sha256()
+    for folder in sorted(p for p in (ARTEFACTS / method).glob("*") if (p / CONFIG).is_file()):
+        h.update(f"{folder.name}:{adapter_fingerprint(folder)};".encode())
+    return h.hexdigest()[:16]
+
+
 def adapter_spec(path: str) -> str:
-    """Canonical "absolute-folder@fingerprint" for a folder (or an older spec of it): what cache keys record."""
+    """Canonical form of an `adapter` parameter, what cache keys record: "none" (also for ""), "shipped@<digest
+    of the shipped adapters>", or "absolute-folder@fingerprint" for a folder (or an older spec of it)."""
+    value = str(path).strip()
+    if value.lower() in ("", NONE):
+        return NONE
+    if value == SHIPPED or value.startswith(SHIPPED + "@"):
+        return f"{SHIPPED}@{_shipped_fingerprint()}"
     folder = adapter_folder(path)
     return f"{folder}@{adapter_fingerprint(folder)}"
+
+
+def resolve_adapter(backbone: Backbone, adapter: str) -> Backbone:
+    """The backbone an `adapter` parameter asks for: the same object for "none" (and for "shipped" on a model
+    without a shipped adapter), else a merged copy (`load_adapter`, memoised)."""
+    spec = adapter_spec(adapter)
+    if spec == NONE:
+        return backbone
+    if spec.startswith(SHIPPED + "@"):
+        folder = shipped_folder(backbone.facts)
+        return backbone if folder is None else load_adapter(backbone, str(folder))
+    return load_adapter(backbone, spec)
 
 
 def load_adapter(backbone: Backbone, path: str) -> Backbone:
@@ -88,7 +136,12 @@ def load_adapter(backbone: Backbone, path: str) -> Backbone:
         with backbone.lock:  # nobody hooks the base model while we copy it
             model = copy.deepcopy(backbone.model)
         try:
-            merged = PeftModel.from_pretrained(model, str(folder), is_trainable=False).merge_and_unload()
+            if (folder / MANIFEST).is_file():  # trained here: check it was trained for this very model
+                merged = _artefact_model(model, folder, backbone.identity)
+            else:
+                merged = PeftModel.from_pretrained(model, str(folder), is_trainable=False).merge_and_unload()
+        except UserError:
+            raise
         except (OSError, ValueError, KeyError, RuntimeError, AttributeError, TypeError) as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise UserError(f"The adapter in '{folder}' does not fit {backbone.facts.name}: {first}") from err
@@ -97,3 +150,19 @@ def load_adapter(backbone: Backbone, path: str) -> Backbone:
         tuned = Backbone(merged, backbone.tokenizer, backbone.facts, f"{backbone.identity}+adapter:{fingerprint}")
         _memo.setdefault(backbone, {})[key] = tuned
         return tuned
+
+
+def _artefact_model(model, folder: Path, identity: str):
+    """Merge an artefact adapter (weights.safetensors + manifest.json + adapter_config.json) into `model`,
+    after checking the manifest names this model (one UserError sentence otherwise)."""
+    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+
+    from analysis.training.artefacts import load_artefact
+
+    tensors, _ = load_artefact(folder, method="gircse", model_identity=identity)
+    config = LoraConfig.from_pretrained(str(folder))
+    peft_model = get_peft_model(model, config)
+    result = set_peft_model_state_dict(peft_model, tensors)
+    if getattr(result, "unexpected_keys", None):
+        raise ValueError(f"unexpected adapter weights {result.unexpected_keys[:3]}")
+    return peft_model.merge_and_unload()

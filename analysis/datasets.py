@@ -2,8 +2,9 @@
 page and the benchmark list and load data sets through it, and `texts_of` / `pairs_of` also read user files.
 
 Kinds: "texts" (a corpus), "labelled" (texts with labels: a classification probe), "pairs" (similarity pairs
-with gold scores: STS), "retrieval" (a BEIR folder; only from files). Every kind can be read as texts: pairs give
-their distinct sentences in order of appearance.
+with gold scores: STS), "retrieval" (a BEIR folder; only from files), "qa" (context-compression questions:
+`analysis.personas.QA` items; read as texts they are their paragraphs, labelled by fact key). Every kind can be
+read as texts: pairs give their distinct sentences in order of appearance.
 
     from analysis.datasets import available, texts_of
     [d.id for d in available()]             # ['demo-sentences', 'ambiguous', 'polarity', 'lee', 'demo', ...]
@@ -23,7 +24,7 @@ from analysis.corpora import Pairs, Texts
 from analysis.errors import UserError
 from analysis.files import read_sts, read_texts
 
-KINDS = ("texts", "labelled", "pairs", "retrieval")
+KINDS = ("texts", "labelled", "pairs", "retrieval", "qa")
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class Dataset:
     def texts(self) -> Texts:
         """Its texts: a corpus as it is, pairs as their distinct sentences (labelled by genre when known)."""
         data = self.load()
+        if self.kind == "qa":
+            return Texts(self.label, [" ".join(q.context) for q in data], [q.key for q in data])
         return corpora.pair_texts(data, self.texts_label or self.label) if isinstance(data, Pairs) else data
 
 
@@ -77,7 +80,17 @@ REGISTRY: tuple[Dataset, ...] = (  # menu order
     _stsb("dev"),
     _stsb("train"),
     Dataset("topics", "Demo: topics", "labelled", functools.partial(corpora.demo_texts, "topics"), "Topics"),
+    Dataset("personas", "Personas: held-out questions", "qa", lambda: _personas("heldout"), "Personas"),
+    Dataset("personas-validation", "Personas: validation questions", "qa", lambda: _personas("validation"),
+            "Personas val"),
 )
+
+
+def _personas(split: str) -> list:
+    """200 seeded context-compression questions (40 per fact key) about people of one split."""
+    from analysis import personas
+
+    return personas.generate(split, 200)
 _BY_ID = {d.id: d for d in REGISTRY}
 
 

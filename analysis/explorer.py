@@ -62,6 +62,9 @@ def grid(n_layers: int, starts, widths, biases, rerotate=(False,)) -> list[Cell]
                     if key not in seen:
                         seen.add(key)
                         cells.append(c)
+    from analysis import budgets
+
+    budgets.check("grid_cells", len(cells), "the number of sweep cells (each embeds every text of the pairs)")
     return cells
 
 

@@ -75,6 +75,16 @@ def attention_backend(backbone, name: str):
             model.set_attn_implementation(previous)
 
 
+def input_device(backbone) -> torch.device:
+    """Where the model's inputs must go: the input embeddings' device (the first real one if offloaded)."""
+    w = backbone.input_embeddings.weight
+    if w.device.type != "meta":
+        return w.device
+    hook = getattr(backbone.input_embeddings, "_hf_hook", None)  # accelerate's offload hook knows its device
+    dev = getattr(hook, "execution_device", None)
+    return torch.device(dev) if dev is not None else torch.device("cpu")
+
+
 def _first_tensor(output):
     return output[0] if isinstance(output, (tuple, list)) else output
 
@@ -143,11 +153,17 @@ def run(
     if inputs_embeds is not None:
         inputs.pop("input_ids", None)
         inputs["inputs_embeds"] = inputs_embeds
+    device = input_device(backbone)
+    inputs = {k: v.to(device) for k, v in inputs.items()}  # no-op on the CPU; a GPU / split model gets its inputs
+    model_kwargs = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in model_kwargs.items()}
     with hooks(*regs):
         try:
             decoder(**inputs, use_cache=False, **model_kwargs)
         except _StopForward:
             pass
+    if any(h.device.type != "cpu" for h in cap.hidden.values()):  # readouts, pooling and numpy live on the CPU
+        cap.hidden = {k: h.to("cpu") for k, h in cap.hidden.items()}
+        cap.attention = {k: a.to("cpu") for k, a in cap.attention.items()}
     missing = wanted - cap.hidden.keys()
     if missing:
         raise RuntimeError(f"hidden states {sorted(missing)} were not captured; is this a decoder-only model?")

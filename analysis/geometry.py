@@ -24,9 +24,10 @@ from typing import Callable
 
 import numpy as np
 
+from analysis import budgets
 from analysis.errors import UserError
 
-MAX_POINTS = 5000  # all-pairs statistics hold an (n, n) float64 matrix: 5000 texts = 200 MB
+MAX_POINTS = budgets.APP.map_points  # all-pairs statistics hold an (n, n) float64 matrix: 5000 texts = 200 MB
 UMAP_NEIGHBOURS = 15  # umap-learn's default; clipped to n - 1 for small corpora
 
 
@@ -193,9 +194,8 @@ def measure(emb, left_index, right_index, *, n_boot: int = 1000, seed: int = 0, 
     """Alignment over the positive pairs (rows left_index[k], right_index[k] of `emb`), uniformity and
     anisotropy over all rows, each with a bootstrap interval (`n_boot=0`: intervals are NaN)."""
     u = normalize(_at_least_two(emb))
-    if len(u) > MAX_POINTS:
-        raise UserError(f"{len(u)} texts is more than the {MAX_POINTS} this all-pairs measure holds in memory: "
-                        "use a limit.")
+    budgets.check("map_points", len(u), "the number of texts for this all-pairs measure (an (n, n) matrix)")
+    budgets.check("bootstrap", n_boot, "the number of bootstrap replicates")
     left_index, right_index = np.asarray(left_index), np.asarray(right_index)
     dist = _pair_distances(u[left_index], u[right_index], alpha)  # (n_pos,)
     k = _kernel(u, t)  # (n, n)
@@ -240,6 +240,7 @@ def embedding_map(emb, kind: str = "umap", seed: int = 0, n_neighbors: int = UMA
     n = len(u)
     if n < 3:
         raise UserError(f"A map needs at least 3 texts, got {n}.")
+    budgets.check("map_points", n, "the number of points of one map")
     if kind == "pca":
         from sklearn.decomposition import PCA
 

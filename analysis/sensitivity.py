@@ -37,6 +37,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from analysis import budgets
 from analysis.errors import UserError
 from analysis.forward import attention_backend, hooks, resolve_layer
 from analysis.pooling import pool, token_mask
@@ -47,7 +48,8 @@ SAMPLE_TEXT = (  # 64 tokens for SmolLM2: three sentences, so HTP has blocks and
     "agreed to postpone the vote until next week, when the new revenue figures will finally be available to the "
     "general public."
 )
-MAX_TOKENS = 512  # the autograd graph of every layer is kept; keep inputs short enough for a laptop
+MAX_TOKENS = budgets.APP.sensitivity_tokens  # the autograd graph of every layer is kept (limit: analysis.budgets)
+
 PROBES = ("rademacher", "gaussian")
 READOUTS = ("last", "mean")
 
@@ -103,9 +105,8 @@ def _prepare(backbone, method, text: str):
     items = method.prepare(backbone, [text])
     batch = method.collate(backbone, items, "right")
     T = batch.input_ids.shape[1]
-    if T > MAX_TOKENS:
-        raise UserError(f"This text has {T} tokens; sensitivity keeps every layer's gradients, so give at most "
-                        f"{MAX_TOKENS} tokens (a shorter passage).")
+    budgets.check("sensitivity_tokens", T, "the number of tokens in this text (prompt included; every layer's "
+                  "gradients are kept)")
     return batch
 
 
@@ -164,11 +165,13 @@ def _vjp_sq(y: torch.Tensor, v: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
         return torch.stack(rows)  # (P, T)
 
 
-MAX_EXACT_TOKENS = 24  # exact norms take d backward passes per readout (576 on the default model): short texts only
+MAX_EXACT_TOKENS = budgets.APP.exact_jacobian_tokens  # exact norms take d backward passes per readout (576 on the
+# default model): short texts only. The limit in force is budgets.limit("exact_jacobian_tokens") (--no-budgets lifts it)
 
 
-def check_exact(n_tokens: int, hidden_size: int, limit: int = MAX_EXACT_TOKENS) -> None:
+def check_exact(n_tokens: int, hidden_size: int, limit: int | None = None) -> None:
     """UserError unless exact Jacobian norms are offered for a text of `n_tokens` tokens."""
+    limit = budgets.limit("exact_jacobian_tokens") if limit is None else limit
     if n_tokens > limit:
         raise UserError(f"Exact norms take one backward pass per output dimension ({hidden_size}); they are offered "
                         f"for at most {limit} tokens and this text has {n_tokens}. Leave them out or shorten the text.")
@@ -184,7 +187,7 @@ def jacobian_norms(
     probe: str = "rademacher",
     seed: int = 0,
     exact: bool = False,
-    max_exact_tokens: int = MAX_EXACT_TOKENS,
+    max_exact_tokens: int | None = None,
     chunk: int = 32,
     progress: Callable[[int, int], None] | None = None,
 ) -> Sensitivity:
@@ -209,11 +212,12 @@ def jacobian_norms(
         raise UserError(f"Unknown probe '{probe}'; choose one of {PROBES}.")
     if probes < 0 or (probes < 2 and not exact):
         raise UserError("Use at least 2 probes (the spread needs two), or ask for exact norms.")
+    budgets.check("probes", probes, "the number of random probes per readout")
+    if exact:  # counted before the pass: exact norms cost one backward pass per output dimension
+        check_exact(len(_prepare(backbone, method, text).input_ids[0]), backbone.facts.hidden_size, max_exact_tokens)
     t0 = time.perf_counter()
     v, ys, batch, k, _ = differentiable_readouts(backbone, method, text, layer)
     d, T = v.shape[-1], v.shape[1]
-    if exact:
-        check_exact(T, d, max_exact_tokens)
     tokens, placeholder = _labels(backbone, method, batch)
     pooled = token_mask(batch, method.mean_segments)[0].numpy() > 0
     g = torch.Generator().manual_seed(int(seed))

@@ -25,7 +25,7 @@ SCALING_KS = (0, 1, 3, 5, 10, 20)  # 0 = no generation (same prompt, last prompt
 
 def generate_soft_tokens(backbone, text: str, instruction: str = DEFAULT_INSTRUCTION, k: int = 5,
                          temperature: float = 1.0, top_k: int = 0, topn: int = 10, *, mode: str = "soft",
-                         pooling: str = "generated", layer: int = -1, adapter: str = "") -> dict:
+                         pooling: str = "generated", layer: int = -1, adapter: str = "shipped") -> dict:
     """Generate K soft tokens after one text and report every step.
 
     Returns a dict with
@@ -63,6 +63,7 @@ def generate_soft_tokens(backbone, text: str, instruction: str = DEFAULT_INSTRUC
         "text": text,
         "instruction": instruction,
         "template": method.template,
+        "adapter": method.params.adapter,  # canonical: none, shipped@digest or folder@fingerprint
         "prompt_tokens": [token_text(tok, int(i)) for i in items[0].ids],
         "top_ids": ids.numpy(),
         "top_tokens": [[token_text(tok, int(i)) for i in row] for row in ids],
@@ -112,12 +113,13 @@ def token_heatmap(result: dict, max_tokens: int = 30) -> pd.DataFrame:
 
 def scaling_curve(backbone, pairs, ks=SCALING_KS, *, instruction: str = DEFAULT_INSTRUCTION,
                   temperature: float = 1.0, top_k: int = 0, mode: str = "soft", pooling: str = "generated",
-                  layer: int = -1, adapter: str = "", batch_size: int = BATCH_SIZE,
+                  layer: int = -1, adapter: str = "shipped", batch_size: int = BATCH_SIZE, n_boot: int = 1000,
                   progress: Callable[[int, int], None] | None = None) -> dict[str, np.ndarray]:
     """STS Spearman of the soft-token embedding for each K in `ks` (K=0: no generation, the same prompt's
     last token), from one generation of max(ks) tokens per text.
 
-    Returns arrays: ks (m,), spearman (m,), sims (m, n_pairs) cosine per pair, seconds (1,).
+    Returns arrays: ks (m,), spearman (m,), ci (m, 2) percentile-bootstrap 95% interval over pairs (the same
+    resampled pairs for every K; NaN with n_boot=0), sims (m, n_pairs) cosine per pair, seconds (1,).
     """
     import time
 
@@ -140,4 +142,48 @@ def scaling_curve(backbone, pairs, ks=SCALING_KS, *, instruction: str = DEFAULT_
     seconds = time.perf_counter() - start
     sims = np.einsum("pmd,pmd->mp", emb[left], emb[right])  # (m, n_pairs)
     rho = np.array([spearmanr(s, pairs.scores).statistic for s in sims])
-    return {"ks": np.array(ks), "spearman": rho, "sims": sims.astype(np.float32), "seconds": np.array([seconds])}
+    ci = np.full((len(ks), 2), np.nan)
+    if n_boot:
+        from analysis.geometry import percentile_ci
+        from analysis.sts import spearman
+
+        idx = np.random.default_rng(0).integers(0, len(pairs), size=(n_boot, len(pairs)))  # (n_boot, n_pairs)
+        gold = np.asarray(pairs.scores)
+        ci = np.array([percentile_ci([spearman(s[i], gold[i]) for i in idx], 0.95) for s in sims])  # (m, 2)
+    return {"ks": np.array(ks), "spearman": rho, "ci": ci, "sims": sims.astype(np.float32),
+            "seconds": np.array([seconds])}
+
+
+# ---- trained adapters: what the app compares ---------------------------------------------------------------------
+ABLATIONS = {"stepwise": "stepwise loss, no regulariser", "final": "final-step loss only"}
+
+
+def adapter_variants(backbone) -> dict[str, str]:
+    """{label: adapter parameter} of every adapter worth comparing on this model: the shipped (ICR-trained) one
+    and the shipped ablations when present, and the frozen model."""
+    from analysis.adapters import shipped_folder
+
+    folder = shipped_folder(backbone.facts)
+    out = {}
+    if folder is not None:
+        out["trained (ICR, shipped)"] = "shipped"
+        for name, label in ABLATIONS.items():
+            if (folder / "ablations" / name / "adapter_config.json").is_file():
+                out[f"ablation: {label}"] = str(folder / "ablations" / name)
+    out["frozen (no adapter)"] = "none"
+    return out
+
+
+def training_log(folder) -> dict:
+    """The training run recorded in an adapter's manifest: {"train": DataFrame (step, loss, L1..LK, regulariser,
+    lr), "eval": DataFrame (step, score, spearman_k...), "manifest": dict}; UserError when it has none."""
+    import json
+    from pathlib import Path
+
+    path = Path(folder) / "manifest.json"
+    if not path.is_file():
+        raise UserError(f"{folder} has no manifest.json: it was not trained by `python -m analysis train gircse`.")
+    manifest = json.loads(path.read_text())
+    curves = manifest.get("curves") or {}
+    return {"train": pd.DataFrame(curves.get("train", [])), "eval": pd.DataFrame(curves.get("eval", [])),
+            "manifest": {k: v for k, v in manifest.items() if k != "curves"}}

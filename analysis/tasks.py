@@ -54,6 +54,9 @@ class Score:
 def run_task(task: Task, embed: Callable[[list[str]], np.ndarray], *, n_boot: int = 1000, seed: int = 0,
              folds: int = 5) -> Score:
     """Score one task; `embed(texts) -> (len(texts), d)` embeds (it is called once, twice for retrieval)."""
+    from analysis import budgets
+
+    budgets.check("bootstrap", n_boot, "the number of bootstrap replicates")
     if task.kind == "sts":
         texts, left, right = pair_rows(task.data)
         emb = embed(texts)

@@ -12,7 +12,10 @@ import torch
 
 from analysis.backbone import Backbone, _facts
 
-ARCHITECTURES = ("llama", "qwen2", "qwen3", "mistral", "gemma")
+ARCHITECTURES = ("llama", "qwen2", "qwen3", "mistral", "gemma", "gemma3_text")
+# Gemma 3's sliding window in the tiny model: far shorter than most test inputs, so the sliding-window layers
+# really mask (the real 270M model's window is 512 tokens).
+TINY_SLIDING_WINDOW = 6
 
 _CORPUS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -42,7 +45,7 @@ def tiny_tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>")
 
 
-def tiny_config(arch: str, *, n_layers: int = 4, max_length: int = 128, vocab_size: int = 320):
+def tiny_config(arch: str, *, n_layers: int = 4, max_length: int = 128, vocab_size: int = 320, **overrides):
     from transformers import AutoConfig
 
     common = dict(
@@ -61,20 +64,40 @@ def tiny_config(arch: str, *, n_layers: int = 4, max_length: int = 128, vocab_si
     )
     if arch not in ARCHITECTURES:
         raise ValueError(f"unknown tiny architecture {arch!r}; choose from {ARCHITECTURES}")
-    return AutoConfig.for_model(arch, **common)
+    if arch == "gemma3_text":
+        # Gemma 3's layout in miniature: sliding-window layers with one global layer last (the real model:
+        # five sliding for every global one), a small window, 1 KV head, and its separate local RoPE base.
+        common.update(num_key_value_heads=1, sliding_window=TINY_SLIDING_WINDOW, query_pre_attn_scalar=16,
+                      layer_types=[("full_attention" if (i + 1) % 4 == 0 else "sliding_attention")
+                                   for i in range(n_layers)])
+    return AutoConfig.for_model(arch, **{**common, **overrides})
 
 
 def tiny_backbone(arch: str = "llama", *, seed: int = 0, n_layers: int = 4, max_length: int = 128,
-                  attn_implementation: str = "sdpa") -> Backbone:
-    """A tiny random model of `arch` with the in-memory tokenizer, wrapped like a loaded backbone."""
+                  attn_implementation: str = "sdpa", **overrides) -> Backbone:
+    """A tiny random model of `arch` with the in-memory tokenizer, wrapped like a loaded backbone.
+    `overrides` go to the config (e.g. sliding_window=6)."""
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(seed)
-    cfg = tiny_config(arch, n_layers=n_layers, max_length=max_length)
+    cfg = tiny_config(arch, n_layers=n_layers, max_length=max_length, **overrides)
     cfg._attn_implementation = attn_implementation
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32, attn_implementation=attn_implementation)
     model.eval()
     model.requires_grad_(False)
     tok = tiny_tokenizer()
     tok.padding_side = "right"
-    return Backbone(model, tok, _facts(f"tiny-{arch}", model), identity=f"tiny:{arch}:L{n_layers}:seed{seed}")
+    identity = f"tiny:{arch}:L{n_layers}:seed{seed}" + "".join(f":{k}={v}" for k, v in sorted(overrides.items()))
+    return Backbone(model, tok, _facts(f"tiny-{arch}", model), identity=identity)
+
+
+def save_tiny(folder, arch: str = "llama", **kwargs) -> str:
+    """Write a tiny random model and its tokenizer as a Hugging Face folder (safetensors), loadable with
+    `load_backbone(folder)`: lets the app and the command line be tested on a model that loads in milliseconds."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    bb = tiny_backbone(arch, **kwargs)
+    bb.model.save_pretrained(folder)
+    bb.tokenizer.save_pretrained(folder)
+    return str(folder)

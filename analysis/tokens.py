@@ -20,6 +20,7 @@ from analysis.files import has_visible_text
 
 PLACEHOLDER = "{text}"
 PAD, TEMPLATE = -1, 0
+MAX_COPIES = 8  # copies of {text} in a template: Echo needs 2; segment ids are int8 (127 at most), far above
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,9 @@ def encode_template(tokenizer, template: str, text: str, max_length: int) -> Enc
     If the result is longer than `max_length`, the text (not the template) is cut at a token boundary so
     that the prompt's instruction survives, and `truncated` is set.
     """
-    copies = max(template.count(PLACEHOLDER), 1) if PLACEHOLDER in template else 0
+    copies = template.count(PLACEHOLDER)
+    if copies > MAX_COPIES:
+        raise UserError(f"The template repeats {PLACEHOLDER} {copies} times; at most {MAX_COPIES} copies are allowed.")
     enc = _encode(tokenizer, template, text)
     if len(enc.ids) <= max_length:
         return enc

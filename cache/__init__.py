@@ -21,7 +21,7 @@ from cache.keys import make_key
 from cache.store import CacheWarning, Entry, Store
 
 __all__ = ["Store", "Entry", "CacheWarning", "default_store", "make_key", "cached_encode", "auto_window",
-           "resolve_method", "AUTO_NAMESPACE"]
+           "resolve_method", "AUTO_NAMESPACE", "cached_compress_predict"]
 
 AUTO_NAMESPACE = "auto_layers"  # KV-Embedding's layers=auto window, one entry per model and prompt
 _default: Store | None = None
@@ -109,3 +109,27 @@ def cached_encode(store: Store, backbone, method, texts: list[str], *, namespace
     for w in caught:
         warnings.warn(w.message, stacklevel=2)  # the Warning instance keeps its category
     return entry.arrays["embeddings"], entry.meta, hit
+
+
+def cached_compress_predict(store: Store, system, items: list, mode: str, *, ids: bool = False,
+                            progress=None) -> tuple[list[dict], bool]:
+    """Context-compression answers (`CompressionSystem.predict`) for `items`, cached per model, weights digest,
+    mode, identifier option and the exact items. Returns (per-item dicts, hit)."""
+    import json
+
+    rows = [it if isinstance(it, dict) else it.to_json() for it in items]
+    parts = keys.compress_parts(system, rows, mode, ids)
+
+    def compute():
+        preds = system.predict(rows, mode, ids=ids, progress=progress)
+        arrays = {k: np.asarray([p[k] for p in preds], dtype=np.int64)
+                  for k in ("exact", "first_token_ok", "context_tokens", "context_positions")}
+        return arrays, {"answers": json.dumps([p["answer"] for p in preds])}
+
+    entry, hit = store.get_or_compute(parts, compute, namespace="compression")
+    answers = json.loads(entry.meta["answers"])
+    preds = [{"answer": a, "exact": bool(e), "first_token_ok": bool(f), "context_tokens": int(t),
+              "context_positions": int(p)}
+             for a, e, f, t, p in zip(answers, entry.arrays["exact"], entry.arrays["first_token_ok"],
+                                      entry.arrays["context_tokens"], entry.arrays["context_positions"])]
+    return preds, hit

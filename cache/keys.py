@@ -110,3 +110,9 @@ def bench_parts(model_identity: str, method, task, *, n_boot: int, seed: int, fo
 def sts_score_parts(backbone, pairs, method) -> dict:
     """One Spearman score on a pair set (namespace "kv_explorer"): the Layer explorer page and scripts."""
     return {**method_parts(backbone, method), "pairs": pairs_digest(pairs), "task": "sts_spearman"}
+
+
+def compress_parts(system, items: list[dict], mode: str, ids: bool) -> dict:
+    """Context-compression answers (namespace "compression"): the page, `compress-qa` and the report script."""
+    return {"kind": "compress-qa", "model": system.backbone.identity, "weights": system.weights_digest,
+            "config": system.config, "mode": mode, "ids": bool(ids), "items": digest(items)}

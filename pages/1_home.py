@@ -40,4 +40,4 @@ with ui.user_errors():
         st.subheader("Model")
         facts = ui.facts_table(backbone.facts)
         st.table(pd.DataFrame({"fact": list(facts), "value": list(facts.values())}).set_index("fact"))
-        st.caption(f"Cache identity: `{backbone.identity}`")
+        st.caption(f"Cache identity: {ui.md(backbone.identity)}")

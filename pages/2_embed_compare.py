@@ -9,12 +9,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
+from analysis import budgets
 
 
 def heatmap(sim: np.ndarray, texts: list[str], title: str) -> go.Figure:
-    short = [t if len(t) <= 40 else t[:39] + "…" for t in texts]
+    short = [ui.label(t if len(t) <= 40 else t[:39] + "…") for t in texts]  # pasted text is shown, never markup
     labels = [f"{i + 1}. {s}" for i, s in enumerate(short)]
-    hover = [[f"<b>{sim[i, j]:.3f}</b><br>{i + 1}: {texts[i][:120]}<br>{j + 1}: {texts[j][:120]}"
+    shown = [ui.label(t[:120]) for t in texts]
+    hover = [[f"<b>{sim[i, j]:.3f}</b><br>{i + 1}: {shown[i]}<br>{j + 1}: {shown[j]}"
               for j in range(len(texts))] for i in range(len(texts))]
     # Colours span this matrix's own off-diagonal range: decoder embeddings are anisotropic (every cosine is
     # high), so a fixed -1..1 scale would paint everything the same colour.
@@ -53,14 +55,18 @@ with ui.user_errors():
     st.dataframe(pd.DataFrame(timing), hide_index=True)
 
     st.subheader("Cosine similarity")
+    shown_n = min(len(texts), budgets.limit("matrix_texts"))  # a drawn matrix's hover text grows with n²
+    if shown_n < len(texts):
+        st.caption(f"The heatmaps show the first {shown_n:,} of {len(texts):,} texts (the neighbours below use all).")
     items = list(results.items())
     for row in range(0, len(items), 2):
         for col, (label, emb) in zip(st.columns(2), items[row:row + 2]):
             with col:
-                sim = emb @ emb.T  # (n, n); embeddings are L2-normalised
-                frame = pd.DataFrame(sim, columns=texts.texts)
-                frame.insert(0, "text", texts.texts)
-                ui.show_figure(heatmap(sim, texts.texts, label), frame, f"similarity_{label.split('(')[-1][:-1]}")
+                head = texts.texts[:shown_n]
+                sim = emb[:shown_n] @ emb[:shown_n].T  # (n, n); embeddings are L2-normalised
+                frame = pd.DataFrame(sim, columns=head)
+                frame.insert(0, "text", head)
+                ui.show_figure(heatmap(sim, head, label), frame, f"similarity_{label.split('(')[-1][:-1]}")
 
     st.subheader("Nearest neighbours")
     if len(texts) < 2:
@@ -68,9 +74,10 @@ with ui.user_errors():
     else:
         rows = []
         for label, emb in results.items():
-            sim = emb @ emb.T
+            sim = emb @ emb.T  # (n, n) float32: 100 MB at the 5,000-text budget
             np.fill_diagonal(sim, -np.inf)  # a text is not its own neighbour
-            order = np.argsort(-sim, axis=1)[:, :k]  # (n, k)
+            order = np.argpartition(-sim, k, axis=1)[:, :k] if len(sim) > k + 1 else np.argsort(-sim, axis=1)[:, :k]
+            order = np.take_along_axis(order, np.argsort(-np.take_along_axis(sim, order, 1), axis=1), 1)  # (n, k)
             for i, text in enumerate(texts.texts):
                 for rank, j in enumerate(order[i], start=1):
                     rows.append({"text": text, "method": label, "rank": rank, "neighbour": texts.texts[j],

@@ -41,8 +41,8 @@ def compute_trajectory(method, texts, readout, n_boot, run: bool):
 def figure(curves: dict, windows: dict) -> go.Figure:
     fig = go.Figure()
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"]
-    for i, (name, df) in enumerate(curves.items()):
-        color = palette[i % len(palette)]
+    for i, (raw_name, df) in enumerate(curves.items()):
+        color, name = palette[i % len(palette)], ui.label(raw_name)  # the name holds the typed model name
         if np.isfinite(df["lo"]).any():
             fig.add_trace(go.Scatter(x=list(df["layer"]) + list(df["layer"][::-1]),
                                      y=list(df["hi"]) + list(df["lo"][::-1]), fill="toself", opacity=0.2,
@@ -57,7 +57,7 @@ def figure(curves: dict, windows: dict) -> go.Figure:
             fig.add_trace(go.Scatter(x=undefined["layer"], y=[0] * len(undefined), mode="markers",
                                      marker=dict(symbol="x", color=color, size=10), name=f"{name}: undefined",
                                      text=undefined["reason"], hovertemplate="hidden state %{x}: %{text}"))
-        sel = windows[name]
+        sel = windows[raw_name]
         if sel.layers:
             fig.add_vrect(x0=sel.start - 0.5, x1=sel.end + 0.5, fillcolor=color, opacity=0.12, line_width=0,
                           annotation_text=f"{sel.rule}: {sel.start}–{sel.end}", annotation_position="top left")

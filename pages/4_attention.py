@@ -11,6 +11,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import ui
+from analysis import budgets
 from analysis.attention import contextual_mass, prefix_mass_summary, word_attention
 from analysis.methods import list_methods
 
@@ -61,7 +62,7 @@ def prefix_figure(mass: np.ndarray, tokens, layers) -> go.Figure:
     fig.add_trace(go.Heatmap(z=by_head, x=[f"h{h}" for h in range(by_head.shape[1])], y=list(range(len(by_head))),
                              colorscale="Viridis", zmin=0, zmax=1, colorbar=dict(title="mass", x=0.3)), 1, 1)
     profile = by_pos[sorted(layers)].mean(axis=0) if layers else np.zeros(by_pos.shape[1])
-    labels = [f"{i}:{t}" for i, t in enumerate(tokens)]
+    labels = [f"{i}:{ui.label(t)}" for i, t in enumerate(tokens)]
     fig.add_trace(go.Scatter(x=labels, y=profile, mode="lines+markers", name="layers in the set"), 1, 2)
     fig.update_yaxes(title_text="decoder layer", autorange="reversed", row=1, col=1)
     fig.update_yaxes(title_text="mass on the prefix", range=[0, 1], row=1, col=2)
@@ -73,7 +74,10 @@ with ui.user_errors():
     st.title("Attention")
     backbone = ui.get_backbone()
     L = backbone.facts.n_layers
-    text = st.text_area("Text", DEFAULT_TEXT, key="attn_text", height=80).strip()
+    text = st.text_area("Text", DEFAULT_TEXT, key="attn_text", height=80,
+                        help=f"Attention maps grow with the square of the length: at most "
+                             f"{budgets.limit('attention_tokens')} tokens (prompt included).").strip()
+    ui.check_sizes([text], "the text")
     if not text:
         st.info("Enter a text.")
         st.stop()
@@ -137,7 +141,8 @@ with ui.user_errors():
     words = pd.concat(frames, ignore_index=True)
     fig = go.Figure()
     for label, g in words.groupby("method", sort=False):
-        fig.add_trace(go.Bar(x=[f"{i}:{w}" for i, w in zip(g["word_index"], g["word"])], y=g["share"], name=label))
+        fig.add_trace(go.Bar(x=[f"{i}:{ui.label(w)}" for i, w in zip(g["word_index"], g["word"])], y=g["share"],
+                             name=label))
     fig.update_layout(barmode="group", height=420, yaxis_title="share of the text's attention",
                       margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.3))
     ui.show_figure(fig, words, "final_token_word_attention")

@@ -18,6 +18,7 @@ from analysis import explorer
 from analysis.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method
 from cache.keys import sts_score_parts
+from cache.sweep import cached_sweep
 
 NS = "kv_explorer"
 BIASES = [-2.0, 0.0, 0.5, 1.0, 2.0, 4.0]
@@ -72,8 +73,9 @@ def figure(ids, sel, rows, refs, id_score, L) -> go.Figure:
 with ui.user_errors():
     st.title("Layer explorer")
     st.caption("Each cell re-routes in decoder layers start … start+width−1 and is scored by Spearman's ρ of "
-               "cosine similarity against the gold scores. Cells are cached one by one: stop at any time, run "
-               "again to resume. " + ui.LAYER_CONVENTION)
+               "cosine similarity against the gold scores. The prompt-only forward runs once; each cell then runs only "
+               "its decoder layers from the window start on. Cells are cached one by one: stop at any time, run "
+               "again to resume (`python -m analysis sweep` shares the entries). " + ui.LAYER_CONVENTION)
     backbone = ui.get_backbone()
     L = backbone.facts.n_layers
     col_p, col_s = st.columns(2)
@@ -124,14 +126,20 @@ with ui.user_errors():
     refs_methods = {"prompt only": get_method("kv_embedding", layers="none", **base),
                     "PromptEOL": get_method("prompteol")}
     id_method = get_method("kv_embedding", layers=",".join(map(str, sel.layers)), **base)
+    id_cell = explorer.Cell(sel.start, len(sel.layers), 1.0) if sel.layers else None  # same key as id_method
     if st.session_state.get("explorer_running"):
-        bar = st.progress(0.0, text="Sweep")
-        todo = [i for i in range(len(cells)) if i not in done]
-        for name, m in [*refs_methods.items(), ("ID window", id_method)]:
-            score(m, pairs, f"{name}: Spearman")
-        for k, i in enumerate(todo):
-            bar.progress(k / max(len(todo), 1), text=f"Sweep: cell {k + 1}/{len(todo)} ({cells[i].label()})")
-            done[i] = score(methods[i], pairs, cells[i].label())
+        score(refs_methods["PromptEOL"], pairs, "PromptEOL: Spearman")
+        bar = st.progress(0.0, text="Sweep: the prompt-only pass…")
+
+        def progress(k, total, info):
+            eta = info.get("eta_seconds")
+            left = "" if eta is None else f", about {eta:.0f} s left" if eta < 90 else \
+                f", about {eta / 60:.0f} min left"
+            bar.progress(k / max(total, 1), text=f"Sweep: cell {k}/{total} ({info['cell']}){left}")
+
+        work = cells + ([id_cell] if id_cell is not None and id_cell not in cells else [])
+        run = cached_sweep(ui.store(), backbone, pairs, work, base=base, progress=progress)  # as the CLI does
+        done.update({i: run.scores[c] for i, c in enumerate(cells)})
         bar.empty()
         st.session_state["explorer_running"] = False
 

@@ -11,6 +11,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import ui
+from analysis import budgets
 from analysis import sensitivity as S
 
 OFFERED = ("mean", "htp", "kv_embedding", "token_prepending")
@@ -44,7 +45,7 @@ def measure(method, text: str, layer: int, probes: int, exact: bool):
 
 
 def figure(arrays, tokens, title: str, exact: bool) -> go.Figure:
-    x = [f"{i}:{clean(t)}" for i, t in enumerate(tokens)]
+    x = [f"{i}:{ui.label(clean(t))}" for i, t in enumerate(tokens)]
     ph = arrays["placeholder"].astype(bool)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=("measured ‖∂y/∂vᵢ‖ (Frobenius, random probes ± 1 s.e.)",
@@ -90,6 +91,7 @@ with ui.user_errors():
     backbone = ui.get_backbone()
     L = backbone.facts.n_layers
     text = st.text_area("Text", S.SAMPLE_TEXT, key="sens_text", height=110).strip()
+    ui.check_sizes([text], "the text")
     if not text:
         st.info("Enter a text.")
         st.stop()
@@ -98,13 +100,14 @@ with ui.user_errors():
         layer = st.slider("Readout layer (hidden state)", 0, L, L, key="sens_layer",
                           help=f"{L} = final layer after the final norm; the same layer for every method.")
     with c2:
-        probes = int(st.number_input("Random probes per readout", 2, 256, 16, key="sens_probes",
+        probes = int(st.number_input("Random probes per readout", 2, budgets.limit("probes"), 16, key="sens_probes",
                                      help="More probes, smaller error bars; each costs one backward pass."))
     with c3:
-        exact = st.checkbox(f"Also exact norms (d backward passes; at most {S.MAX_EXACT_TOKENS} tokens)",
-                            key="sens_exact")
+        exact = st.checkbox(f"Also exact norms (d backward passes; at most {budgets.limit('exact_jacobian_tokens')} "
+                            "tokens)", key="sens_exact")
     methods = ui.method_picker("sens", default=("mean", "htp", "kv_embedding"), only=OFFERED)
     n_tokens = max(len(m.prepare(backbone, [text])[0]) for m in methods)
+    budgets.check("sensitivity_tokens", n_tokens, "the number of tokens in this text (prompt included)")
     if exact:
         S.check_exact(n_tokens, backbone.facts.hidden_size)
 

@@ -73,7 +73,7 @@ def plane_view(methods):
                          arrayminus=[r["alignment"] - r["alignment_low"]]),
             hovertemplate=f"<b>{r['method']}</b><br>uniformity %{{x:.3f}}<br>alignment %{{y:.3f}}"
                           f"<br>anisotropy {r['anisotropy']:.3f}<extra></extra>"))
-    fig.update_layout(title=f"Alignment vs uniformity on {pairs.name}", xaxis_title="uniformity (lower = more uniform)",
+    fig.update_layout(title=f"Alignment vs uniformity on {ui.label(pairs.name)}", xaxis_title="uniformity (lower = more uniform)",
                       yaxis_title="alignment (lower = paraphrases closer)", height=520, showlegend=False)
     ui.show_figure(fig, frame, "alignment_uniformity")
     st.dataframe(frame.round(4), hide_index=True)
@@ -99,7 +99,7 @@ def layers_view(methods):
                  for k, v in enumerate(arrays["curve"])]
     frame = pd.DataFrame(rows)
     fig = px.line(frame, x="hidden state", y="anisotropy", color="method", markers=True,
-                  title=f"Anisotropy along depth ({len(texts):,} texts from {texts.name})")
+                  title=f"Anisotropy along depth ({len(texts):,} texts from {ui.label(texts.name)})")
     fig.update_layout(height=480, yaxis_range=[min(0.0, frame["anisotropy"].min() - 0.05), 1.02])
     ui.show_figure(fig, frame, "anisotropy_by_layer")
     st.caption(ui.LAYER_CONVENTION + " Under a prompt with last-token pooling, hidden state 0 is the same token "
@@ -133,15 +133,17 @@ def maps_view(methods):
         frames.append(pd.DataFrame({"method": label_of(m), "x": xy[:, 0], "y": xy[:, 1], "label": labels,
                                     "text": texts.texts}))
     frame = pd.concat(frames, ignore_index=True)
-    frame["hover"] = ["<br>".join(textwrap.wrap(t[:300], 60)) for t in frame["text"]]
+    # Texts and labels come from the user: escaped for Plotly (the CSV keeps them as they are).
+    shown = frame.assign(hover=["<br>".join(ui.label(line) for line in textwrap.wrap(t[:300], 60)) for t in frame["text"]],
+                         label=[ui.label(v) for v in frame["label"]])
     wrap = min(len(methods), 2)
-    fig = px.scatter(frame, x="x", y="y", color="label", facet_col="method", facet_col_wrap=wrap,
+    fig = px.scatter(shown, x="x", y="y", color="label", facet_col="method", facet_col_wrap=wrap,
                      hover_name="hover", hover_data={"x": False, "y": False, "method": False, "label": True},
-                     title=f"{kind.upper()} of {len(texts):,} texts from {texts.name} (seed {seed})")
+                     title=f"{kind.upper()} of {len(texts):,} texts from {ui.label(texts.name)} (seed {seed})")
     fig.update_xaxes(matches=None, showticklabels=False, title="")
     fig.update_yaxes(matches=None, showticklabels=False, title="")
     fig.update_layout(height=420 * ((len(methods) + wrap - 1) // wrap))
-    ui.show_figure(fig, frame.drop(columns="hover"), f"map_{kind}")
+    ui.show_figure(fig, frame, f"map_{kind}")
 
 
 with ui.user_errors():

@@ -10,7 +10,7 @@ import streamlit as st
 
 import cache
 import ui
-from analysis import datasets
+from analysis import budgets, datasets
 from analysis.errors import UserError
 from analysis.files import load_beir, read_sts, read_texts
 from analysis.tasks import BENCH_NAMESPACE, KIND_OF, Task, run_task, score_from_record, score_record
@@ -47,27 +47,33 @@ with ui.user_errors():
         tasks[tasks.index(stsb)] = Task("STS-B dev" + ("" if n == len(stsb.data) else f" (first {n})"), "sts",
                                         stsb.data.head(n))
     with st.expander("Your own data"):
-        for up in st.file_uploader("Similarity pairs (STS-B format, or sentence1, sentence2, score)",
-                                   type=["csv", "tsv", "txt"], accept_multiple_files=True, key="bench_pairs_upload") or []:
-            tasks.append(Task(up.name, "sts", read_sts(up.getvalue(), name=up.name)))
-        for up in st.file_uploader("Labelled texts for the probe (.csv/.tsv with text and label columns)",
-                                   type=["csv", "tsv"], accept_multiple_files=True, key="bench_texts_upload") or []:
-            texts = read_texts(up.getvalue(), filename=up.name)
+        # One file per box, checked like every other page's texts (size before parsing, then count and characters).
+        up = st.file_uploader("Similarity pairs (STS-B format, or sentence1, sentence2, score)",
+                              type=["csv", "tsv", "txt"], key="bench_pairs_upload")
+        if up is not None:
+            pairs = read_sts(ui.upload_bytes(up), name=up.name)
+            budgets.check("pairs", len(pairs), f"the number of pairs in {up.name}")
+            ui.check_sizes(pairs.unique_texts(), up.name)
+            tasks.append(Task(up.name, "sts", pairs))
+        up = st.file_uploader("Labelled texts for the probe (.csv/.tsv with text and label columns)",
+                              type=["csv", "tsv"], key="bench_texts_upload")
+        if up is not None:
+            texts = read_texts(ui.upload_bytes(up), filename=up.name)
             if texts.labels is None:
                 raise UserError(f"{up.name} has no 'label' column: the probe needs one.")
+            ui.check_sizes(texts.texts, up.name)
             tasks.append(Task(up.name, "probe", texts))
         folder = st.text_input("BEIR folder on this machine (corpus.jsonl, queries.jsonl, qrels/test.tsv)",
                                key="bench_beir").strip()
         if folder:
             beir = load_beir(folder)
             tasks.append(Task(f"BEIR {beir.name}", "retrieval", beir))
-    n_boot = int(st.slider("Bootstrap replicates", 0, 2000, 1000, step=100, key="bench_boot"))
+    n_boot = int(st.slider("Bootstrap replicates", 0, budgets.limit("bootstrap"), 1000, step=100, key="bench_boot"))
     if not tasks:
         st.info("Choose at least one data set.")
         st.stop()
     for t in tasks:
-        if t.n_texts() > ui.MAX_TEXTS * 4:
-            raise UserError(f"{t.name} has {t.n_texts():,} texts to embed; use a smaller set or a limit.")
+        budgets.check("texts", t.n_texts(), f"the number of texts to embed for {t.name}")
 
     backbone = ui.get_backbone()
     table_slot, rows = st.empty(), []
@@ -92,7 +98,8 @@ with ui.user_errors():
 
     frame = pd.DataFrame(rows)
     frame["err_plus"], frame["err_minus"] = frame["ci_high"] - frame["score"], frame["score"] - frame["ci_low"]
-    fig = px.bar(frame, x="data", y="score", color="method", barmode="group", error_y="err_plus",
+    shown = frame.assign(data=[ui.label(d) for d in frame["data"]])  # file names are the user's: shown as typed
+    fig = px.bar(shown, x="data", y="score", color="method", barmode="group", error_y="err_plus",
                  error_y_minus="err_minus", hover_data={"metric": True, "n": True, "err_plus": False,
                                                         "err_minus": False},
                  title="Score per data set (Spearman, accuracy or nDCG@10) with 95% intervals")

@@ -1,7 +1,7 @@
 """Soft tokens
 
-Watch a frozen model "think" in soft tokens (GIRCSE-style generation) and test whether more generated tokens
-make a better embedding.
+Watch a model "think" in soft tokens (GIRCSE), trained with contrastive refinement here or frozen, and test
+whether more generated tokens make a better embedding.
 """
 
 import numpy as np
@@ -10,8 +10,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
+from analysis import datasets
 from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
-from analysis.soft_tokens import SCALING_KS, generate_soft_tokens, scaling_curve, steps_frame, token_heatmap
+from analysis.soft_tokens import (SCALING_KS, adapter_variants, generate_soft_tokens, scaling_curve, steps_frame,
+                                  token_heatmap, training_log)
 
 EMOTION = "Which emotion does this text express?"
 DEFAULT_TEXT = "After months of waiting, the letter finally came: she had been accepted."
@@ -38,7 +40,8 @@ def token_table(r: dict) -> pd.DataFrame:
 
 def heatmap_figure(r: dict, title: str) -> tuple[go.Figure, pd.DataFrame]:
     heat = token_heatmap(r, max_tokens=25)
-    fig = go.Figure(go.Heatmap(z=heat.values, x=list(heat.columns), y=list(heat.index), colorscale="Blues",
+    fig = go.Figure(go.Heatmap(z=heat.values, x=list(heat.columns), y=[ui.label(t) for t in heat.index],
+                               colorscale="Blues",
                                zmin=0, zmax=max(float(heat.values.max()), 1e-6), colorbar=dict(title="p"),
                                hovertemplate="%{y} at %{x}: p = %{z:.3f}<extra></extra>"))
     fig.update_layout(title=title, height=120 + 18 * len(heat), margin=dict(l=10, r=10, t=40, b=10),
@@ -67,22 +70,37 @@ with ui.user_errors():
                "embedding is the mean of the final-layer states of the K generated positions.")
     backbone = ui.get_backbone()
 
-    adapter = st.text_input("LoRA adapter folder (optional)", key="soft_adapter",
-                            help="A folder saved by peft (adapter_config.json + adapter_model.safetensors), e.g. "
-                                 "GIRCSE's trained weights for this base model. It is merged into a copy of the model.")
-    if adapter.strip():
+    variants = adapter_variants(backbone)
+    choices = {"shipped": "Trained here (shipped adapter)", "none": "Frozen (no adapter)", "folder": "A folder…"}
+    if "shipped" not in variants.values():
+        choices.pop("shipped")
+    choice = st.radio("Model", list(choices), format_func=choices.get, horizontal=True, key="soft_adapter_choice")
+    adapter = choice
+    if choice == "folder":
         from analysis.adapters import adapter_spec, load_adapter
 
+        adapter = st.text_input("LoRA adapter folder", key="soft_adapter",
+                                help="A folder saved by peft (adapter_config.json + adapter_model.safetensors) or "
+                                     "by `python -m analysis train gircse` (weights.safetensors + manifest.json). "
+                                     "It is merged into a copy of the model.")
+        if not adapter.strip():
+            st.info("Enter an adapter folder.")
+            st.stop()
         with st.spinner("Merging the adapter into a copy of the model…"):
             adapter = adapter_spec(adapter)
             load_adapter(backbone, adapter)
-        st.success(f"Adapter loaded: {adapter}")
+        st.success(ui.md(f"Adapter loaded: {adapter}"))
+    elif choice == "shipped":
+        st.success("The LoRA adapter this repository trained for this model with GIRCSE's Iterative Contrastive "
+                   "Refinement (`python -m analysis train gircse`, K = 5, STS-B train), merged into a copy of it.")
     else:
-        st.info("No adapter is loaded, so the model is frozen. The gains GIRCSE reports (and its test-time scaling) "
-                "come from contrastive LoRA training with a stepwise loss, which this app does not perform: what you "
-                "see here is what generation alone does to an untrained model's embedding.")
+        st.info("No adapter: the model is frozen. The gains GIRCSE reports (and its test-time scaling) come from "
+                "contrastive LoRA training with a stepwise loss"
+                + (", which the shipped adapter has (choose it above)." if "shipped" in choices else
+                   "; this repository ships such an adapter for the default model only."))
 
     text = st.text_area("Text", value=DEFAULT_TEXT, height=80, key="soft_text")
+    ui.check_sizes([text], "the text")
     col_a, col_b = st.columns(2)
     with col_a:
         instr_a = st.text_input("Instruction A", value=DEFAULT_INSTRUCTION, key="soft_instr_a")
@@ -108,7 +126,7 @@ with ui.user_errors():
     r = results["A"]
     with st.expander("The prompt as the model reads it"):
         st.code(r["template"].replace("{text}", text))
-        st.caption(" | ".join(shown(t) for t in r["prompt_tokens"]))
+        st.caption(ui.md(" | ".join(shown(t) for t in r["prompt_tokens"])))
     st.dataframe(token_table(r))
     fig, heat = heatmap_figure(r, "Probability of the leading tokens at each step")
     ui.show_figure(fig, heat, "soft_heatmap_A")
@@ -125,12 +143,33 @@ with ui.user_errors():
     st.download_button("Download steps (CSV)", steps_frame(r).to_csv(index=False).encode("utf-8"),
                        file_name="soft_steps_A.csv", mime="text/csv", key="csv_soft_steps_A", on_click="ignore")
 
+    # ---- trained vs frozen --------------------------------------------------------------------------------
+    if adapter != "none":
+        st.subheader("Trained vs frozen, same text")
+        frozen = generate(backbone, backbone.identity, text, instr_a, **{**settings, "adapter": "none"})
+        pair = {"trained": r, "frozen": frozen}
+        cols = st.columns(2)
+        for col, (label, res) in zip(cols, pair.items()):
+            with col:
+                fig, heat = heatmap_figure(res, f"{label}: leading tokens per step")
+                ui.show_figure(fig, heat, f"soft_heatmap_{label}")
+        left, right = st.columns(2)
+        with left:
+            fig, frame = lines_figure(pair, "entropy", "Entropy per step: trained vs frozen", "nats")
+            ui.show_figure(fig, frame, "soft_entropy_tf")
+        with right:
+            fig, frame = lines_figure(pair, "drift", "Drift per step: trained vs frozen", "cosine to step K")
+            ui.show_figure(fig, frame, "soft_drift_tf")
+        st.caption(f"Cosine between the trained and the frozen embedding of this text: "
+                   f"**{float(r['embedding'] @ frozen['embedding']):.3f}** (different models: only the token "
+                   "views compare directly).")
+
     # ---- two instructions ---------------------------------------------------------------------------------
     st.subheader("Two instructions, same text")
     cols = st.columns(2)
     for col, label, instruction in zip(cols, ("A", "B"), (instr_a, instr_b)):
         with col:
-            fig, heat = heatmap_figure(results[label], f"{label}: {instruction[:60] or '(no instruction)'}")
+            fig, heat = heatmap_figure(results[label], f"{label}: {ui.label(instruction[:60]) or '(no instruction)'}")
             ui.show_figure(fig, heat, f"soft_heatmap_pair_{label}")
     tops = {label: {t for row in res["top_tokens"] for t in row} for label, res in results.items()}
     only = pd.DataFrame({"instruction": ["A only", "B only", "both"],
@@ -148,47 +187,84 @@ with ui.user_errors():
         ui.show_figure(fig, frame, "soft_drift_pair")
     st.caption(f"Cosine between the two final embeddings of the same text: **{cos_ab:.3f}**.")
 
+    # ---- training log --------------------------------------------------------------------------------------
+    if choice != "none":
+        from analysis.adapters import adapter_folder, shipped_folder
+
+        folder = shipped_folder(backbone.facts) if choice == "shipped" else adapter_folder(adapter)
+        if (folder / "manifest.json").is_file():
+            st.subheader("How the adapter was trained")
+            log = training_log(folder)
+            man, train_df = log["manifest"], log["train"]
+            steps_cols = sorted((c for c in train_df.columns if c[:1] == "L" and c[1:].isdigit()), key=lambda c: int(c[1:]))
+            if steps_cols:
+                fig = go.Figure()
+                for c in steps_cols:
+                    fig.add_scatter(x=train_df["step"], y=train_df[c], mode="lines", name=f"L_{c[1:]}")
+                fig.add_scatter(x=train_df["step"], y=train_df["regulariser"], mode="lines", name="regulariser",
+                                line=dict(dash="dot", color="black"), yaxis="y2")
+                fig.update_layout(title="Per-step contrastive losses L_1..L_K during training", xaxis_title="step",
+                                  yaxis_title="InfoNCE", yaxis2=dict(title="regulariser", overlaying="y", side="right"),
+                                  height=360, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
+                ui.show_figure(fig, train_df[["step", *steps_cols, "regulariser", "loss"]], "soft_training_losses")
+            hp = man.get("hyperparameters", {})
+            st.caption(f"Loss **{hp.get('loss')}** (λ = {hp.get('lam')}), K = {hp.get('k')}, LoRA rank "
+                       f"{hp.get('lora_rank')} on the top {hp.get('lora_layers')} layers, {man.get('steps_done')} "
+                       f"steps of {hp.get('batch_size')} pairs in {man.get('wall_seconds', 0) / 60:.1f} min "
+                       f"({man.get('steps_per_second', 0):.3f} steps/s); best STS-B dev subset score "
+                       f"{man.get('best_score', float('nan')):.3f} at step {man.get('best_step')}. "
+                       "The regulariser is > 0 only in a batch where a later step's loss is above an earlier one's; "
+                       "the L_k curves falling in order (L_1 highest) is the refinement GIRCSE trains for.")
+            st.dataframe(log["eval"].round(4), hide_index=True)
+
     # ---- test-time scaling --------------------------------------------------------------------------------
     st.subheader("Test-time scaling")
-    st.caption("STS Spearman of the embedding for several K, against the same prompt without generation (K = 0: "
-               "the last prompt token's state, dotted line). One generation of max K tokens per text gives every "
-               "smaller K too (generation is causal), so the curve costs one run; the result is cached.")
-    pairs = ui.pairs_input("soft_pairs", default="Lee corpus (human ratings)")
+    st.caption("STS Spearman of the embedding for several K (95% bootstrap intervals over pairs), for every model "
+               "variant: K = 0 is the same prompt's last token without generation. One generation of max K tokens "
+               "per text gives every smaller K too (generation is causal), so each curve costs one run; results "
+               "are cached.")
+    pairs = ui.pairs_input("soft_pairs", default="STS-B dev" if "STS-B dev" in datasets.pair_menu()
+                           else "Lee corpus (human ratings)")
     ks = st.multiselect("K", [k for k in SCALING_KS if k], default=[k for k in SCALING_KS if k], key="soft_ks")
     instruction = st.radio("Instruction", ["A", "B"], horizontal=True, key="soft_scaling_instr",
-                           format_func=lambda x: f"{x}: {(instr_a, instr_b)[x == 'B'][:50]}")
-    with_hard = st.checkbox("Also hard tokens (argmax), for contrast", value=False, key="soft_with_hard")
-    if not ks:
-        st.info("Choose at least one K.")
+                           format_func=lambda x: f"{x}: {ui.md((instr_a, instr_b)[x == 'B'][:50])}")
+    options = dict(variants)
+    if choice == "folder":
+        options["chosen folder"] = adapter
+    chosen_variants = st.multiselect("Models", list(options), default=list(options), key="soft_variants")
+    if not ks or not chosen_variants:
+        st.info("Choose at least one K and one model.")
         st.stop()
-    if not st.toggle("Compute the scaling curve", value=False, key="soft_scaling_run",
-                     help=f"{len(pairs.unique_texts()):,} texts × {max(ks)} generated tokens; minutes on a CPU."):
+    if not st.toggle("Compute the scaling curves", value=False, key="soft_scaling_run",
+                     help=f"{len(pairs.unique_texts()):,} texts × {max(ks)} generated tokens per model; minutes on "
+                          "a CPU."):
         st.stop()
     chosen = instr_a if instruction == "A" else instr_b
-    curves = {}
-    for m in ["soft", "hard"] if with_hard else [mode]:
-        params = dict(instruction=chosen, temperature=float(temperature), top_k=int(top_k), mode=m, adapter=adapter)
+    fig, rows = go.Figure(), []
+    for label in chosen_variants:
+        params = dict(instruction=chosen, temperature=float(temperature), top_k=int(top_k), mode=mode,
+                      adapter=options[label])
+        from analysis.adapters import adapter_spec
+
         parts = {"pairs": pairs.name, "left": pairs.left, "right": pairs.right,
-                 "scores": [float(s) for s in pairs.scores], "ks": sorted({0, *ks}), **params,
-                 "model": backbone.identity}
-        arrays, _ = ui.cached("soft_scaling", parts,
+                 "scores": [float(x) for x in pairs.scores], "ks": sorted({0, *ks}),
+                 **params, "adapter": adapter_spec(options[label]), "model": backbone.identity}
+        arrays, _ = ui.cached("soft_scaling_ci", parts,
                               lambda progress, params=params: (
                                   scaling_curve(backbone, pairs, sorted({0, *ks}), progress=progress, **params), {}),
-                              label=f"Soft-token scaling ({m} tokens, K up to {max(ks)})")
-        curves[m] = arrays
-    fig, rows = go.Figure(), []
-    for m, arrays in curves.items():
-        base = float(arrays["spearman"][0])
-        fig.add_scatter(x=arrays["ks"][1:], y=arrays["spearman"][1:], mode="lines+markers", name=f"{m} tokens")
-        fig.add_hline(y=base, line_dash="dot", annotation_text=f"no generation (K=0): {base:.3f}")
-        rows += [{"mode": m, "K": int(kk), "spearman": float(s), "minus K=0": float(s) - base}
-                 for kk, s in zip(arrays["ks"], arrays["spearman"])]
-    fig.update_layout(title=f"{pairs.name}: Spearman vs K", xaxis_title="generated tokens K",
-                      yaxis_title="Spearman ρ", height=380, margin=dict(l=10, r=10, t=40, b=10))
+                              label=f"Soft-token scaling: {label}, K up to {max(ks)}")
+        x, y, ci = arrays["ks"], arrays["spearman"], arrays["ci"]
+        fig.add_scatter(x=x, y=y, mode="lines+markers", name=label,
+                        error_y=dict(type="data", symmetric=False, array=ci[:, 1] - y, arrayminus=y - ci[:, 0]))
+        rows += [{"model": label, "K": int(kk), "spearman": float(v), "ci_low": float(c[0]), "ci_high": float(c[1]),
+                  "minus K=0": float(v - y[0])} for kk, v, c in zip(x, y, ci)]
+    fig.update_layout(title=f"{ui.label(pairs.name)}: Spearman vs K", xaxis_title="generated tokens K (0 = no generation)",
+                      yaxis_title="Spearman ρ", height=420, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", y=-0.25))
     table = pd.DataFrame(rows)
     ui.show_figure(fig, table, "soft_scaling")
     st.dataframe(table.round(4), hide_index=True)
     best = table.loc[table["spearman"].idxmax()]
-    st.markdown(f"Best: **K = {int(best['K'])}** ({best['mode']}), ρ = {best['spearman']:.3f} "
-                f"({best['minus K=0']:+.3f} against no generation). A frozen model was never trained to put meaning "
-                "into these positions, so a flat or falling curve is an honest result, not a bug.")
+    st.markdown(f"Best: **{best['model']}, K = {int(best['K'])}**, ρ = {best['spearman']:.3f}. Test-time scaling "
+                "means a curve that keeps rising past the K it was trained with (5); a flat or falling curve is an "
+                "honest result, not a bug.")

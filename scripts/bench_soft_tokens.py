@@ -1,13 +1,16 @@
 """Cost of soft-token generation relative to one vanilla forward pass, and (optionally) test-time scaling on STS.
 
-    python scripts/bench_soft_tokens.py                       # speed: K = 1, 5, 20 vs one forward
-    python scripts/bench_soft_tokens.py --sts --limit 1500    # STS-B dev Spearman for K = 0, 1, 3, 5, 10, 20
+    python scripts/bench_soft_tokens.py                       # speed: K = 1, 5, 20 vs one forward (shipped adapter)
+    python scripts/bench_soft_tokens.py --adapter none        # the same for the frozen model
+    python scripts/bench_soft_tokens.py --sts --limit 1500 --adapter shipped none   # STS-B dev Spearman with 95%
+                                                              # bootstrap intervals, K = 0, 1, 3, 5, 10, 20
 
 Speed: the same ~30-token prompts (instruction + text), embedded by (a) one plain forward pass of the prompt
 batch with a last-token readout, (b) the soft_tokens method with K soft tokens (prompt pass with the KV cache,
 then K one-position steps, each with one lm_head product and one vocabulary mix). Repetitions are interleaved
 (round-robin) so that load from other processes hits every variant alike; the medians and their ratios to (a)
-are printed as one JSON line.
+are printed as one JSON line. A trained adapter is merged into a copy of the model once (before timing), so the
+generation runs on an ordinary decoder: the same cost as the frozen model.
 """
 
 from __future__ import annotations
@@ -55,9 +58,11 @@ def speed(backbone, args) -> dict:
     lengths = [len(e) for e in base.prepare(backbone, texts)]
     variants = {"vanilla": lambda bs: vanilla(backbone, base, texts, bs)}
     for k in args.ks:
-        m = get_method("soft_tokens", k=k)
+        m = get_method("soft_tokens", k=k, adapter=args.adapter[0])
+        m.adapted(backbone)  # merge once, outside the timed calls
         variants[f"K={k}"] = (lambda m: lambda bs: m.encode(backbone, texts, batch_size=bs))(m)
-    out = {"model": backbone.facts.name, "texts": len(texts), "prompt_tokens_mean": float(np.mean(lengths)),
+    out = {"model": backbone.facts.name, "adapter": get_method("soft_tokens", adapter=args.adapter[0]).params.adapter,
+           "texts": len(texts), "prompt_tokens_mean": float(np.mean(lengths)),
            "threads": torch.get_num_threads(), "repeats": args.repeats, "batch_sizes": {}}
     for bs in args.batch_sizes:
         for fn in variants.values():  # warm-up
@@ -79,15 +84,22 @@ def sts(backbone, args) -> dict:
     if shared_stsb("dev") is None:
         raise SystemExit("STS-B dev is not available")
     pairs = stsb_pairs("dev")
-    if args.limit:
-        pairs = pairs.head(args.limit)
-    done = []
-    curve = scaling_curve(backbone, pairs, SCALING_KS,
-                          progress=lambda d, t: done.append(d) or print(f"\r{d}/{t}", end="", file=sys.stderr))
-    print(file=sys.stderr)
-    return {"model": backbone.facts.name, "pairs": len(pairs), "texts": len(pairs.unique_texts()),
-            "ks": curve["ks"].tolist(), "spearman": [round(float(r), 4) for r in curve["spearman"]],
-            "seconds": round(float(curve["seconds"][0]), 1)}
+    if args.offset or args.limit:  # e.g. --offset 100: pairs the GIRCSE trainer did not select checkpoints on
+        end = args.offset + args.limit if args.limit else len(pairs)
+        pairs = type(pairs)(f"STS-B dev {args.offset}..{end - 1}", pairs.left[args.offset:end],
+                            pairs.right[args.offset:end], pairs.scores[args.offset:end])
+    out = {"model": backbone.facts.name, "data": pairs.name, "pairs": len(pairs), "texts": len(pairs.unique_texts()),
+           "curves": {}}
+    for adapter in args.adapter:
+        curve = scaling_curve(backbone, pairs, SCALING_KS, adapter=adapter,
+                              progress=lambda d, t: print(f"\r{adapter}: {d}/{t}", end="", file=sys.stderr))
+        print(file=sys.stderr)
+        out["curves"][adapter] = {"ks": curve["ks"].tolist(),
+                                  "spearman": [round(float(r), 4) for r in curve["spearman"]],
+                                  "ci": [[round(float(a), 4), round(float(b), 4)] for a, b in curve["ci"]],
+                                  "seconds": round(float(curve["seconds"][0]), 1)}
+        print(json.dumps({adapter: out["curves"][adapter]}), file=sys.stderr, flush=True)
+    return out
 
 
 def main() -> None:
@@ -99,7 +111,10 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
     p.add_argument("--sts", action="store_true", help="measure test-time scaling on STS-B dev instead")
-    p.add_argument("--limit", type=int, default=0, help="with --sts: first N pairs (0 = all 1500)")
+    p.add_argument("--adapter", nargs="+", default=["shipped"],
+                   help="soft_tokens adapter(s): shipped, none or a folder (speed: the first; --sts: each)")
+    p.add_argument("--limit", type=int, default=0, help="with --sts: N pairs (0 = all 1500)")
+    p.add_argument("--offset", type=int, default=0, help="with --sts: skip the first N pairs (default 0)")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

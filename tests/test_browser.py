@@ -155,7 +155,8 @@ def test_fresh_server_first_request_to_a_sub_page(tmp_path, browser, shots):
         try:
             page.goto(f"{url}/{sensitivity}", timeout=60_000)
             page.get_by_role("heading", name="Sensitivity").first.wait_for(timeout=LOAD_TIMEOUT_MS)
-            page.locator('[data-testid="stSidebar"]').get_by_text("Clear cache").wait_for(timeout=LOAD_TIMEOUT_MS)
+            page.locator('[data-testid="stSidebar"]').get_by_role("button", name="Clear cache").first.wait_for(
+                timeout=LOAD_TIMEOUT_MS)
             page.wait_for_timeout(3000)  # the box, if any, arrives with the first messages; give it time anyway
             page.screenshot(path=str(shots / "fresh_server_deep_link.png"), full_page=True)
             body = page.locator("body").inner_text()
@@ -193,5 +194,25 @@ def test_every_page_opens_without_an_error(server, browser, shots, path, title):
         page.screenshot(path=str(shots / f"{path}.png"), full_page=True)
         assert _problems(page) == []
         assert "30 layers" in page.locator('[data-testid="stSidebar"]').inner_text()
+    finally:
+        page.close()
+
+
+def test_compare_models_opens_with_both_built_in_models(server, browser, shots):
+    """Compare models loads SmolLM2 and Gemma 3 270M side by side and names both (ID captions or their
+    not-computed notes, and the model pickers)."""
+    page = browser.new_page()
+    try:
+        from ui.nav import page_files, url_path
+
+        compare = next(p for p in page_files() if p.name.endswith("compare_models.py"))
+        page.goto(f"{server}/{url_path(compare)}", timeout=60_000)
+        page.get_by_role("heading", name="Compare models").first.wait_for(timeout=LOAD_TIMEOUT_MS)
+        page.get_by_role("heading", name="Layer explorer maps side by side").wait_for(timeout=2 * LOAD_TIMEOUT_MS)
+        _settle(page, '[data-testid="stPlotlyChart"]')
+        page.screenshot(path=str(shots / "compare_models.png"), full_page=True)
+        body = page.locator('[data-testid="stMain"]').inner_text()
+        assert "SmolLM2-135M-Instruct" in body and "Gemma 3 270M" in body
+        assert _problems(page) == []
     finally:
         page.close()

@@ -322,3 +322,34 @@ def test_sts_spearman_bad_pairs_and_constant_similarities():
     # Every cosine is 1 (parallel vectors): no ranking, reported as NaN rather than a made-up number.
     r = sts_spearman(_Backbone(), _Fixed(table), Pairs("par", ["a", "a"], ["b", "c"], np.array([1.0, 2.0])))
     assert np.isnan(r["spearman"])
+
+
+# ---- several models, device and dtype (issue 14) ------------------------------------------------------------------
+def test_bench_models_gives_one_row_per_model_with_cost_ratios(cache_dir, tiny_folder, sts_file, capsys):
+    code, rows, _, err = _run(capsys, "bench", "--models", f"{tiny_folder},{tiny_folder}", "--methods", "last,mean",
+                              "--data", f"sts:{sts_file}", "--n-boot", "10", "--format", "json")
+    assert code == 0, err
+    assert [(r["model"], r["method"]) for r in rows] == [(str(tiny_folder), m) for m in ("last", "mean")] * 2
+    assert all(r["seconds"] > 0 for r in rows) and all(r["x_last"] == 1.0 for r in rows if r["method"] == "last")
+    assert rows[2]["score"] == rows[0]["score"]  # the second model's cells came from the cache
+    code, rows1, _, _ = _run(capsys, "bench", "--model", tiny_folder, "--methods", "last", "--data",
+                             f"sts:{sts_file}", "--n-boot", "10", "--format", "json")
+    assert code == 0 and len(rows1) == 1  # the one-model spelling still works
+
+
+def test_dtype_and_device_options(cache_dir, tiny_folder, tmp_path, capsys):
+    src = tmp_path / "texts.txt"
+    src.write_text("A cat sat.\nStocks fell.\n", encoding="utf-8")
+    outs = {}
+    for dtype in ("float32", "bfloat16"):
+        out = tmp_path / f"{dtype}.npy"
+        code, res, _, err = _run(capsys, "embed", "--method", "mean", "--model", tiny_folder, "--dtype", dtype,
+                                 "--device", "cpu", "--input", src, "--output", out)
+        assert code == 0, err
+        outs[dtype] = (np.load(out), res["model"])
+    assert outs["bfloat16"][1].endswith("|bfloat16|cpu") and "|" not in outs["float32"][1]  # separate cache keys
+    a, b = outs["float32"][0], outs["bfloat16"][0]
+    assert np.abs(a - b).max() > 0 and (a * b).sum(1).min() > 0.98
+    code, _, _, err = _run(capsys, "embed", "--method", "mean", "--model", tmp_path / "missing.gguf",
+                           "--input", src, "--output", tmp_path / "x.npy")
+    assert code == 2 and "is not a file" in err and "Traceback" not in err

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.real
 
 @pytest.fixture(scope="module", autouse=True)
 def page_cache(tmp_path_factory):
-    with isolated_cache(tmp_path_factory) as root:
+    with isolated_cache(tmp_path_factory, shared=("models", "auto_layers")) as root:  # KV-Embedding's auto window
         yield root
 
 

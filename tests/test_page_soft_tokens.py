@@ -28,24 +28,42 @@ def page_cache(tmp_path_factory):
         yield root
 
 
-def small_page(k=4, **widgets) -> AppTest:
+def small_page(k=4, adapter_choice=None, **widgets) -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     at.run()
-    at.text_area(key="soft_text").set_value(TEXT)
-    at.slider(key="soft_k").set_value(k)
+    if adapter_choice:
+        at.radio(key="soft_adapter_choice").set_value(adapter_choice).run()
     for key, value in widgets.items():
         at.text_input(key=key).set_value(value)
+    at.run()
+    if any(getattr(e, "key", None) == "soft_text" for e in at.text_area):  # absent when the page stopped early
+        at.text_area(key="soft_text").set_value(TEXT)
+        at.slider(key="soft_k").set_value(k)
     return at.run()
 
 
-def test_page_runs_with_defaults_and_says_it_is_frozen():
+def test_page_runs_with_defaults_on_the_shipped_adapter():
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
     assert not errors(at)
-    assert any("does not perform" in i.value and "contrastive" in i.value for i in at.info)
+    assert at.radio(key="soft_adapter_choice").value == "shipped"
+    assert any("trained for this model" in s.value for s in at.success)
     table = at.dataframe[0].value
     assert table.shape[0] == 10  # K = 10 steps by default
-    assert len(figures(at)) >= 6  # heatmap, entropy, drift, two heatmaps, entropy and drift pairs
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert any(t.startswith("trained:") for t in titles) and any(t.startswith("frozen:") for t in titles)
+    assert any("Per-step contrastive losses" in t for t in titles)  # the training log from the manifest
+    losses = next(f for f in figures(at) if "Per-step contrastive losses" in f["layout"]["title"]["text"])
+    assert [d["name"] for d in losses["data"]][:5] == [f"L_{k}" for k in range(1, 6)]
+
+
+def test_frozen_choice_says_so():
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
+    at.radio(key="soft_adapter_choice").set_value("none").run()
+    assert not at.exception, at.exception
+    assert any("the model is frozen" in i.value and "contrastive" in i.value for i in at.info)
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert not any(t.startswith("trained:") for t in titles)
 
 
 def test_step_view_matches_the_library(real):
@@ -90,29 +108,30 @@ def test_hard_mode_and_top_k():
 
 
 def test_test_time_scaling_matches_the_library_and_is_cached(real):
-    at = small_page(k=2)
+    at = small_page(k=2, adapter_choice="none")
     at.radio(key="soft_pairs_source").set_value("set")
     at.selectbox(key="soft_pairs_set").set_value("Demo paraphrase pairs")
     at.run()
     at.multiselect(key="soft_ks").set_value([1, 3])
+    at.multiselect(key="soft_variants").set_value(["trained (ICR, shipped)", "frozen (no adapter)"])
     at.toggle(key="soft_scaling_run").set_value(True)
     at.run()
     assert not at.exception, at.exception
     assert not errors(at)
-    want = scaling_curve(real, demo_pairs(), ks=(0, 1, 3))
     fig = next(f for f in figures(at) if "Spearman vs K" in f["layout"]["title"]["text"])
-    line = fig["data"][0]
-    assert values(line["x"]).tolist() == [1, 3]
-    np.testing.assert_allclose(values(line["y"]), want["spearman"][1:], atol=1e-6)
-    assert fig["layout"]["shapes"][0]["y0"] == pytest.approx(want["spearman"][0], abs=1e-6)  # K=0 line
+    for line, adapter in zip(fig["data"], ["shipped", "none"]):
+        want = scaling_curve(real, demo_pairs(), ks=(0, 1, 3), adapter=adapter)
+        assert values(line["x"]).tolist() == [0, 1, 3]
+        np.testing.assert_allclose(values(line["y"]), want["spearman"], atol=1e-6)
+        np.testing.assert_allclose(values(line["error_y"]["array"]), want["ci"][:, 1] - want["spearman"], atol=1e-6)
     table = at.dataframe[-1].value
-    assert list(table["K"]) == [0, 1, 3]
+    assert list(table["K"]) == [0, 1, 3, 0, 1, 3]
     at.run()
     assert any("from the cache" in c.value for c in at.caption)
 
 
 def test_adapter_folder(tmp_path, real):
-    at = small_page(k=2, soft_adapter=str(tmp_path / "missing"))
+    at = small_page(k=2, adapter_choice="folder", soft_adapter=str(tmp_path / "missing"))
     assert not at.exception, at.exception
     assert any("does not exist" in e for e in errors(at))
 
@@ -126,12 +145,12 @@ def test_adapter_folder(tmp_path, real):
                                                                       init_lora_weights=False))
     peft_model.save_pretrained(tmp_path / "lora")
     del peft_model
-    at = small_page(k=2, soft_adapter=str(tmp_path / "lora"))
+    at = small_page(k=2, adapter_choice="folder", soft_adapter=str(tmp_path / "lora"))
     assert not at.exception, at.exception
     assert not errors(at)
     assert any("Adapter loaded" in s.value for s in at.success)
-    assert not any("does not perform" in i.value for i in at.info)
-    frozen = generate_soft_tokens(real, TEXT, DEFAULT_INSTRUCTION, k=2, topn=8)
+    assert not any("the model is frozen" in i.value for i in at.info)
+    frozen = generate_soft_tokens(real, TEXT, DEFAULT_INSTRUCTION, k=2, topn=8, adapter="none")
     entropy = at.dataframe[0].value["entropy"].to_numpy()
     assert not np.allclose(entropy, np.round(frozen["entropy"], 2))
 

@@ -14,6 +14,7 @@ import cache
 from analysis.errors import UserError
 from ui.model import get_backbone, store
 from ui.nav import hand_over_to_app
+from ui.text import md
 
 
 @contextlib.contextmanager
@@ -24,11 +25,12 @@ def user_errors():
     try:
         yield
     except UserError as err:
-        st.error(str(err))
+        st.error(md(err))  # messages quote user input (a model name, a file name): shown as typed
         st.stop()
 
 
 def _progress_bar(label: str):
+    label = md(label)  # labels name data sets, which may be the user's file names
     bar = st.progress(0.0, text=label)
 
     def progress(done: int, total: int) -> None:
@@ -38,8 +40,9 @@ def _progress_bar(label: str):
 
 
 def _report(label: str, hit: bool, meta: dict, wall: float, quiet: bool) -> None:
+    label = md(label)
     for message in meta.get("warnings") or []:
-        st.warning(f"{label}: {message}")
+        st.warning(f"{label}: {md(message)}")
     if quiet:
         return
     if hit:

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analysis import datasets
+from analysis import budgets, datasets
 from analysis.corpora import Pairs, Texts
 from analysis.files import read_sts, read_texts
 from analysis.errors import UserError
+from ui.text import md
 
-MAX_TEXTS = 5000  # more than this is cut (with a message): a CPU needs minutes per thousand texts and method
-MAX_PAIRS = 10000  # STS-B train (5,749 pairs) fits
-MAX_CHARS = 50_000  # per text: ~12k tokens, past the default model's 8,192-token limit (so truncation is reachable)
-MAX_TOTAL_CHARS = 2_000_000  # all texts together: beyond this a page would stall for a long time
+# The app's limits live in analysis/budgets.py (one table, documented in the README); the names stay for importers.
+MAX_TEXTS = budgets.APP.texts
+MAX_PAIRS = budgets.APP.pairs
+MAX_CHARS = budgets.APP.chars_per_text
+MAX_TOTAL_CHARS = budgets.APP.total_chars
 DEFAULT_LIMIT = 200
 
 
@@ -49,7 +51,8 @@ def method_picker(key: str, default=("prompteol",), multi: bool = True, only=Non
         st.info("Choose at least one method.")
         st.stop()
 
-    n_layers = get_backbone().facts.n_layers
+    backbone = get_backbone()
+    n_layers = backbone.facts.n_layers
     methods, problems = [], 0
     for name in chosen:
         info = infos[name]
@@ -58,9 +61,11 @@ def method_picker(key: str, default=("prompteol",), multi: bool = True, only=Non
             try:
                 values = {f["name"]: _param_widget(f"{key}_{name}", name, f, n_layers) for f in info.params
                           if not f.get("hidden")}  # hidden: filled in by the method (e.g. a weights digest)
-                methods.append(get_method(name, **{k: v for k, v in values.items() if v is not _UNCHANGED}))
+                method = get_method(name, **{k: v for k, v in values.items() if v is not _UNCHANGED})
+                method.check(backbone)  # ranges that depend on the loaded model, before any page starts work
+                methods.append(method)
             except UserError as err:
-                st.error(str(err))
+                st.error(md(err))
                 problems += 1
     if problems:
         st.error("Fix the parameters marked above to continue.")
@@ -86,7 +91,7 @@ def _param_widget(prefix: str, method: str, field: dict, n_layers: int):
                             key=key, help=help_)
     if isinstance(default, bool):
         return st.checkbox(label, value=default, key=key, help=help_)
-    if isinstance(default, int) and "layer" in name and "parse" not in field:
+    if field.get("kind") == "layer":
         lo = -(n_layers + 1) if lo is None else max(lo, -(n_layers + 1))
         hi = n_layers if hi is None else min(hi, n_layers)
         note = f" This model has hidden states 0..{n_layers}; negative values count from the end (-1 = {n_layers})."
@@ -144,8 +149,15 @@ def text_input(key: str, default: str = "Demo sentences") -> Texts:
         if upload is None:
             st.info("Upload a file to continue, or choose another source of texts.")
             st.stop()
-        texts = read_texts(upload.getvalue(), filename=upload.name)
+        texts = read_texts(upload_bytes(upload), filename=upload.name)
     return _limit_texts(key, texts)
+
+
+def upload_bytes(upload) -> bytes:
+    """An uploaded file's content, refused with one sentence before parsing when it is larger than the budget."""
+    data = upload.getvalue()
+    budgets.check("upload_bytes", len(data), f"the size of {upload.name} in bytes")
+    return data
 
 
 def _choose_set(label: str, menu: dict, default: str, key: str):
@@ -165,21 +177,21 @@ def _limit_texts(key: str, texts: Texts) -> Texts:
                                 help=f"Every text is embedded by every method; at most {MAX_TEXTS:,} at a time.")
         texts = texts.head(int(limit))
         if n > MAX_TEXTS:
-            st.warning(f"{texts.name} has {n:,} texts; at most {MAX_TEXTS:,} can be embedded at once.")
-    _check_sizes(texts.texts)
-    st.caption(f"{len(texts):,} text(s) from {texts.name}" + (f" (of {n:,})" if len(texts) < n else ""))
+            st.warning(f"{md(texts.name)} has {n:,} texts; at most {MAX_TEXTS:,} can be embedded at once.")
+    check_sizes(texts.texts)
+    st.caption(f"{len(texts):,} text(s) from {md(texts.name)}" + (f" (of {n:,})" if len(texts) < n else ""))
     return texts
 
 
-def _check_sizes(texts: list[str]) -> None:
+def check_sizes(texts: list[str], name: str = "these texts") -> None:
+    """Every request's texts: count, characters per text and in all, against the budgets."""
+    cap = budgets.limit("chars_per_text")
     for i, t in enumerate(texts):
-        if len(t) > MAX_CHARS:
-            raise UserError(f"Text {i + 1} has {len(t):,} characters; this tool accepts at most {MAX_CHARS:,} per "
-                            "text (far more than the model reads). Shorten it or split it.")
-    total = sum(map(len, texts))
-    if total > MAX_TOTAL_CHARS:
-        raise UserError(f"The texts have {total:,} characters in all; at most {MAX_TOTAL_CHARS:,} can be embedded "
-                        "at once. Use fewer texts.")
+        if len(t) > cap:
+            raise UserError(f"Text {i + 1} of {name} has {len(t):,} characters; this tool accepts at most {cap:,} "
+                            "per text (far more than the model reads). Shorten it or split it.")
+    budgets.check("texts", len(texts), f"the number of texts in {name}")
+    budgets.check("total_chars", sum(map(len, texts)), f"the characters of all texts in {name}")
 
 
 # ---- pairs ---------------------------------------------------------------------------------------------
@@ -198,7 +210,7 @@ def pairs_input(key: str, default: str = "Demo paraphrase pairs") -> Pairs:
         if upload is None:
             st.info("Upload a file to continue, or choose a built-in set.")
             st.stop()
-        pairs = read_sts(upload.getvalue(), name=upload.name)
+        pairs = read_sts(upload_bytes(upload), name=upload.name)
     n = len(pairs)
     if n == 0:
         raise UserError(f"{pairs.name} holds no pairs.")
@@ -207,8 +219,8 @@ def pairs_input(key: str, default: str = "Demo paraphrase pairs") -> Pairs:
     pairs = pairs.head(int(limit))
     if any(not s.strip() for s in pairs.left + pairs.right):
         raise UserError(f"{pairs.name} has an empty sentence; every pair needs two texts.")
-    _check_sizes(pairs.unique_texts())
-    st.caption(f"{len(pairs):,} pair(s), {len(pairs.unique_texts()):,} distinct texts, from {pairs.name}"
+    check_sizes(pairs.unique_texts(), pairs.name)
+    st.caption(f"{len(pairs):,} pair(s), {len(pairs.unique_texts()):,} distinct texts, from {md(pairs.name)}"
                + (f" (of {n:,})" if len(pairs) < n else "") + (f"; only the first {MAX_PAIRS:,} can be used"
                                                                if n > MAX_PAIRS else ""))
     return pairs

@@ -6,8 +6,10 @@ import streamlit as st
 
 import cache
 from analysis.errors import UserError
+from ui.text import md
 
 MODEL_KEY = "embedscope_model"  # session-state key of the chosen model name ("default", an HF id or a path)
+DEVICE_KEY, DTYPE_KEY = "embedscope_device", "embedscope_dtype"  # where and in which dtype models run
 LAYER_CONVENTION = "Hidden state 0 = embeddings; decoder layer ℓ produces hidden state ℓ+1."
 DEFAULT_TITLE = "SmolLM2-135M-Instruct"
 
@@ -21,28 +23,53 @@ def store() -> cache.Store:
     return cache.default_store()
 
 
-@st.cache_resource(show_spinner=False, max_entries=2)
-def _load(name: str):
+def hardware() -> tuple[str, str]:
+    """(device, dtype) chosen in the sidebar: cpu and float32 unless changed."""
+    return st.session_state.get(DEVICE_KEY, "cpu"), st.session_state.get(DTYPE_KEY, "float32")
+
+
+@st.cache_resource(show_spinner=False, max_entries=3)  # Compare models holds two models at once
+def _load(name: str, device: str = "cpu", dtype: str = "float32"):
     from analysis.backbone import load_backbone
 
-    return load_backbone(name)
+    return load_backbone(name, device=device, dtype=dtype)
 
 
-def _needs_conversion() -> bool:
-    """True when the default model's GGUF has not been converted to safetensors yet (first run: ~30 s)."""
-    return not any((store().root / cache.store.MODELS).glob("smollm2-*/embedscope.json"))
+def _needs_conversion(name: str) -> bool:
+    """True when a built-in model's GGUF has not been converted to safetensors yet (first run: 30 s to 2 min)."""
+    from analysis.backbone import builtin
+
+    entry = builtin(name)
+    return entry is not None and not any(
+        (store().root / cache.store.MODELS).glob(f"{entry.folder_prefix}-*/embedscope.json"))
+
+
+def title_of(name: str) -> str:
+    from analysis.backbone import builtin
+
+    entry = builtin(name)
+    return entry.title if entry else name
 
 
 def _try_load(name: str):
     if not name.strip():
-        raise UserError("Enter a Hugging Face model id or a local folder in the sidebar, or choose the default model.")
-    if name == "default" and _needs_conversion():
-        msg = ("First start: converting the default model (SmolLM2-135M-Instruct) from its GGUF file to "
-               "safetensors. This happens once and takes about 30 seconds.")
+        raise UserError("Enter a Hugging Face model id or a local folder in the sidebar, or choose a built-in model.")
+    if _needs_conversion(name):
+        msg = (f"First start: converting {title_of(name)} from its GGUF file to safetensors. This happens once and "
+               "takes 30 seconds to 2 minutes.")
     else:
-        msg = f"Loading {DEFAULT_TITLE if name == 'default' else name}…"
+        msg = f"Loading {md(title_of(name))}…"
     with st.spinner(msg, show_time=True):
-        return _load(name)
+        return _load(name, *hardware())
+
+
+def load_named(name: str):
+    """Another model than the sidebar's (Compare models), same device and dtype; errors as for get_backbone."""
+    try:
+        return _try_load(name)
+    except UserError as err:
+        st.error(str(err))
+        st.stop()
 
 
 LOADED_KEY = "ui_backbone"  # session state: (model name, Backbone) of the last successful load
@@ -52,11 +79,12 @@ def _backbone():
     """The chosen model, looked up once per session and model choice (the sidebar, the method picker and every
     method on a page ask for it on each rerun; only a new choice goes through loading again)."""
     name = model_name()
+    key = (name, *hardware())  # a new device or precision is a new model too
     held = st.session_state.get(LOADED_KEY)
-    if held is not None and held[0] == name:
+    if held is not None and held[0] == key:
         return held[1]
     backbone = _try_load(name)
-    st.session_state[LOADED_KEY] = (name, backbone)
+    st.session_state[LOADED_KEY] = (key, backbone)
     return backbone
 
 
@@ -65,12 +93,12 @@ def get_backbone():
     try:
         return _backbone()
     except UserError as err:
-        st.error(str(err))
+        st.error(md(err))  # the message quotes the typed model name: never rendered as Markdown
         st.stop()
 
 
 def display_name(facts) -> str:
-    return DEFAULT_TITLE if facts.name == "default" else facts.name
+    return facts.title or (DEFAULT_TITLE if facts.name == "default" else facts.name)
 
 
 def facts_table(facts) -> dict[str, str]:
@@ -84,6 +112,10 @@ def facts_table(facts) -> dict[str, str]:
         "vocabulary": f"{facts.vocab_size:,}",
         "longest input": f"{facts.max_length:,} tokens",
         "parameters": f"{facts.n_params / 1e6:,.1f} M",
+        "attention": (f"{facts.n_sliding} of {facts.n_layers} layers see a sliding window of "
+                      f"{facts.sliding_window:,} tokens" if facts.sliding_window else "global in every layer"),
+        "runs as": f"{facts.dtype} on {facts.device}",
+        **({"licence": facts.licence} if facts.licence else {}),
     }
 
 
@@ -97,18 +129,29 @@ def human_bytes(n: int) -> str:
 
 
 def _choose_model() -> None:
-    choice = st.radio("Model", ["default", "other"], key="ui_model_choice", horizontal=True,
-                      format_func=lambda c: DEFAULT_TITLE if c == "default" else "Other",
-                      help="The built-in default, or any causal LM already on this machine. "
-                           "Nothing is downloaded at run time.")
-    if choice == "default":
-        st.session_state[MODEL_KEY] = "default"
+    from analysis.backbone import BUILTIN, DEVICES, DTYPES
+
+    options = ["default", *[n for n in BUILTIN if n != "smollm2-135m"], "other"]
+    choice = st.radio("Model", options, key="ui_model_choice",
+                      format_func=lambda c: {"default": DEFAULT_TITLE, "other": "Other"}.get(c) or title_of(c),
+                      help="The built-in models (SmolLM2-135M-Instruct, the default; Gemma 3 270M, the base model, "
+                           "under the Gemma Terms of Use), or any causal LM already on this machine. Nothing is "
+                           "downloaded at run time.")
+    if choice != "other":
+        st.session_state[MODEL_KEY] = choice
     else:
-        typed = st.text_input("Hugging Face id or local folder", key="ui_model_id",
+        typed = st.text_input("Hugging Face id, local folder or .gguf file", key="ui_model_id",
                               placeholder="e.g. Qwen/Qwen2.5-0.5B or /path/to/model",
                               help="An id must already be in the local Hugging Face cache; a folder must "
-                                   "hold config.json, the weights and the tokenizer.")
+                                   "hold config.json, the weights and the tokenizer; a .gguf file is converted once.")
         st.session_state[MODEL_KEY] = typed.strip()
+    with st.expander("Hardware", expanded=False):
+        st.selectbox("Device", DEVICES, key=DEVICE_KEY,
+                     help="cpu (default), cuda, mps, or auto: the best available; on CUDA a model too large for one "
+                          "GPU is split over the GPUs and the CPU (accelerate, device_map=auto).")
+        st.selectbox("Precision", DTYPES, key=DTYPE_KEY,
+                     help="float32 (default, exact); bfloat16 halves the memory and is faster on hardware with "
+                          "bfloat16 units. Results are cached separately per precision.")
 
 
 def cache_sizes(s: cache.Store) -> tuple[int, int]:
@@ -131,7 +174,7 @@ def cache_panel() -> None:
     s = store()
     result_bytes, model_bytes = cache_sizes(s)
     st.markdown(f"**Cache**: {human_bytes(result_bytes)} of results ({s.count()} entries)")
-    st.caption(f"Converted model weights: {human_bytes(model_bytes)} (kept when clearing). Folder: `{s.root}`")
+    st.caption(f"Converted model weights: {human_bytes(model_bytes)} (kept when clearing). Folder: {md(s.root)}")
     if st.button("Clear cache", key="ui_clear_cache", help="Delete stored results; converted models stay."):
         removed = s.clear()
         st.session_state["ui_cleared"] = removed
@@ -155,6 +198,9 @@ def sidebar() -> None:
         facts_box.warning("This model could not be loaded: see the message on the page.")
         return
     f = backbone.facts
-    facts_box.caption(f"{display_name(f)} · {f.architecture} · {f.n_layers} layers · {f.n_heads} heads "
+    facts_box.caption(f"{md(display_name(f))} · {md(f.architecture)} · {f.n_layers} layers · {f.n_heads} heads "
                       f"({f.n_kv_heads} KV) · d={f.hidden_size} · ≤{f.max_length:,} tokens · "
-                      f"{f.n_params / 1e6:.0f} M parameters")
+                      f"{f.n_params / 1e6:.0f} M parameters"
+                      + (f" · sliding window {f.sliding_window:,} in {f.n_sliding} layers" if f.sliding_window else "")
+                      + (f" · {f.dtype} on {f.device}" if (f.dtype, f.device) != ("float32", "cpu") else "")
+                      + (f" · licence: {f.licence}" if f.licence and f.name != "default" else ""))

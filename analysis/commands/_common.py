@@ -1,6 +1,7 @@
-"""Options and steps shared by the commands that embed texts with a method (`embed`, `sts`, ...):
---method/--param/--model/--batch-size/--no-cache, building the method, loading the model, and encoding
-through the compute cache with warnings turned into one stderr line each."""
+"""Options and steps shared by the commands: --model/--device/--dtype on every command (`add_model_arguments`),
+--method/--param/--batch-size/--no-cache for those that embed texts with a method (`embed`, `sts`, ...), building
+the method, loading the model, and encoding through the compute cache with warnings turned into one stderr line
+each."""
 
 from __future__ import annotations
 
@@ -18,9 +19,29 @@ def add_method_arguments(parser) -> None:
     parser.add_argument("--method", required=True, help="embedding method name (see `list_methods()`), e.g. prompteol")
     parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                         help="method parameter, e.g. --param layer=20 (repeatable)")
-    parser.add_argument("--model", default="default", help="'default', a Hugging Face id in the local cache, or a folder")
+    add_model_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass (default 16)")
     parser.add_argument("--no-cache", action="store_true", help="always compute; neither read nor write the cache")
+
+
+MODEL_HELP = ("a built-in model (default = smollm2-135m, gemma3-270m), a Hugging Face id in the local cache, a "
+              "model folder, or a .gguf file (converted once)")
+
+
+def add_model_arguments(parser, *, many: bool = False) -> None:
+    """--model (or --models for commands that compare several), --device and --dtype."""
+    from analysis.backbone import DEVICES, DTYPES
+
+    if many:
+        parser.add_argument("--models", default="default", help="comma-separated models, each " + MODEL_HELP)
+    else:
+        parser.add_argument("--model", default="default", help=MODEL_HELP)
+    parser.add_argument("--device", default="cpu", choices=DEVICES,
+                        help="where the model runs (default cpu); auto = CUDA, else MPS, else CPU, and a model too "
+                             "large for one GPU is split over the GPUs and the CPU by accelerate (device_map=auto)")
+    parser.add_argument("--dtype", default="float32", choices=DTYPES,
+                        help="weights and activations (default float32: exact, what every published number here "
+                             "uses); bfloat16 halves memory and is faster on hardware with bfloat16 units")
 
 
 def method_from_args(args):
@@ -32,13 +53,18 @@ def method_from_args(args):
     return get_method(args.method, **parse_params(args.method, args.param))
 
 
-def load_model(name: str):
+def load_model(name_or_args, name: str | None = None):
+    """The model named by args.model (or `name`), on args.device in args.dtype. A plain name: float32 on the CPU."""
     from transformers.utils import logging as hf_logging
 
     from analysis.backbone import load_backbone
 
     hf_logging.disable_progress_bar()  # stdout carries one JSON line; keep stderr for messages
-    return load_backbone(name)
+    if isinstance(name_or_args, str):
+        return load_backbone(name_or_args)
+    args = name_or_args
+    return load_backbone(name or args.model, device=getattr(args, "device", "cpu"),
+                         dtype=getattr(args, "dtype", "float32"))
 
 
 def ready(args, backbone, method):

@@ -12,16 +12,14 @@ import numpy as np
 from analysis.commands._common import add_method_arguments, encode, load_model, method_from_args, params_dict
 from analysis.errors import UserError
 
-HELP = ("Embed the texts of a file (.txt one per line, .csv with a `text` column, or STS-B pairs) or a built-in set "
-        "with a method; save an (n, d) float32 .npy.")
+HELP = "Embed the texts of a file or a built-in set with a method; save an (n, d) float32 .npy."
+INPUT_HELP = (".txt (one text per line), .csv or .tsv (a `text` column), similarity pairs (STS-B format or sentence1, "
+              "sentence2, score: their distinct sentences), or a built-in set name")
 
 
 def add_arguments(parser) -> None:
     add_method_arguments(parser)
-    parser.add_argument("--input", required=True, help=".txt (one text per line), .csv or .tsv (a `text` column), "
-                        "similarity pairs (STS-B format or sentence1, sentence2, score: their distinct sentences), "
-                        "or a "
-                        "built-in set name")
+    parser.add_argument("--input", required=True, help=INPUT_HELP)
     parser.add_argument("--output", required=True, help="where to write the (n, d) float32 array (.npy)")
 
 
@@ -31,7 +29,7 @@ def run(args) -> dict:
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
     output = _check_output(Path(args.output))
     texts = texts_of(args.input).texts
-    backbone = load_model(args.model)
+    backbone = load_model(args)
     emb, info = encode(args, backbone, method, texts)
     _save(output, emb)
     return {

@@ -32,9 +32,14 @@ def run(args) -> dict:
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
     if args.n_boot < 0:
         raise UserError(f"--n-boot must be 0 or more, got {args.n_boot}.")
+    from analysis import budgets
+
+    budgets.check("bootstrap", args.n_boot, "the number of bootstrap replicates")  # before any work
+    if args.threshold is not None and not math.isfinite(args.threshold):
+        raise UserError(f"--threshold must be a finite gold score, not {args.threshold}.")
     pairs = pairs_of(args.data, args.limit)
     pos = positive_pairs(pairs, args.threshold)
-    backbone = load_model(args.model)
+    backbone = load_model(args)
     emb, info = encode(args, backbone, method, pos.texts)
     g = measure(emb, pos.left_index, pos.right_index, n_boot=args.n_boot, seed=args.seed)
     out = {

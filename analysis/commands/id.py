@@ -3,7 +3,6 @@ TwoNN intrinsic-dimension trajectory over hidden states 0..L and the window KV-E
 
 from __future__ import annotations
 
-import math
 import time
 
 from analysis.commands._common import add_method_arguments, load_model, method_from_args, ready
@@ -25,8 +24,7 @@ def add_arguments(parser) -> None:
                            "layers=none unless --param layers=... is given: the prompt-only states the paper uses)")
     parser.add_argument("--data", required=True, help="a .txt (one text per line), a .csv/.tsv with a `text` column, "
                         "similarity pairs (STS-B format or sentence1, sentence2, score: their distinct sentences), "
-                        "or a "
-                        f"built-in set: {', '.join(ids())}")
+                        f"or a built-in set: {', '.join(ids())}")
     parser.add_argument("--limit", type=int, default=1000, help="use the first N texts (default 1000)")
     parser.add_argument("--readout", choices=["last", "mean"], default="last",
                         help="final-token states (default) or the mean over the text")
@@ -43,7 +41,7 @@ def run(args) -> dict:
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
     texts = texts_of(args.data, args.limit).texts
-    backbone = load_model(args.model)
+    backbone = load_model(args)
     method = ready(args, backbone, method)
     start = time.perf_counter()
 
@@ -64,9 +62,7 @@ def run(args) -> dict:
         arrays = entry.arrays
     df = idm.from_arrays(arrays)
     sel = idm.select_window(df["id"].to_numpy(), backbone.facts.n_layers)
-    clean = lambda v: None if isinstance(v, float) and math.isnan(v) else v  # noqa: E731 - JSON has no NaN
-    rows = [{k: clean(v.item() if hasattr(v, "item") else v) for k, v in r.items()}
-            for r in df.to_dict(orient="records")]
+    rows = df.to_dict(orient="records")  # NaN (an undefined layer) is written as null by __main__.to_json
     return {
         "model": backbone.identity,
         "method": method.name,

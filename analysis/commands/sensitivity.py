@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import math
 
-from analysis.commands._common import load_model, ready
+from analysis.commands._common import add_model_arguments, load_model, ready
 
 HELP = "Sensitivity of one text's embedding to each input position (Jacobian norms, last vs mean readout)."
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--text", required=True, help="the text to analyse")
-    parser.add_argument("--model", default="default", help="model name, HF id or local folder (default: SmolLM2)")
+    add_model_arguments(parser)
     parser.add_argument("--method", default="mean",
                         help="whose forward pass: mean/last (vanilla), htp, token_prepending, kv_embedding, ...")
     parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
@@ -44,7 +44,7 @@ def run(args) -> dict:
     from analysis.methods import get_method, parse_params
 
     method = get_method(args.method, **parse_params(args.method, args.param))  # typos fail before the model loads
-    backbone = load_model(args.model)
+    backbone = load_model(args)
     method = ready(args, backbone, method)
     s = S.jacobian_norms(backbone, method, args.text, layer=args.layer, probes=args.probes, probe=args.probe,
                          seed=args.seed, exact=args.exact)

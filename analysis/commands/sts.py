@@ -25,7 +25,7 @@ def run(args) -> dict:
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
     pairs = pairs_of(args.data, args.limit)
     check_pairs(pairs)
-    backbone = load_model(args.model)
+    backbone = load_model(args)
     info = {}
 
     def cached_encode(texts, progress):

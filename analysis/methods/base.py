@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
@@ -24,29 +26,80 @@ from analysis.errors import UserError
 from analysis.forward import Captured, attention_backend, resolve_layer, run
 from analysis.geometry import l2_normalize
 from analysis.pooling import pool, token_mask
-from analysis.tokens import Batch, Encoded, batches_by_length, check_texts, collate, encode_texts
+from analysis import budgets
+from analysis.tokens import (MAX_COPIES, PLACEHOLDER, Batch, Encoded, batches_by_length, check_texts, collate,
+                             encode_texts)
 from analysis.trace import Trace
 
-MAX_TRACE_TEXTS = 64  # full per-layer captures are (L+1, T, d) per text: keep traces for a handful of texts
+MAX_TRACE_TEXTS = budgets.APP.trace_texts  # kept for importers; the limit in force is budgets.limit("trace_texts")
 
 
 def param(default, help: str, **meta):
     """A parameter field: `help` says what it does and why the default is what it is (shown in the UI).
-    Optional meta: choices=[...], min=, max=, step= for the UI and for validation."""
+
+    Optional meta, used for validation (`check_params`), the app's widgets and the command line:
+        choices=[...]; min=, max=, step= (numbers); parse= (a str -> value parser for free-form specs);
+        kind= "layer" (a hidden-state index, bounded by the loaded model), "template" (must hold {text}
+        `copies` times, default 1..MAX_COPIES; `optional=True` allows empty), or "text" (free text)."""
+    if meta.get("kind") not in (None, *KINDS):
+        raise ValueError(f"unknown parameter kind {meta['kind']!r}; known: {KINDS}")
     return field(default=default, metadata={"help": help, **meta})
+
+
+KINDS = ("layer", "template", "text")
+
+
+def _fail(method: str, name: str, message: str):
+    raise UserError(f"{method}: {name} {message}")
+
+
+def check_params(method: str, params):
+    """Every field of a Params dataclass checked against its type and meta: the one place parameters are
+    validated generically (a method's `validate` adds only what is specific to it). Returns `params`."""
+    for f in dataclasses.fields(params):
+        value, meta, default = getattr(params, f.name), f.metadata, f.default
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                _fail(method, f.name, f"must be true or false, not {value!r:.60}.")
+        elif isinstance(default, int):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                _fail(method, f.name, f"must be a whole number, not {value!r:.60}.")
+        elif isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                _fail(method, f.name, f"must be a number, not {value!r:.60}.")
+            if not math.isfinite(value):  # NaN passes every comparison below; inf is never meant
+                _fail(method, f.name, f"must be a finite number, not {value}.")
+        elif isinstance(default, str) and not isinstance(value, str):
+            _fail(method, f.name, f"must be text, not {type(value).__name__}.")
+        if "choices" in meta and value not in meta["choices"]:
+            _fail(method, f.name, f"must be one of {list(meta['choices'])}, not {value!r:.60}.")
+        lo, hi = meta.get("min"), meta.get("max")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            _fail(method, f.name, f"={value:g} is outside [{'' if lo is None else f'{lo:g}'}, "
+                                  f"{'' if hi is None else f'{hi:g}'}].")
+        if meta.get("kind") == "template" and not (meta.get("optional") and value == ""):
+            lo_c, hi_c = meta.get("copies", (1, MAX_COPIES))
+            n = value.count(PLACEHOLDER)
+            if not lo_c <= n <= hi_c:
+                times = {1: "once", 2: "twice"}
+                want = f"exactly {times.get(lo_c, f'{lo_c} times')}" if lo_c == hi_c else f"{lo_c} to {hi_c} times"
+                why = ": without it every text gets the same prompt" if n == 0 else ""
+                _fail(method, f.name, f"must contain {PLACEHOLDER} {want}, not {n} times{why}.")
+    return params
 
 
 @dataclass(frozen=True)
 class ReadoutParams:
-    layer: int = param(-1, "Hidden state read out (0 = embeddings, -1 = final layer after the final norm).")
+    layer: int = param(-1, "Hidden state read out (0 = embeddings, -1 = final layer after the final norm).",
+                       kind="layer")
 
 
 @dataclass(frozen=True)
 class PromptParams:
     """A prompt around the text and the hidden state read out; prompt methods override the template's default."""
 
-    template: str = param("{text}", "The prompt; {text} stands for the text.")
-    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.")
+    template: str = param("{text}", "The prompt; {text} stands for the text.", kind="template")
+    layer: int = param(-1, "Hidden state read out; the paper uses the final layer.", kind="layer")
 
 
 class EmbeddingMethod:
@@ -63,24 +116,29 @@ class EmbeddingMethod:
     def __init__(self, params=None, **overrides):
         base = params if params is not None else self.Params()
         try:
-            self.params = dataclasses.replace(base, **overrides)
+            replaced = dataclasses.replace(base, **overrides)
         except TypeError as err:
             known = ", ".join(f.name for f in dataclasses.fields(self.Params))
             raise UserError(f"{self.name}: unknown parameter in {sorted(overrides)}; known: {known}") from err
-        self.validate()
+        self.params = self.validate(check_params(self.name, replaced))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.params})"
 
     # ---- what subclasses customise -------------------------------------------------------------------
-    def validate(self) -> None:
-        """Check parameter values; raise UserError with a sentence a user can act on."""
+    def validate(self, params):
+        """Method-specific checks after the generic ones (`check_params`): return the params to use (a new object
+        when a value is canonicalised, e.g. a layer set), or raise UserError with a sentence a user can act on."""
+        return params
+
+    def check(self, backbone) -> None:
+        """Checks that need the loaded model (layer ranges), run before any work: raise UserError."""
         for f in dataclasses.fields(self.params):
-            value, meta = getattr(self.params, f.name), f.metadata
-            if "choices" in meta and value not in meta["choices"]:
-                raise UserError(f"{self.name}: {f.name} must be one of {meta['choices']}, not {value!r}")
-            if "min" in meta and value < meta["min"] or "max" in meta and value > meta["max"]:
-                raise UserError(f"{self.name}: {f.name}={value} is outside [{meta.get('min')}, {meta.get('max')}]")
+            if f.metadata.get("kind") == "layer":
+                try:
+                    resolve_layer(backbone.facts.n_layers, getattr(self.params, f.name))
+                except UserError as err:
+                    raise UserError(f"{self.name}: {f.name}: {err}") from None
 
     @property
     def template(self) -> str:
@@ -164,11 +222,11 @@ class EmbeddingMethod:
         Returns:
             (n, d) float32 array in input order, or (array, Trace) when `trace` is set.
         """
+        self.check(backbone)
         layer = resolve_layer(backbone.facts.n_layers, self.params.layer)
         if trace:
             texts = check_texts(texts)
-            if len(texts) > MAX_TRACE_TEXTS:
-                raise UserError(f"trace keeps every layer's states: give at most {MAX_TRACE_TEXTS} texts")
+            budgets.check("trace_texts", len(texts), "texts in one trace (every layer's states are kept)")
         out, tr = self._loop(backbone, texts, "all" if trace else [layer], layer, batch_size, padding_side,
                              progress, trace, attention)
         emb = out[:, 0]
@@ -190,6 +248,7 @@ class EmbeddingMethod:
         """Raw (un-normalised) readouts at several hidden-state indices: (n, len(layers), d), or
         (n, L+1, d) for "all". One forward pass per batch for all layers. `readout` ("last", "mean", "hybrid")
         replaces the method's own readout, keeping its prompt and intervention (intrinsic-dimension states)."""
+        self.check(backbone)
         out, _ = self._loop(backbone, texts, layers, None, batch_size, padding_side, progress, False, False, readout)
         return out
 
@@ -199,6 +258,11 @@ class EmbeddingMethod:
         L = backbone.facts.n_layers
         wanted = list(range(L + 1)) if layers == "all" else [resolve_layer(L, l) for l in layers]
         items = self.prepare(backbone, texts)
+        if attention:  # attention maps keep (L, H, T, S) per text: bound them before the pass
+            longest = max(len(e) for e in items)
+            budgets.check("attention_tokens", longest, "tokens in one text with attention maps")
+            budgets.check("attention_cells", L * backbone.facts.n_heads * longest**2,
+                          "layers x heads x tokens² of the attention maps")
         result = np.zeros((len(texts), 1 if readout_layer is not None else len(wanted),
                            self.output_dim(backbone)), dtype=np.float32)
         tr = Trace(texts=[]) if trace else None

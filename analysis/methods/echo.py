@@ -1,16 +1,32 @@
 """Echo embeddings (Springer et al., 2024, "Repetition Improves Language Model Embeddings"): repeat the
 text inside a rewrite prompt and mean-pool only the second copy, whose tokens can attend to the whole
-first copy and so see the text's future context despite causal attention."""
+first copy and so see the text's future context despite causal attention.
 
-from dataclasses import dataclass
+Layouts (`layout`): "clean" tokenizes the template as is (a BOS only if the tokenizer adds one) and pools the
+second copy's text tokens. "reference" follows the reference code's README and templates: the prompt starts with
+the BOS token (added when the tokenizer adds none, e.g. SmolLM2) and ends with the EOS token, which is pooled
+together with the second copy.
+"""
+
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from analysis.methods.base import EmbeddingMethod, PromptParams, param
+
+LAYOUTS = ("clean", "reference")
 
 
 @dataclass(frozen=True)
 class EchoParams(PromptParams):
     template: str = param("Rewrite the sentence: {text}, rewritten sentence: {text}",
-                          "The paper's symmetric-task prompt; the text must appear exactly twice.")
+                          "The paper's symmetric-task prompt; the text must appear exactly twice.",
+                          kind="template", copies=(2, 2))
+    layout: str = param(
+        "clean",
+        "clean: the template exactly as written, mean over the second copy's tokens. reference: as the reference "
+        "code's README and templates, a BOS token in front (when the tokenizer adds none) and an EOS token at the "
+        "end that is pooled with the second copy.", choices=LAYOUTS)
 
 
 class Echo(EmbeddingMethod):
@@ -21,9 +37,21 @@ class Echo(EmbeddingMethod):
     pooling = "mean"
     mean_segments = (2,)
 
-    def validate(self) -> None:
-        super().validate()
-        if self.params.template.count("{text}") != 2:
-            from analysis.errors import UserError
+    def prompt_template(self, tokenizer) -> str:
+        if self.params.layout == "reference":
+            from analysis.methods.token_prepending import start_token
 
-            raise UserError("echo: the template must contain {text} exactly twice.")
+            return start_token(tokenizer) + self.template
+        return self.template
+
+    def prepare(self, backbone, texts):
+        from analysis.tokens import encode_texts
+
+        tok = backbone.tokenizer
+        if self.params.layout == "clean":
+            return super().prepare(backbone, texts)
+        eos = tok.eos_token_id
+        # one position is kept free for the final EOS, which belongs to the pooled second copy (segment 2)
+        items = encode_texts(tok, self.prompt_template(tok), texts, backbone.facts.max_length - 1)
+        return [replace(e, ids=np.append(e.ids, eos).astype(np.int64), segments=np.append(e.segments, 2).astype(np.int8))
+                for e in items]

@@ -22,7 +22,8 @@ The two placeholder kinds get two different random input vectors (the reference 
 Ablations: `summary="local"` (sentence-level TP, no global tokens), `"global"` (no local tokens: the global
 tokens read the block ends directly, the reference's `omit_pst`), `"none"` (no placeholders).
 
-Differences from the reference code, on purpose: sentences come from pysbd (the reference uses spaCy), the text is
+Differences from the reference code, on purpose: summaries copy the block's final text token (the reference's
+parser copies the token after it, which `layout="reference"` reproduces); sentences come from pysbd (the reference uses spaCy), the text is
 not edited (the reference appends a '.' to sentences without one), and the placeholders are inserted as
 positions rather than as vocabulary tokens (see token_prepending for the embedding choice).
 """
@@ -34,7 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.methods.base import param
-from analysis.methods.token_prepending import GLOBAL, LOCAL, Placed, RewiringMethod, insert_placeholders
+from analysis.methods.token_prepending import (EXIT_HELP, GLOBAL, LAYOUTS, LOCAL, Placed, RewiringMethod, insert_placeholders,
+                                               parse_depth)
 from analysis.partition import PARTITIONS, token_blocks
 
 SUMMARIES = ("both", "local", "global", "none")
@@ -51,17 +53,20 @@ class HTPParams:
                          "or none (the plain forward at the readout layer).", choices=SUMMARIES)
     start: int = param(1, "First decoder layer whose input is rewired (the paper's setting, as for TP).",
                        min=0, max=512)
-    exit: int = param(7, "Rewiring stops before this decoder layer: the paper's 7 of 32 layers, about the first "
-                      "quarter (7 of SmolLM2's 30). Values past the model's depth are clipped.", min=0, max=512)
+    exit: str = param("7/32", EXIT_HELP + " HTP uses TP's setting.", parse=parse_depth)
     layer: int = param(-2, "Hidden state read out (early exit): -2 = second-to-last decoder layer's output, no final "
-                       "norm, as in the paper's configuration.")
+                       "norm, as in the paper's configuration.", kind="layer")
     pooling: str = param("mean", "Readout: mean over the text tokens, placeholders excluded (the paper: mean avoids "
                          "last-token over-squashing), or last token.", choices=("mean", "last"))
     template: str = param("{text}", "Prompt around the text (needs {text} once); the paper embeds documents bare. "
                           "A template that starts with the text gets the tokenizer's BOS (else EOS) token in front "
-                          "when the tokenizer adds none itself: position 0 must not be a placeholder.")
+                          "when the tokenizer adds none itself: position 0 must not be a placeholder.",
+                          kind="template", copies=(1, 1))
     seed: int = param(0, "Seed of the two random placeholder embeddings (local and global), fixed as in the paper.",
                       min=0, max=2**31 - 1)
+    layout: str = param("clean", "Which token a summary copies. clean: its block's final text token. reference: the "
+                        "token after it, as the reference code's parser does (a lone-space token between sentences "
+                        "on SmolLM2; clipped to the final token).", choices=LAYOUTS)
 
 
 class HTP(RewiringMethod):
@@ -97,6 +102,8 @@ class HTP(RewiringMethod):
         change = np.flatnonzero(np.diff(block)) + 1  # (M-1,) index (into tpos) where a new block starts
         firsts = tpos[np.r_[0, change]]  # (M,) first token of each block
         lasts = tpos[np.r_[change - 1, len(tpos) - 1]]  # (M,) final token of each block
+        if self.params.layout == "reference":  # the reference parser's off-by-one: the token after each block
+            lasts = np.minimum(lasts + 1, len(enc) - 1)
         M = len(firsts)
         before, kinds, sources = [], [], []
         if summary in ("both", "global"):  # M global tokens at the very start of the text

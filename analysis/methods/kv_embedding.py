@@ -15,6 +15,15 @@ How it is wired (no modeling code copied, no second pass):
   real token's key/value (right or left padding), prepends them, widens the mask by n columns that every query
   may attend to with additive score `bias`, and calls the same function.
 
+Sliding-window layers (Gemma 3: five of every six layers see only the last `sliding_window` positions; Mistral):
+the re-routed pair is an extra key column, not a position in the sequence, so it is visible to EVERY query in
+every re-routed layer, sliding or global, while the in-sequence keys keep the layer's own window exactly (the
+mask the model builds for that layer, widened by the prefix columns). This is the paper's intent -- every token
+reads the summary in the same layer -- and the only consistent choice: with the window applied to the prefix,
+which rotary position would it have? Its key keeps the final token's (or position 0 when re-rotated), so the
+window would hide it from every token more than `sliding_window` before the end in one case and after the start
+in the other. The re-rotation uses the RoPE of the layer's own type (Gemma 3's local and global bases differ).
+
 Layer numbers: the set holds DECODER layer indices (attention runs inside decoder layers). Decoder layer l reads
 hidden state l and produces hidden state l+1, so the pair re-routed at decoder layer l is a projection of hidden
 state l: an intrinsic-dimension window over hidden states s..e maps to decoder layers s..e.
@@ -41,6 +50,7 @@ from analysis.errors import UserError
 from analysis.forward import attention_backend, run
 from analysis.methods.base import EmbeddingMethod, param
 
+MAX_LAYER = 1023  # decoder layer numbers above this are refused while parsing (no model is that deep)
 KWARG = "kv_reroute"  # the model keyword argument that carries a `Reroute`
 PREFIX_MASS = "kv.prefix_mass"  # trace capture: (L, H, T) attention mass on the re-routed prefix per text
 BACKEND, BACKEND_EAGER = "kv_reroute", "kv_reroute_eager"
@@ -64,8 +74,13 @@ def parse_layers(raw: str) -> str:
             continue
         lo, sep, hi = part.partition("-")
         if not lo.isdigit() or (sep and not hi.isdigit()):
-            raise ValueError(f"{part!r} is not a layer number or range like 3-5")
-        out.update(range(int(lo), int(hi) + 1) if sep else [int(lo)])
+            raise ValueError(f"{part!r:.30} is not a layer number or range like 3-5")
+        lo, hi = int(lo), int(hi) if sep else int(lo)
+        if max(lo, hi) > MAX_LAYER:  # checked before the range is built: 0-99999999 must not hang
+            raise ValueError(f"{max(lo, hi)} is past any model's depth (at most {MAX_LAYER})")
+        if hi < lo:
+            raise ValueError(f"the range {lo}-{hi} runs backwards; write {hi}-{lo}")
+        out.update(range(lo, hi + 1))
     if not out:
         return "none"
     return ",".join(str(l) for l in sorted(out))
@@ -83,7 +98,7 @@ class KVEmbeddingParams:
     bias: float = param(
         1.0,
         "Added to the pre-softmax score of the re-routed position(s); the paper's default 1.0 nudges every token "
-        "to read the summary. A very negative value switches the re-routing off.",
+        "to read the summary. A very negative (finite) value such as -1e9 switches the re-routing off.",
         max=50.0, step=0.5,
     )
     n: int = param(1, "How many final tokens are re-routed (the last n); the paper re-routes the final token only.",
@@ -95,11 +110,12 @@ class KVEmbeddingParams:
     )
     prompt: str = param("document", "The paper's compression prompt for documents ('Context') or queries ('Query').",
                         choices=("document", "query"))
-    template: str = param("", "Custom prompt with {text}; empty = the paper's compression prompt chosen by `prompt`.")
+    template: str = param("", "Custom prompt with {text}; empty = the paper's compression prompt chosen by `prompt`.",
+                          kind="template", optional=True)
     pooling: str = param("hybrid", "Readout over the final layer: the paper's hybrid (mean of last-token and mean "
                          "pooling) balances the summary token with the whole text; last and mean as options.",
                          choices=("hybrid", "last", "mean"))
-    layer: int = param(-1, "Hidden state read out; the paper pools the final layer.")
+    layer: int = param(-1, "Hidden state read out; the paper pools the final layer.", kind="layer")
 
 
 # ---- the attention function ----------------------------------------------------------------------------------
@@ -110,7 +126,7 @@ class Reroute:
     layers: frozenset  # decoder layers that re-route
     bias: float
     index: torch.Tensor  # (B, n) token indices of each row's re-routed tokens (its last n real tokens)
-    rope: tuple | None = None  # (cos_src, sin_src, cos_dst, sin_dst): (B|1, n, head_dim) each, for re-rotation
+    rope: dict | None = None  # layer type (None if one) -> (cos_src, sin_src, cos_dst, sin_dst), (B|1, n, d) each
     weights: bool = False  # return attention weights (eager backend): every layer gets n leading columns
     masses: dict | None = None  # if a dict: decoder layer -> (B, H, T) attention mass on the prefix, filled here
     n: int = field(init=False)
@@ -131,6 +147,11 @@ def _rerotate(k: torch.Tensor, rope: tuple) -> torch.Tensor:
     # RoPE is x*cos + rot(x)*sin with cos^2+sin^2 = scale^2 per element; its inverse divides by that.
     k0 = (k * cos_s - _rotate_half(k) * sin_s) / (cos_s**2 + sin_s**2)
     return k0 * cos_t + _rotate_half(k0) * sin_t
+
+
+def rotary_device(rotary):
+    buffers = list(rotary.buffers())
+    return buffers[0].device if buffers and buffers[0].device.type != "meta" else torch.device("cpu")
 
 
 def _eager_of(module):
@@ -166,8 +187,9 @@ def _kv_attention(module, query, key, value, attention_mask, *, eager: bool, **k
     idx = cfg.index.to(key.device)[:, None, :, None].expand(B, Hkv, cfg.n, d)  # (B, H_kv, n, d)
     k_pre = key.gather(2, idx)  # (B, H_kv, n, d): each row's own final real token(s), whatever the padding
     v_pre = value.gather(2, idx)  # (B, H_kv, n, d)
-    if cfg.rope is not None:
-        k_pre = _rerotate(k_pre, cfg.rope)
+    if cfg.rope is not None:  # Gemma 3: sliding and global layers have different RoPE bases
+        rope = cfg.rope.get(getattr(module, "layer_type", None)) or next(iter(cfg.rope.values()))
+        k_pre = _rerotate(k_pre, tuple(t.to(k_pre.device, k_pre.dtype) for t in rope))
     key = torch.cat([k_pre, key], dim=2)  # (B, H_kv, n+T, d)
     value = torch.cat([v_pre, value], dim=2)  # (B, H_kv, n+T, d)
 
@@ -182,7 +204,7 @@ def _kv_attention(module, query, key, value, attention_mask, *, eager: bool, **k
             k_full = key.repeat_interleave(query.shape[1] // Hkv, dim=1)  # (B, H, n+T, d)
             scale = kwargs.get("scaling") or d**-0.5
             weights = torch.softmax((query @ k_full.transpose(2, 3)) * scale + mask, dim=-1)  # (B, H, T, n+T)
-        cfg.masses[module.layer_idx] = weights[..., : cfg.n].sum(-1)  # (B, H, T)
+        cfg.masses[module.layer_idx] = weights[..., : cfg.n].sum(-1).cpu()  # (B, H, T)
     return out, (weights if eager else None)
 
 
@@ -210,16 +232,17 @@ class KVEmbedding(EmbeddingMethod):
     pooling = "hybrid"
     bench_reference = {"layers": "none"}  # the benchmark compares against the prompt-only forward
 
-    def validate(self) -> None:
-        super().validate()
+    def validate(self, params):
         try:
-            canonical = parse_layers(self.params.layers)
+            canonical = parse_layers(params.layers)
         except ValueError as err:
-            raise UserError(f"kv_embedding: layers={self.params.layers!r}: {err}; use auto, none or e.g. 3,4,5") from None
-        if canonical != self.params.layers:  # one spelling per layer set, so cache keys agree
-            object.__setattr__(self.params, "layers", canonical)
-        if self.params.template and "{text}" not in self.params.template:
-            raise UserError("kv_embedding: a custom template must contain {text}.")
+            raise UserError(f"kv_embedding: layers={params.layers!r:.40}: {err}; use auto, none or e.g. 3,4,5.") from None
+        return dataclasses.replace(params, layers=canonical)  # one spelling per layer set, so cache keys agree
+
+    def check(self, backbone) -> None:
+        super().check(backbone)
+        if self.params.layers not in ("auto", "none"):
+            self.decoder_layers(backbone)  # an explicit set must exist in this model: say so before any work
 
     @property
     def template(self) -> str:
@@ -254,9 +277,9 @@ class KVEmbedding(EmbeddingMethod):
                 return self._window[1]
             return frozenset(intrinsic_dim.auto_window(backbone, self.prompt_only()).layers)
         layers = frozenset(int(x) for x in spec.split(","))
-        bad = sorted(l for l in layers if l >= L)
-        if bad:
-            raise UserError(f"kv_embedding: decoder layers {bad} do not exist; this model has decoder layers 0..{L - 1}.")
+        if max(layers) >= L:  # name the highest only: a huge range must not make a huge message
+            raise UserError(f"kv_embedding: decoder layers past {L - 1} do not exist (the set reaches {max(layers)}); "
+                            f"this model has decoder layers 0..{L - 1}.")
         return layers
 
     def reroute(self, backbone, batch, *, weights: bool = False, masses: dict | None = None) -> Reroute:
@@ -275,8 +298,14 @@ class KVEmbedding(EmbeddingMethod):
                                 "has none where expected (decoder.rotary_emb).")
             src = batch.position_ids.gather(1, index)  # (B, n) rotary positions of the re-routed tokens
             dst = torch.arange(n)[None, :]  # (1, n): positions 0..n-1
-            probe = torch.zeros(1, dtype=backbone.model.dtype)
-            rope = (*rotary(probe, src), *rotary(probe, dst))  # cos/sin (B, n, d), then (1, n, d)
+            probe = torch.zeros(1, dtype=backbone.model.dtype, device=rotary_device(rotary))
+            src, dst = src.to(probe.device), dst.to(probe.device)
+            per_type = isinstance(getattr(rotary, "rope_type", None), dict)  # Gemma 3: one RoPE per layer type
+            types = sorted(set(backbone.model.config.get_text_config().layer_types)) if per_type else [None]
+            rope = {}
+            for t in types:  # one (cos, sin) pair per attention type: Gemma 3's local and global bases differ
+                extra = {} if t is None else {"layer_type": t}
+                rope[t] = (*rotary(probe, src, **extra), *rotary(probe, dst, **extra))  # (B, n, d) x2, (1, n, d) x2
         return Reroute(self.decoder_layers(backbone), float(self.params.bias), index, rope, weights, masses)
 
     def forward(self, backbone, batch, layers, attention: bool = False, trace: bool = False):

@@ -11,7 +11,8 @@ TEMPLATE = 'This sentence : "{text}" means in one word:"'
 
 @dataclass(frozen=True)
 class PromptEOLParams(PromptParams):
-    template: str = param(TEMPLATE, "The paper's prompt; the closing quote makes the next token the one-word summary.")
+    template: str = param(TEMPLATE, "The paper's prompt; the closing quote makes the next token the one-word summary.",
+                          kind="template")
 
 
 class PromptEOL(EmbeddingMethod):

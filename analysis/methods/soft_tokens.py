@@ -6,15 +6,18 @@ distribution s_k = softmax(logits / τ) over the vocabulary is not sampled but t
 the probability-weighted mix of the embedding matrix d_k = s_k · E, fed back with the KV cache (one new
 position per step). The embedding is the mean of the final-layer states of the K generated positions.
 
-GIRCSE's gains come from contrastive LoRA training with a stepwise loss; here the model is frozen unless an
-adapter folder is given (`adapter=`), so this module shows what generation alone does. `mode="hard"`
-feeds the argmax token instead (greedy decoding), for contrast.
+GIRCSE's gains come from contrastive LoRA training with a stepwise loss. `adapter=shipped` (the default) uses the
+LoRA adapter this repository trains with that loss (`python -m analysis train gircse`, analysis/training/gircse.py)
+for the default model, merged into a copy of the model; `adapter=none` shows what generation alone does to the
+frozen model; a folder loads any PEFT adapter. `mode="hard"` feeds the argmax token instead (greedy decoding).
 
 Layout. `collate` appends K placeholder positions (segment `GENERATED`) right after each text's tokens, so
 pooling, traces and `encode_layers` see one ordinary padded batch (B, T+K). Generation itself works in
-*cache columns*: the prompt with its own padding in columns 0..T-1 and step j in column T+j for every row;
-explicit position ids (from the batch) keep RoPE positions per row, and the 2D mask hides the pad gap of
-right-padded rows. The captured states are permuted back into the batch layout at the end.
+*cache columns*: each row's prompt left-padded in columns 0..T-1 and step j in column T+j for every row;
+explicit position ids (from the batch) keep RoPE positions per row, and the 2D mask hides the leading pads.
+Left-padding the cache whatever the batch's padding side keeps a row's generated tokens adjacent to its prompt,
+which sliding-window layers need (they count the window in cache columns). The captured states are permuted
+back into the batch layout at the end.
 
 Trace names added (per text): `soft.top_ids` (K, n) int64, `soft.top_tokens` (K, n) str, `soft.top_probs`
 (K, n) float32 (the n most likely tokens of s_k), `soft.entropy` (K,) float32 in nats, `soft.argmax` (K,)
@@ -62,9 +65,12 @@ class SoftTokenParams:
                          choices=list(POOLINGS))
     mode: str = param("soft", "soft = probability-weighted mix of token embeddings (GIRCSE); hard = the argmax "
                       "token (greedy decoding), the discrete baseline.", choices=["soft", "hard"])
-    layer: int = param(-1, "Hidden state read out at the generated positions; GIRCSE uses the final layer.")
-    adapter: str = param("", "Optional folder of a PEFT LoRA adapter (e.g. GIRCSE's trained weights) merged into "
-                         "a copy of the model; empty = the frozen model.")
+    layer: int = param(-1, "Hidden state read out at the generated positions; GIRCSE uses the final layer.",
+                       kind="layer")
+    adapter: str = param("shipped", "LoRA adapter merged into a copy of the model: shipped = the one this repository "
+                         "trained with GIRCSE's contrastive refinement (`python -m analysis train gircse`) for this "
+                         "model (the default model has one; other models stay frozen); none = the frozen model; "
+                         "or the folder of a PEFT adapter.")
 
 
 @dataclass
@@ -130,12 +136,14 @@ def generate(backbone, batch: Batch, layers, *, temperature: float = 1.0, top_k:
     if not bool((gen.sum(dim=1) == K).all()):
         raise ValueError("every row must have the same number of generated slots")
     T = S - K
-    # Cache column i holds batch column order[b, i]: prompt columns (pads included) first, then the K slots.
-    order = torch.argsort(gen.to(torch.int8), dim=1, stable=True)  # (B, S)
+    # Cache column i holds batch column order[b, i]: the prompt's pads, its real tokens, then the K slots. The
+    # cache is always left-padded, so no pad gap separates a row's prompt from its generated tokens: sliding-
+    # window layers (Gemma 3, Mistral) measure the window in cache columns, and a gap would shrink it.
+    rank = torch.where(gen, 2, batch.attention_mask.to(torch.int8))  # (B, S): 0 pad, 1 prompt token, 2 slot
+    order = torch.argsort(rank, dim=1, stable=True)  # (B, S)
     prompt_cols, gen_cols = order[:, :T], order[:, T:]  # (B, T), (B, K)
     prompt = Batch(batch.input_ids.gather(1, prompt_cols), batch.attention_mask.gather(1, prompt_cols),
-                   batch.position_ids.gather(1, prompt_cols), batch.segments.gather(1, prompt_cols),
-                   batch.padding_side)
+                   batch.position_ids.gather(1, prompt_cols), batch.segments.gather(1, prompt_cols), "left")
     gen_pos = batch.position_ids.gather(1, gen_cols)  # (B, K): row b's step j sits at its length + j
 
     # run() calls the decoder with use_cache=False; a cache passed explicitly is still read and extended by
@@ -162,7 +170,7 @@ def generate(backbone, batch: Batch, layers, *, temperature: float = 1.0, top_k:
         else:
             x = embed_mix(backbone, probs).unsqueeze(1)  # (B, 1, d)
         fed.append(x[:, 0])
-        mask = torch.cat([mask, mask.new_ones(B, 1)], dim=1)  # (B, T+j+1): the pad gap stays hidden
+        mask = torch.cat([mask, mask.new_ones(B, 1)], dim=1)  # (B, T+j+1): the leading pads stay hidden
         step = run(backbone, None, wanted, attention=attention, inputs_embeds=x, attention_mask=mask,
                    position_ids=gen_pos[:, j:j + 1], past_key_values=cache)
         for l in wanted:
@@ -203,16 +211,13 @@ class SoftTokens(EmbeddingMethod):
     summary = "Generate K soft tokens (probability-weighted embeddings) with the KV cache; mean of their states."
     Params = SoftTokenParams
 
-    def validate(self) -> None:
-        super().validate()
-        p = self.params
-        if PLACEHOLDER in p.instruction:
+    def validate(self, params):
+        if PLACEHOLDER in params.instruction:
             raise UserError(f"soft_tokens: the instruction must not contain {PLACEHOLDER}; the text is added after it.")
-        if p.adapter:
-            from analysis.adapters import adapter_spec
+        from analysis.adapters import adapter_spec
 
-            # The key of cached results includes the params: record the adapter's content, not only its path.
-            self.params = dataclasses.replace(p, adapter=adapter_spec(p.adapter))
+        # The key of cached results includes the params: record the adapter's content, not only its path.
+        return dataclasses.replace(params, adapter=adapter_spec(params.adapter))
 
     @property
     def template(self) -> str:
@@ -285,12 +290,10 @@ class SoftTokens(EmbeddingMethod):
         return super().encode_layers(self.adapted(backbone), texts, layers, batch_size=batch_size, **kwargs)
 
     def adapted(self, backbone):
-        """The backbone with this method's adapter merged (the same object without one)."""
-        if not self.params.adapter:
-            return backbone
-        from analysis.adapters import load_adapter
+        """The backbone with this method's adapter merged into a copy (the same object when there is none)."""
+        from analysis.adapters import resolve_adapter
 
-        return load_adapter(backbone, self.params.adapter)
+        return resolve_adapter(backbone, self.params.adapter)
 
     def encode_steps(self, backbone, texts, ks, *, batch_size: int = BATCH_SIZE, normalize: bool = True,
                      padding_side: str = "right", progress=None) -> np.ndarray:

@@ -13,6 +13,8 @@ import importlib
 
 TRAINERS: dict[str, str] = {
     "causal2vec": "analysis.training.causal2vec",
+    "gircse": "analysis.training.gircse",
+    "compression": "analysis.training.compression",
 }
 
 

@@ -30,17 +30,21 @@ def _peft():
     return peft
 
 
-def lora_config(rank: int, alpha: float | None = None, targets=TARGETS, dropout: float = 0.0) -> dict:
-    """JSON-able LoRA settings (stored in the artefact manifest)."""
-    return {"rank": int(rank), "alpha": float(alpha if alpha is not None else 2 * rank), "targets": list(targets),
-            "dropout": float(dropout)}
+def lora_config(rank: int, alpha: float | None = None, targets=TARGETS, dropout: float = 0.0,
+                layers: list[int] | None = None) -> dict:
+    """JSON-able LoRA settings (stored in the artefact manifest). `layers`: decoder layers to adapt (all if None)."""
+    cfg = {"rank": int(rank), "alpha": float(alpha if alpha is not None else 2 * rank), "targets": list(targets),
+           "dropout": float(dropout)}
+    if layers is not None:
+        cfg["layers"] = [int(i) for i in layers]
+    return cfg
 
 
 def add_lora(model, cfg: dict):
     """Inject LoRA layers into `model` in place; freezes everything else. Returns the model."""
     peft = _peft()
     config = peft.LoraConfig(r=cfg["rank"], lora_alpha=cfg["alpha"], target_modules=list(cfg["targets"]),
-                             lora_dropout=cfg["dropout"], bias="none")
+                             lora_dropout=cfg["dropout"], bias="none", layers_to_transform=cfg.get("layers"))
     model = peft.inject_adapter_in_model(config, model)
     for name, p in model.named_parameters():
         p.requires_grad_("lora_" in name)

@@ -1,0 +1,129 @@
+"""Compare models
+
+Two models side by side on the same texts: their intrinsic-dimension trajectories over relative depth with the
+window KV-Embedding's rule picks for each, the Layer explorer's maps, and a methods × models table from the cache.
+"""
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+import cache
+import ui
+from analysis import explorer
+from analysis.backbone import BUILTIN, DEFAULT_NAME
+from analysis.corpora import shared_stsb
+from analysis.intrinsic_dim import AUTO_DESCRIPTION
+from analysis.methods import get_method, list_methods
+from analysis.tasks import BENCH_NAMESPACE, load_task, score_from_record
+from cache.keys import bench_parts, sts_score_parts
+from ui.model import load_named, title_of
+
+COLORS = ("#1f77b4", "#d62728")
+
+
+def bench_row(bb, method, task) -> dict:
+    """Spearman [interval] and seconds of one cached benchmark cell (what `analysis bench` stores), or blanks."""
+    entry = ui.store().get(cache.make_key(bench_parts(bb.identity, method, task, n_boot=1000, seed=0)),
+                           BENCH_NAMESPACE)
+    if entry is None:
+        return {"spearman": None, "ci": "", "seconds": np.nan}
+    s = score_from_record(entry.arrays, entry.meta)
+    return {"spearman": round(s.value, 3), "ci": f"[{s.lo:.3f}, {s.hi:.3f}]",
+            "seconds": float(entry.meta.get("encode_seconds", np.nan))}
+
+
+def explorer_cells(bb, pairs) -> pd.DataFrame:
+    """The Layer explorer page's default grid for this model, with the Spearman of every cached cell."""
+    L, rows = bb.facts.n_layers, []
+    for c in explorer.grid(L, range(1, L, 3), [explorer.paper_width(L)], [1.0]):
+        m = explorer.cell_method(c, L, prompt="document", pooling="hybrid")
+        entry = ui.store().get(cache.make_key(sts_score_parts(bb, pairs, m)), "kv_explorer")
+        if entry is not None:
+            rows.append({"start": c.start, "depth": c.start / L, "spearman": float(entry.arrays["spearman"][0])})
+    return pd.DataFrame(rows, columns=["start", "depth", "spearman"])
+
+
+with ui.user_errors():
+    st.title("Compare models")
+    st.caption("The answer to “which method, which layers” depends on the model. Depth is relative (hidden state "
+               "k of a model with L layers at k/L), so models of different depth share one axis. "
+               + ui.LAYER_CONVENTION)
+    names = [DEFAULT_NAME, *[n for n in BUILTIN if n != "smollm2-135m"]]
+    c1, c2 = st.columns(2)
+    a = c1.selectbox("Model A", names, index=0, key="cmp_a", format_func=title_of)
+    b = c2.selectbox("Model B", names, index=min(1, len(names) - 1), key="cmp_b", format_func=title_of)
+    models = {title_of(n): load_named(n) for n in dict.fromkeys([a, b])}
+
+    st.subheader("Intrinsic dimension over relative depth")
+    kv = get_method("kv_embedding")
+    found = {t: cache.auto_window(ui.store(), bb, kv, compute=False) for t, bb in models.items()}
+    if any(v is None for v in found.values()) and st.button("Compute missing trajectories", key="cmp_id_run"):
+        for t, bb in models.items():
+            if found[t] is None:
+                with st.spinner(f"{t}: ID trajectory over {AUTO_DESCRIPTION}", show_time=True):
+                    found[t] = cache.auto_window(ui.store(), bb, kv)
+    fig, rows = go.Figure(), []
+    for (t, bb), color in zip(models.items(), COLORS):
+        if found[t] is None:
+            st.info(f"{t}: trajectory not computed yet (button above, or any KV-Embedding run with layers=auto).")
+            continue
+        sel, ids = found[t]
+        L = bb.facts.n_layers
+        depth = [k / L for k in range(L + 1)]
+        fig.add_trace(go.Scatter(x=depth, y=[np.nan if v is None else v for v in ids], mode="lines+markers",
+                                 name=f"{t} ({L} layers)", line=dict(color=color)))
+        if sel.layers:
+            fig.add_vrect(x0=(sel.start - 0.5) / L, x1=(sel.end + 0.5) / L, fillcolor=color, opacity=0.12,
+                          line_width=0, annotation_text=f"{t}: {sel.start}–{sel.end}", annotation_position="top left")
+        rows += [{"model": t, "hidden state": k, "relative depth": d, "ID": v} for k, (d, v) in enumerate(zip(depth, ids))]
+        st.caption(f"**{t}**: {sel.rule}, decoder layers {sel.start}–{sel.end} of {L}. {sel.reason}.")
+    fig.update_layout(height=420, xaxis_title="relative depth k / L", yaxis_title="intrinsic dimension (TwoNN)",
+                      margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.2))
+    ui.show_figure(fig, pd.DataFrame(rows), "compare_id")
+    st.caption(f"Final-token states under KV-Embedding's compression prompt, {AUTO_DESCRIPTION}.")
+
+    st.subheader("Methods × models (STS-B dev, from the cache)")
+    if shared_stsb("dev") is None:
+        st.info("STS-B dev is not available (../shared/data/stsbenchmark), so there is no table to show.")
+    else:
+        limit = st.select_slider("First N pairs", [200, 500, 1500], value=200, key="cmp_limit")
+        task = load_task("stsb-dev", None if limit == 1500 else int(limit))
+        methods = [get_method(m.name) for m in list_methods()]
+        methods += [get_method(n, layout="reference") for n in ("token_prepending", "htp", "echo")]
+        table = []
+        for t, bb in models.items():
+            cells = {(m.name, getattr(m.params, "layout", "")): bench_row(bb, m, task) for m in methods}
+            base = cells[("last", "")]["seconds"]
+            for (name, layout), r in cells.items():
+                table.append({"model": t, "method": name + (f" ({layout})" if layout == "reference" else ""),
+                              "Spearman": r["spearman"], "95% CI": r["ci"],
+                              "× last": round(r["seconds"] / base, 2) if np.isfinite(r["seconds"] / base) else None})
+        frame = pd.DataFrame(table)
+        wide = frame.pivot_table(index="method", columns="model", values="Spearman", sort=False)
+        st.dataframe(frame.pivot(index="method", columns="model", values=["Spearman", "95% CI", "× last"]),
+                     width="stretch")
+        st.caption(f"Fill it from the command line: `python -m analysis bench --models {a},{b} --methods all "
+                   f"--data stsb-dev{'' if limit == 1500 else f' --limit {limit}'}` (cost: encode time over `last`'s "
+                   "on the same texts, as recorded when each cell was computed; under load only a rough guide).")
+        if wide.notna().any().any():
+            bar = go.Figure([go.Bar(name=t, x=list(wide.index), y=wide[t], marker_color=c)
+                             for t, c in zip(wide.columns, COLORS)])
+            bar.update_layout(barmode="group", height=360, yaxis_title="Spearman", margin=dict(l=10, r=10, t=30, b=10))
+            ui.show_figure(bar, frame, "compare_methods")
+
+    st.subheader("Layer explorer maps side by side")
+    pairs = ui.pairs_input("cmp_explorer", default="Lee corpus (human ratings)")
+    maps = {t: explorer_cells(bb, pairs) for t, bb in models.items()}
+    grid = make_subplots(rows=1, cols=len(maps), shared_yaxes=True, subplot_titles=list(maps))
+    for i, (t, df) in enumerate(maps.items(), start=1):
+        grid.add_trace(go.Scatter(x=df["depth"], y=df["spearman"], mode="lines+markers", name=t,
+                                  line=dict(color=COLORS[i - 1])), 1, i)
+        grid.update_xaxes(title_text="window start / L", range=[0, 1], row=1, col=i)
+    grid.update_layout(height=360, yaxis_title="Spearman", margin=dict(l=10, r=10, t=40, b=10))
+    ui.show_figure(grid, pd.concat([df.assign(model=t) for t, df in maps.items()]), "compare_explorer")
+    st.caption("Cells of the Layer explorer's default grid (windows of ⌊0.1·L⌋+1 decoder layers starting at 1, 4, "
+               "7, …, bias 1, document prompt, hybrid pooling) found in the cache; run the Layer explorer page with "
+               "each model to fill them. " + ", ".join(f"{t}: {len(df)} cells" for t, df in maps.items()) + ".")

@@ -1,0 +1,223 @@
+"""GIRCSE training: known answers for the ICR loss, gradients through the cached soft-token generation into the
+LoRA weights (tiny models), a few training steps lower the loss, and the shipped adapter on the real model."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from analysis.methods import get_method
+from analysis.training.icr import cumulative_means, objective, refinement_penalty, stepwise_losses
+from tests.conftest import stsb_dev_or_skip
+
+# ---- the loss: known answers -----------------------------------------------------------------------------------
+def test_cumulative_means():
+    s = torch.tensor([[[1.0, 0.0], [3.0, 2.0], [5.0, 4.0]]])  # (1, 3, 2)
+    want = torch.tensor([[[1.0, 0.0], [2.0, 1.0], [3.0, 2.0]]])
+    assert torch.equal(cumulative_means(s), want)
+
+
+def test_stepwise_losses_known_answer():
+    """Two orthogonal unit pairs at temperature 1: each row's softmax is (e, 1)/(e + 1), so
+    L = log(1 + e^-1) = 0.313262; swapping the documents at step 2 gives log(1 + e) = 1.313262."""
+    q = torch.tensor([[[1.0, 0.0], [1.0, 0.0]], [[0.0, 1.0], [0.0, 1.0]]])  # (B=2, K=2, d=2)
+    d = torch.tensor([[[2.0, 0.0], [0.0, 3.0]], [[0.0, 5.0], [4.0, 0.0]]])  # scale must not matter (cosine)
+    got = stepwise_losses(q, d, temperature=1.0)
+    assert got.shape == (2,)
+    assert got[0].item() == pytest.approx(math.log1p(math.exp(-1)), abs=1e-6)
+    assert got[1].item() == pytest.approx(math.log1p(math.e), abs=1e-6)
+    # temperature 0.5 doubles the logits: log(1 + e^-2)
+    assert stepwise_losses(q, d, temperature=0.5)[0].item() == pytest.approx(math.log1p(math.exp(-2)), abs=1e-6)
+
+
+def test_refinement_penalty_known_answers():
+    # only the step that gets worse counts, in log space, averaged over the K-1 transitions
+    assert refinement_penalty(torch.tensor([1.0, 2.0, 1.5])).item() == pytest.approx(math.log(2) / 2, abs=1e-6)
+    assert refinement_penalty(torch.tensor([2.0, 4.0, 8.0])).item() == pytest.approx(math.log(2), abs=1e-6)
+    assert refinement_penalty(torch.tensor([3.0, 2.0, 1.0, 0.5])).item() == 0.0  # decreasing: no penalty
+    assert refinement_penalty(torch.tensor([3.0, 3.0])).item() == 0.0
+    assert refinement_penalty(torch.tensor([0.7])).item() == 0.0  # one step: nothing to refine
+
+
+def test_objectives():
+    losses = torch.tensor([1.0, 2.0, 1.5])
+    assert objective(losses, "stepwise").item() == pytest.approx(1.5)
+    assert objective(losses, "final").item() == pytest.approx(1.5)
+    assert objective(losses, "icr").item() == pytest.approx(1.5 + math.log(2) / 2, abs=1e-6)
+    assert objective(losses, "icr", lam=0.0).item() == pytest.approx(1.5)
+    assert objective(torch.tensor([3.0, 2.0, 1.0]), "icr").item() == pytest.approx(2.0)  # = stepwise when decreasing
+    with pytest.raises(ValueError):
+        objective(losses, "bogus")
+
+
+def test_penalty_gradient_only_on_worsening_steps():
+    losses = torch.tensor([1.0, 2.0, 1.5], requires_grad=True)
+    refinement_penalty(losses).backward()
+    # d/dL of (log L2 - log L1)/2: -1/(2 L1) on L1, +1/(2 L2) on L2; the improving step 2 -> 3 gives nothing
+    assert torch.allclose(losses.grad, torch.tensor([-0.5, 0.25, 0.0]))
+
+
+# ---- gradients through the cached generation ---------------------------------------------------------------------
+def _lora(tiny_llama, **overrides):
+    from analysis.training.gircse import GircseConfig, lora_backbone
+
+    config = GircseConfig(lora_rank=4, lora_alpha=8, lora_layers=0, **overrides)
+    peft_model, tuned = lora_backbone(tiny_llama, config, seed=0)
+    with torch.no_grad():  # B starts at zero (the adapter is the identity): give every LoRA weight a value
+        g = torch.Generator().manual_seed(1)
+        for name, p in peft_model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.05)
+    return config, peft_model, tuned
+
+
+def test_lora_copy_leaves_the_shared_backbone_alone(tiny_llama):
+    before = {n: p.clone() for n, p in tiny_llama.model.named_parameters()}
+    _, peft_model, tuned = _lora(tiny_llama)
+    assert tuned.model is not tiny_llama.model
+    assert all(torch.equal(p, before[n]) for n, p in tiny_llama.model.named_parameters())
+    assert not any("lora" in n for n, _ in tiny_llama.model.named_modules())
+    assert not any(p.requires_grad for p in tiny_llama.model.parameters())
+
+
+def test_gradients_reach_lora_through_every_soft_step(tiny_llama, monkeypatch):
+    """A loss on the K-th generated state only: its gradient must reach every fed mix d_1..d_K (so it flows back
+    through every soft step and the cache) and the LoRA weights of every layer."""
+    import analysis.methods.soft_tokens as st
+    from analysis.training.gircse import soft_states
+
+    K = 4
+    _, peft_model, tuned = _lora(tiny_llama)
+    m = get_method("soft_tokens", k=K, adapter="none")
+    mixes = []  # d_1..d_K exactly as generate() feeds them
+    original = st.embed_mix
+    monkeypatch.setattr(st, "embed_mix", lambda bb, probs: mixes.append(original(bb, probs)) or mixes[-1])
+    last = soft_states(tuned, m, ["A cat sat.", "The quick brown fox jumps."])[:, -1]  # (2, d) the K-th state
+    assert len(mixes) == K
+    grads_mix = torch.autograd.grad(last.square().sum(), mixes, retain_graph=True)
+    # d_K is the input of the last position itself; d_1..d_{K-1} reach it only through the cache and later steps
+    for k, g in enumerate(grads_mix):
+        assert (g.abs().sum(dim=-1) > 0).all(), f"no gradient reaches d_{k + 1}"
+    last.square().sum().backward()
+    grads = {n: p.grad for n, p in peft_model.named_parameters() if p.requires_grad}
+    assert grads and all(g is not None and g.abs().sum() > 0 for g in grads.values())
+    layers = {int(n.split(".layers.")[1].split(".")[0]) for n in grads}
+    assert layers == set(range(tuned.facts.n_layers))
+
+
+def test_cached_gradients_equal_recomputing_the_whole_sequence(tiny_llama):
+    """Known answer: the gradient with respect to the LoRA weights through the KV cache equals the gradient of the
+    slow reference (no cache: the whole prompt + soft tokens recomputed at every step), so nothing is detached."""
+    from analysis.forward import run
+    from analysis.methods.soft_tokens import embed_mix, next_token_logits, token_distribution
+    from analysis.training.gircse import soft_states
+
+    K = 3
+    _, peft_model, tuned = _lora(tiny_llama)
+    params = [p for p in peft_model.parameters() if p.requires_grad]
+    m = get_method("soft_tokens", k=K, adapter="none")
+    text = "The quick brown fox jumps."
+
+    got_states = soft_states(tuned, m, [text])[0]  # (K, d)
+    got = torch.autograd.grad(got_states.sum() + got_states.square().sum(), params)
+
+    L = tuned.facts.n_layers
+    ids = torch.from_numpy(m.prepare(tuned, [text])[0].ids)[None]  # (1, T)
+    seq = tuned.input_embeddings(ids)  # (1, T, d)
+    for _ in range(K):
+        h = run(tuned, None, [L], inputs_embeds=seq).hidden[L][:, -1]  # (1, d)
+        seq = torch.cat([seq, embed_mix(tuned, token_distribution(next_token_logits(tuned, h), 1.0))[:, None]], dim=1)
+    want_states = run(tuned, None, [L], inputs_embeds=seq).hidden[L][0, -K:]  # (K, d)
+    want = torch.autograd.grad(want_states.sum() + want_states.square().sum(), params)
+    torch.testing.assert_close(got_states, want_states, atol=1e-5, rtol=1e-4)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-3)
+
+
+def test_a_few_steps_lower_the_loss(tiny_llama):
+    """Plain AdamW on the ICR loss of a fixed toy batch: the loss must fall (the pipeline can learn)."""
+    from analysis.training.gircse import pair_losses
+
+    torch.manual_seed(0)
+    config, peft_model, tuned = _lora(tiny_llama, temperature=0.1)
+    m = get_method("soft_tokens", k=3, adapter="none")
+    left = ["a red car", "the cat sleeps", "rain in spring", "two men talk", "a small boat"]
+    right = ["a red automobile", "the cat is sleeping", "spring rain", "two men are talking", "a little boat"]
+    params = [p for p in peft_model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=5e-3)
+    first = None
+    for _ in range(12):
+        loss = objective(pair_losses(tuned, m, left, right, config), "icr")
+        first = loss.item() if first is None else first
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    final = objective(pair_losses(tuned, m, left, right, config), "icr").item()
+    assert final < 0.7 * first, (first, final)
+
+
+# ---- the adapter as an artefact, and the `adapter` parameter -----------------------------------------------------
+def test_saved_adapter_loads_merged_and_refuses_another_model(tiny_llama, tmp_path):
+    from analysis.adapters import load_adapter
+    from analysis.errors import UserError
+    from analysis.tiny import tiny_backbone
+    from analysis.training.gircse import save_adapter
+
+    _, peft_model, tuned = _lora(tiny_llama)
+    folder = save_adapter(tmp_path / "a", peft_model, {"method": "gircse", "model_identity": tiny_llama.identity,
+                                                        "model_name": tiny_llama.facts.name})
+    assert {p.name for p in folder.iterdir()} >= {"weights.safetensors", "manifest.json", "adapter_config.json"}
+    merged = load_adapter(tiny_llama, str(folder))
+    ids = torch.tensor([[5, 17, 42, 9, 3]])
+    with torch.no_grad():
+        want = peft_model(input_ids=ids).logits  # LoRA applied by peft, unmerged
+        got = merged.model(input_ids=ids).logits
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    m = get_method("soft_tokens", k=2, adapter=str(folder))
+    frozen = get_method("soft_tokens", k=2, adapter="none").encode(tiny_llama, ["a cat"])
+    assert not np.allclose(m.encode(tiny_llama, ["a cat"]), frozen, atol=1e-4)
+    other = tiny_backbone("llama", seed=3)  # same architecture, other weights: another identity
+    with pytest.raises(UserError, match="trained for the model"):
+        load_adapter(other, str(folder))
+
+
+def test_adapter_parameter_values(tiny_llama):
+    from analysis.adapters import adapter_spec, resolve_adapter
+
+    assert adapter_spec("") == adapter_spec("none") == adapter_spec(" None ") == "none"
+    assert adapter_spec("shipped").startswith("shipped@")
+    assert get_method("soft_tokens").params.adapter.startswith("shipped@")  # the default
+    # a tiny model has no shipped adapter: "shipped" and "none" are both the frozen model itself
+    assert resolve_adapter(tiny_llama, "shipped") is tiny_llama
+    assert resolve_adapter(tiny_llama, "none") is tiny_llama
+    a = get_method("soft_tokens", k=2).encode(tiny_llama, ["a cat"])
+    b = get_method("soft_tokens", k=2, adapter="none").encode(tiny_llama, ["a cat"])
+    np.testing.assert_array_equal(a, b)
+
+
+def test_scaling_curve_intervals(tiny_llama):
+    from analysis.corpora import demo_pairs
+    from analysis.soft_tokens import scaling_curve
+
+    curve = scaling_curve(tiny_llama, demo_pairs(), ks=(0, 2), n_boot=200)
+    assert curve["ci"].shape == (2, 2)
+    assert (curve["ci"][:, 0] <= curve["spearman"] + 1e-9).all() and (curve["spearman"] <= curve["ci"][:, 1] + 1e-9).all()
+
+
+# ---- the shipped adapter on the real model -----------------------------------------------------------------------
+@pytest.mark.real
+def test_shipped_adapter_beats_the_frozen_model(real):
+    """Held out from checkpoint selection (which used the first 100 dev pairs): dev pairs 100..299, K = 5."""
+    from analysis.adapters import shipped_folder
+    from analysis.files import read_sts
+    from analysis.soft_tokens import scaling_curve
+
+    path = stsb_dev_or_skip()
+    if shipped_folder(real.facts) is None:
+        pytest.fail("the default model's shipped GIRCSE adapter is missing (analysis/artefacts/gircse/)")
+    pairs = read_sts(path, name="STS-B dev")
+    pairs = type(pairs)("STS-B dev 100-299", pairs.left[100:300], pairs.right[100:300], pairs.scores[100:300])
+    trained = scaling_curve(real, pairs, ks=(5,), adapter="shipped", n_boot=0)["spearman"][0]
+    frozen = scaling_curve(real, pairs, ks=(5,), adapter="none", n_boot=0)["spearman"][0]
+    assert trained > frozen + 0.05, (trained, frozen)

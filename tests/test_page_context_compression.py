@@ -1,0 +1,56 @@
+"""The Context compression page, headless on the real default model, with weights from a temporary folder (the
+adapter + LoRA at their seeded initialisation), so the page's mechanics are tested whether or not trained
+weights are shipped."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from apptools import errors, figures, isolated_cache
+
+REPO = Path(__file__).resolve().parent.parent
+PAGE = "pages/13_context_compression.py"
+
+pytestmark = pytest.mark.real
+
+
+@pytest.fixture(scope="module")
+def weights(tmp_path_factory):
+    from analysis.backbone import load_backbone
+    from analysis.compression import METHOD, CompressionSystem, encoder_name
+    from analysis.training.artefacts import save_artefact
+
+    bb = load_backbone()
+    folder = tmp_path_factory.mktemp("cc_weights")
+    save_artefact(folder, CompressionSystem(bb).tensors(),
+                  {"method": METHOD, "model_identity": bb.identity, "encoder": encoder_name()})
+    return str(folder)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def app_cache(tmp_path_factory):
+    with isolated_cache(tmp_path_factory) as root:
+        yield root
+
+
+def test_page_answers_four_modes_and_shows_pool_attention(weights):
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600).run()
+    at = at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    at.text_input(key="cc_weights").set_value(weights).run()
+    assert not at.exception, at.exception
+    assert not errors(at), errors(at)
+    labels = [m.label for m in at.metric]
+    assert labels == ["per-sentence pools", "one paragraph pool", "full text", "no context"]
+    assert "x" in at.metric[0].delta  # the compression ratio is shown
+    fig = figures(at)[0]
+    assert len(fig["data"][0]["y"]) == 6  # the example paragraph's six sentences, one row each
+
+
+def test_page_without_weights_says_how_to_train(tmp_path):
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600).run()
+    at = at.switch_page(PAGE).run()
+    at.text_input(key="cc_weights").set_value(str(tmp_path)).run()
+    assert not at.exception
+    assert any("train compression" in i.value for i in at.info)
