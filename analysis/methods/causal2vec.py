@@ -163,25 +163,24 @@ class Causal2Vec(EmbeddingMethod):
     _memo_lock = threading.Lock()
 
     def validate(self, params):
-        self.params = params  # _digest and bridge_folder read the bridge settings from self.params
-        return dataclasses.replace(params, bridge_digest=self._digest())
+        return dataclasses.replace(params, bridge_digest=self._digest(params))
 
-    def _digest(self) -> str:
+    def _digest(self, params) -> str:
         from analysis.sentence_encoder import encoder_identity
         from analysis.training.artefacts import artefact_digest
 
-        b = self.params.bridge.strip()
-        if self.params.readout == "direct":
+        b = params.bridge.strip()
+        if params.readout == "direct":
             return f"none|{encoder_identity()}"  # the control uses no bridge
         if b == "untrained":
             return f"untrained:seed{INIT_SEED}|{encoder_identity()}"
-        folder = self.bridge_folder()
+        folder = self.bridge_folder(params)
         if b == "shipped" and not (folder / "manifest.json").exists():
             return "shipped:missing"  # encode says so in one sentence; listing the method must still work
         return artefact_digest(folder)
 
-    def bridge_folder(self) -> Path | None:
-        b = self.params.bridge.strip()
+    def bridge_folder(self, params=None) -> Path | None:
+        b = (params or self.params).bridge.strip()
         if b == "untrained":
             return None
         if b == "shipped":
