@@ -14,6 +14,7 @@ import ui
 from analysis import budgets
 from analysis.attention import contextual_mass, prefix_mass_summary, word_attention
 from analysis.methods import list_methods
+from analysis.methods.causal2vec import shipped_fits
 
 DEFAULT_TEXT = "The bank by the river raised its interest rates after the flood damaged the town."
 
@@ -103,6 +104,9 @@ with ui.user_errors():
     c2v = ui.method_picker("attn_c2v", default=("causal2vec",), multi=False, only=("causal2vec",))[0]
     if c2v.params.readout == "direct":
         st.info("The direct readout has no contextual token; choose another readout.")
+    elif c2v.params.bridge == "shipped" and not shipped_fits(ui.get_backbone()):
+        st.info("The shipped bridge was trained for the default model only: choose bridge = untrained above, or "
+                "train one for this model on the Training page.")
     else:
         ctx = traced(c2v, text)["contextual"]  # (L, H)
         fig = make_subplots(rows=1, cols=2, column_widths=[0.35, 0.65], horizontal_spacing=0.08,

@@ -157,7 +157,7 @@ PARAM_CASES = [
     ("echo", {"template": "{text} {text} {text}"}, "exactly twice"),
     ("token_prepending", {"template": "no text"}, "exactly once"),
     ("token_prepending", {"start": 5, "exit": "2"}, "must not be after"),
-    ("token_prepending", {"exit": 2}, "must be text"),
+    ("token_prepending", {"exit": float("nan")}, "not a share of the depth"),
     ("token_prepending", {"placeholder": "yes"}, "true or false"),
     ("htp", {"template": "{text} and {text}"}, "exactly once"),
     ("htp", {"k": 0}, "outside"),

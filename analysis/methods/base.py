@@ -69,7 +69,8 @@ def check_params(method: str, params):
                 _fail(method, f.name, f"must be a number, not {value!r:.60}.")
             if not math.isfinite(value):  # NaN passes every comparison below; inf is never meant
                 _fail(method, f.name, f"must be a finite number, not {value}.")
-        elif isinstance(default, str) and not isinstance(value, str):
+        elif isinstance(default, str) and not isinstance(value, str) and "parse" not in meta:
+            # (a field with a parser, e.g. a depth "7/32", takes what the parser takes; the method canonicalises it)
             _fail(method, f.name, f"must be text, not {type(value).__name__}.")
         if "choices" in meta and value not in meta["choices"]:
             _fail(method, f.name, f"must be one of {list(meta['choices'])}, not {value!r:.60}.")

@@ -55,6 +55,14 @@ def shipped_folder() -> Path:
     return shipped_dir(METHOD, SHIPPED_MODEL)
 
 
+def shipped_fits(backbone) -> bool:
+    """Whether the shipped bridge was trained for this backbone (it exists for the default model only)."""
+    from analysis.training.artefacts import read_manifest
+
+    folder = shipped_folder()
+    return (folder / "manifest.json").is_file() and read_manifest(folder).get("model_identity") == backbone.identity
+
+
 def trained_root() -> Path:
     """Where bridges trained from the app live (under the cache, so Clear cache removes them too)."""
     from analysis.paths import cache_root
