@@ -75,7 +75,9 @@ def test_attention_page_prefix_heatmap_and_word_attention(real):
     at.run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
-    prefix, words = figures(at)[:2]
+    prefix, contextual, words = figures(at)[:3]  # the page's order: KV prefix, Causal2Vec's contextual token, words
+    ctx = values(contextual["data"][0]["z"]).astype(float)  # (L, H) text -> contextual-token attention mass
+    assert ctx.shape == (real.facts.n_layers, real.facts.n_heads) and np.all((ctx >= 0) & (ctx <= 1))
     heat = prefix["data"][0]
     z = values(heat["z"]).astype(float)  # (L, H)
     assert z.shape == (real.facts.n_layers, real.facts.n_heads)
