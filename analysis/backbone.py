@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from analysis.errors import UserError
-from analysis.paths import cache_root
+from analysis.paths import cache_root, file_sha256
 
 DEFAULT_NAME = "default"
 MAX_NAME = 1024  # characters of a model id or path (PATH_MAX is 4096; an id is far shorter)
@@ -417,7 +417,7 @@ def _gguf_folder(path: Path) -> tuple[str, str]:
     if memo.is_file():
         sha = memo.read_text().strip()
     else:
-        sha = _sha256(path)
+        sha = file_sha256(path)
         memo.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(memo, sha)
     folder = cache_root() / "models" / f"gguf-{sha[:16]}"
@@ -426,14 +426,6 @@ def _gguf_folder(path: Path) -> tuple[str, str]:
     except (OSError, ValueError, KeyError, RuntimeError) as err:
         raise UserError(f"Could not convert '{path}' from GGUF: {_first_line(err)}") from err
     return str(folder), f"gguf:{path.name}@sha256:{sha[:16]}"
-
-
-def _sha256(path: Path) -> str:
-    sha = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            sha.update(chunk)
-    return sha.hexdigest()
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -458,7 +450,7 @@ def _convert_gguf(gguf: Path, folder: Path) -> None:
         model.is_quantized = False
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
-        (tmp / "embedscope.json").write_text(json.dumps({"source": str(gguf), "gguf_sha256": _sha256(gguf)}))
+        (tmp / "embedscope.json").write_text(json.dumps({"source": str(gguf), "gguf_sha256": file_sha256(gguf)}))
         if folder.exists():
             shutil.rmtree(folder)  # a half-written folder from a killed run
         os.rename(tmp, folder)

@@ -6,6 +6,7 @@ on disk goes through `cache.Store`, whose default root is this same function.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -25,3 +26,12 @@ def shared_data_dirs() -> list[Path]:
     if env:
         return [Path(env) / "stsbenchmark", Path(env)]
     return [REPO.parent / "shared" / "data" / "stsbenchmark"]
+
+
+def file_sha256(path) -> str:
+    """sha256 hex digest of a file's bytes, read in 1 MiB chunks (model files are hundreds of MB)."""
+    sha = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            sha.update(chunk)
+    return sha.hexdigest()

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from analysis.errors import UserError
+from analysis.paths import file_sha256
 
 WEIGHTS, MANIFEST = "weights.safetensors", "manifest.json"
 ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts"
@@ -48,7 +49,7 @@ def save_artefact(folder, tensors: dict, manifest: dict) -> Path:
               metadata={"method": str(manifest["method"])})
     full = {"code_version": code_version(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "command_line": " ".join(["python -m analysis", *sys.argv[1:]]) if sys.argv[0].endswith("__main__.py")
-            else " ".join(sys.argv), **manifest, "weights_sha256": _sha256(tmp_w)}
+            else " ".join(sys.argv), **manifest, "weights_sha256": file_sha256(tmp_w)}
     tmp_m = folder / f".{MANIFEST}.tmp{os.getpid()}"
     tmp_m.write_text(json.dumps(full, indent=1, sort_keys=False))
     os.replace(tmp_w, folder / WEIGHTS)
@@ -84,7 +85,7 @@ def load_artefact(folder, *, method: str, model_identity: str | None = None, enc
         tensors = load_file(str(folder / WEIGHTS))
     except (OSError, ValueError) as err:
         raise UserError(f"the weights in {folder} are missing or unreadable ({err}).") from err
-    if manifest.get("weights_sha256") not in (None, _sha256(folder / WEIGHTS)):
+    if manifest.get("weights_sha256") not in (None, file_sha256(folder / WEIGHTS)):
         raise UserError(f"the weights in {folder} do not match their manifest (damaged or replaced).")
     return tensors, manifest
 
@@ -98,7 +99,7 @@ def artefact_digest(folder) -> str:
         if not path.exists():
             raise UserError(f"{folder} is not a trained artefact: it has no {name}.")
         h.update(name.encode())
-        h.update(_sha256(path).encode())
+        h.update(file_sha256(path).encode())
     return h.hexdigest()[:16]
 
 
@@ -111,9 +112,3 @@ def copy_artefact(src, dst) -> Path:
     return dst
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()

@@ -17,7 +17,6 @@ so `soft_tokens --param adapter=FOLDER` (and `adapter=shipped` for the default m
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -161,7 +160,9 @@ def batches(left, right, batch_size: int, seed: int):
 
 
 def file_digest(path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    from analysis.paths import file_sha256
+
+    return file_sha256(path)[:16]
 
 
 # ---- the command -----------------------------------------------------------------------------------------------
