@@ -5,7 +5,7 @@ default model, an empty temporary cache whose models/ links to the converted mod
 hide in another's. "Above the model" is the process's peak resident memory minus its resident memory right after
 the model was loaded; the budgets in analysis/budgets.py aim to keep it under about 2 GiB.
 
-    flock /work/.heavy.lock python scripts/stress_pages.py            # every page, a Markdown table at the end
+    python scripts/stress_pages.py                                     # every page, a Markdown table at the end
     python scripts/stress_pages.py --pages attention,sensitivity       # some pages
 """
 
@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # run from a checkout: `python scripts/stress_pages.py`
 TIMEOUT = 3600
 
 # The largest inputs per page. Where a limit only costs time (grid cells, probes, replicates), the note says what
