@@ -158,13 +158,7 @@ def parse_depth(raw) -> str:
     if text.isdigit():
         return str(int(text))
     try:
-        if text.endswith("%"):
-            share = float(text[:-1]) / 100
-        elif "/" in text:
-            num, den = text.split("/", 1)
-            share = int(num) / int(den)
-        else:
-            share = float(text)
+        share = _share(text)
     except (ValueError, ZeroDivisionError):
         raise ValueError(f"{raw!r} is neither a decoder layer nor a share of the depth like 7/32 or 25%") from None
     if not 0 <= share <= 1:
@@ -172,19 +166,22 @@ def parse_depth(raw) -> str:
     return text
 
 
+def _share(text: str) -> float:
+    """"25%", "7/32" or "0.25" as a fraction of the depth (ValueError / ZeroDivisionError when it is none)."""
+    if text.endswith("%"):
+        return float(text[:-1]) / 100
+    if "/" in text:
+        num, den = text.split("/", 1)
+        return int(num) / int(den)
+    return float(text)
+
+
 def resolve_depth(spec: str, n_layers: int) -> int:
     """A depth parameter on a model with `n_layers` decoder layers: a share rounds half up to a decoder layer."""
     spec = parse_depth(spec)
     if spec.isdigit():
         return int(spec)
-    if spec.endswith("%"):
-        share = float(spec[:-1]) / 100
-    elif "/" in spec:
-        num, den = spec.split("/", 1)
-        share = int(num) / int(den)
-    else:
-        share = float(spec)
-    return int(share * n_layers + 0.5)
+    return int(_share(spec) * n_layers + 0.5)
 
 
 EXIT_HELP = ("Rewiring stops before this decoder layer. A share of the depth such as 7/32 (the default) is resolved "
