@@ -71,6 +71,8 @@ def test_pages_are_titled_from_docstrings():
     titles = [ui.nav.page_title(p) for p in ui.page_files()]
     assert titles[:2] == ["Home", "Embed & compare"]
     assert len(set(ui.nav.url_path(p) for p in ui.page_files())) == len(titles)
+    numbers = [int(p.name.split("_", 1)[0]) for p in ui.page_files()]
+    assert numbers == list(range(1, len(numbers) + 1)), numbers  # one number per page, no gaps: the menu order
 
 
 # ---- Embed & compare --------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from apptools import errors, figures, isolated_cache
 
 REPO = Path(__file__).resolve().parent.parent
-PAGE = "pages/13_context_compression.py"
+PAGE = "pages/12_context_compression.py"
 
 pytestmark = pytest.mark.real
 

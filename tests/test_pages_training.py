@@ -24,7 +24,7 @@ def test_training_page_shows_the_shipped_curves():
     from analysis.methods.causal2vec import shipped_folder
     from analysis.training.artefacts import read_manifest
 
-    at = AppTest.from_file(str(REPO / "pages" / "10_training.py"), default_timeout=TIMEOUT).run()
+    at = AppTest.from_file(str(REPO / "pages" / "11_training.py"), default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
     assert not errors(at)
     man = read_manifest(shipped_folder())
@@ -40,7 +40,7 @@ def test_a_live_run_becomes_a_bridge(page_cache):
 
     if shared_stsb("train") is None:
         pytest.skip("STS-B train not found at ../shared/data/stsbenchmark (development data, not shipped)")
-    at = AppTest.from_file(str(REPO / "pages" / "10_training.py"), default_timeout=TIMEOUT).run()
+    at = AppTest.from_file(str(REPO / "pages" / "11_training.py"), default_timeout=TIMEOUT).run()
     at.text_input(key="train_name").set_value("t1")
     at.slider(key="train_steps").set_value(5)
     at.button[0].click().run()  # Start / continue
