@@ -38,6 +38,9 @@ class Budgets:
     probes: int = 256  # random probes per readout: one backward pass each
     soft_k: int = 64  # soft tokens generated per text (each step keeps a (B, V) distribution)
     grid_cells: int = 64  # Layer explorer cells per sweep: each cell embeds every text of the pairs once
+    # cells x texts, in prompt-only forwards (a cell starting at layer s costs (L - s) / L of one): ~10 minutes of
+    # short STS texts on two cores; 64 cells on all of STS-B dev (2,910 texts) would take hours
+    sweep_text_forwards: int = 30_000
     bootstrap: int = 2000  # bootstrap replicates of one interval
     map_points: int = 5000  # points of one 2-D map / all-pairs statistic: (n, n) float64 = 200 MB at 5,000
     matrix_texts: int = 300  # rows of a drawn similarity heatmap: its hover text grows with n^2 (25M strings at 5,000)
@@ -62,6 +65,7 @@ DESCRIPTIONS = {  # for the README table and messages
     "probes": "random probes per readout (sensitivity)",
     "soft_k": "soft tokens generated per text",
     "grid_cells": "Layer explorer cells per sweep",
+    "sweep_text_forwards": "Layer explorer work per sweep: texts x cells, in prompt-only forwards",
     "bootstrap": "bootstrap replicates per interval",
     "map_points": "points per 2-D map or all-pairs statistic",
     "matrix_texts": "texts per drawn similarity heatmap (more are embedded; the heatmap shows the first ones)",

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 
 import cache
 import ui
-from analysis import explorer
+from analysis import budgets, explorer, sweep
 from analysis.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method
 from cache.keys import sts_score_parts
@@ -116,7 +116,10 @@ with ui.user_errors():
                f"{AUTO_DESCRIPTION}.")
 
     done = {i: v for i, m in enumerate(methods) if (v := lookup(m, pairs)) is not None}
-    st.write(f"{len(cells)} cell(s), {len(done)} already computed.")
+    todo = [c for i, c in enumerate(cells) if i not in done]
+    passes = round(sweep.cost(todo, L) * len(sweep.pair_scorer(pairs)[0]))
+    st.write(f"{len(cells)} cell(s), {len(done)} already computed; the rest costs about {passes:,} prompt-only text "
+             f"passes (at most {budgets.limit('sweep_text_forwards'):,} per run).")
     c1, c2 = st.columns(2)
     if c1.button("Run / resume sweep", key="explorer_run", type="primary"):
         st.session_state["explorer_running"] = True
@@ -128,6 +131,7 @@ with ui.user_errors():
     id_method = get_method("kv_embedding", layers=",".join(map(str, sel.layers)), **base)
     id_cell = explorer.Cell(sel.start, len(sel.layers), 1.0) if sel.layers else None  # same key as id_method
     if st.session_state.get("explorer_running"):
+        st.session_state["explorer_running"] = False  # a refused or failed run must not restart on every rerun
         score(refs_methods["PromptEOL"], pairs, "PromptEOL: Spearman")
         bar = st.progress(0.0, text="Sweep: the prompt-only pass…")
 
@@ -141,7 +145,6 @@ with ui.user_errors():
         run = cached_sweep(ui.store(), backbone, pairs, work, base=base, progress=progress)  # as the CLI does
         done.update({i: run.scores[c] for i, c in enumerate(cells)})
         bar.empty()
-        st.session_state["explorer_running"] = False
 
     refs = {name: lookup(m, pairs) for name, m in refs_methods.items()}
     id_score = lookup(id_method, pairs)

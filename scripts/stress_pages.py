@@ -59,8 +59,9 @@ def _scenario(name: str):
             f"one text at the {b.attention_tokens}-token attention budget (prompt included), 2 methods"
     if name == "layer_explorer":
         return "pages/5_layer_explorer.py", {
-            "explorer_source": "set", "explorer_set": "Demo paraphrase pairs", "explorer_step": 3,
-            "explorer_running": True}, [], "10 cells (memory does not grow with cells; time does: 64 allowed)"
+            "explorer_source": "set", "explorer_set": "STS-B dev", "explorer_limit_1500": 1000, "explorer_step": 7,
+            "explorer_running": True}, [], \
+            "STS-B dev 1,000 pairs (1,9xx texts), 5 window starts (hidden states kept per start; cells cost time)"
     if name == "sensitivity":
         return "pages/6_sensitivity.py", {
             "sens_text": _words(440), "sens_methods": ["mean"], "sens_probes": 16}, [], \

@@ -691,6 +691,21 @@ def test_layer_explorer_grid_is_bounded(app_cache, tiny_dir):
     assert any("sweep cells" in e for e in boxes), boxes
 
 
+def test_layer_explorer_work_is_bounded_and_a_refused_run_does_not_restart(app_cache, tiny_dir, monkeypatch):
+    """Few cells on many texts are bounded too (texts x cells), before any cell runs; the refusal is shown once."""
+    import dataclasses
+
+    small = dataclasses.replace(budgets.APP, sweep_text_forwards=10)
+    monkeypatch.setattr(budgets, "current", lambda: small)  # the page runs in AppTest's own thread
+    at = page("pages/5_layer_explorer.py", tiny_dir, explorer_set="Demo paraphrase pairs", explorer_step=2,
+              explorer_running=True)
+    no_traceback(at)
+    boxes = page_errors(at)
+    assert any("text forwards" in e and "at most 10 is allowed" in e for e in boxes), boxes
+    assert any("prompt-only text passes (at most 10 per run)" in m.value for m in at.markdown)
+    assert not page_errors(at.run())  # the next rerun does not start the refused sweep again
+
+
 def test_soft_tokens_instruction_markup_is_text(app_cache, tiny_dir):
     at = page("pages/9_soft_tokens.py", tiny_dir, soft_instr_b="<b>Which</b> emotion? ![](http://example.com/i.png)",
               soft_k=2)

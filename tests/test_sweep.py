@@ -219,3 +219,22 @@ def test_real_model_suffix_matches_full_forward(real):
     for cell in cells:
         full = explorer.cell_method(cell, 30).encode(real, texts)
         assert np.abs(runner.embed(cell) - full).max() < 1e-5, cell
+
+
+def test_sweep_work_budget_counts_only_cells_still_to_do(tiny_llama, tmp_path):
+    """texts x remaining cost is bounded per request; cached cells are free, so a finished sweep still opens."""
+    from analysis import budgets, sweep
+    from analysis.errors import UserError
+    from cache import Store
+    from cache.sweep import cached_sweep
+
+    store = Store(tmp_path)
+    cells = explorer.grid(4, [1, 2], [1], [1.0])
+    n_texts = len(sweep.pair_scorer(PAIRS)[0])
+    need = round(sweep.cost(cells, 4) * n_texts)
+    with budgets.override(sweep_text_forwards=need - 1), pytest.raises(UserError, match="--no-budgets"):
+        cached_sweep(store, tiny_llama, PAIRS, cells)
+    with budgets.override(sweep_text_forwards=need):
+        done = cached_sweep(store, tiny_llama, PAIRS, cells)
+    with budgets.override(sweep_text_forwards=0):
+        assert cached_sweep(store, tiny_llama, PAIRS, cells).scores == done.scores
