@@ -80,6 +80,7 @@ with ui.user_errors():
                           line_width=0, annotation_text=f"{t}: {sel.start}–{sel.end}", annotation_position="top left")
         rows += [{"model": t, "hidden state": k, "relative depth": d, "ID": v} for k, (d, v) in enumerate(zip(depth, ids))]
         st.caption(f"**{t}**: {sel.rule}, decoder layers {sel.start}–{sel.end} of {L}. {sel.reason}.")
+    fig.update_xaxes(range=[-0.02, 1.02])  # the depth axis even before any trajectory is drawn
     fig.update_layout(height=420, xaxis_title="relative depth k / L", yaxis_title="intrinsic dimension (TwoNN)",
                       margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.2))
     ui.show_figure(fig, pd.DataFrame(rows), "compare_id")

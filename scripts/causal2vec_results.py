@@ -46,6 +46,9 @@ def main(argv=None):
     ap.add_argument("--limit", type=int, default=None, help="first N STS-B dev pairs (default all 1,500)")
     ap.add_argument("--baselines", default="prompteol,last", help="decoder methods scored alongside ('' = none)")
     ap.add_argument("--speed-n", type=int, default=256, help="sentences for the speed comparison (0 = skip)")
+    ap.add_argument("--speed-long", type=int, default=0,
+                    help="also time this many Lee corpus documents (~100-200 tokens): the fixed extra positions "
+                         "and the encoder weigh less on longer texts (0 = skip)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--json", action="store_true")
@@ -90,6 +93,10 @@ def main(argv=None):
               "seconds": {k: round(v, 1) for k, v in seconds.items()}}
     if args.speed_n:
         result["speed"] = speed(bb, texts[: args.speed_n], args.repeats)
+    if args.speed_long:
+        from analysis.corpora import lee_documents
+
+        result["speed_long"] = speed(bb, lee_documents().texts[: args.speed_long], args.repeats)
     if args.json:
         print(json.dumps(result))
     else:

@@ -37,7 +37,9 @@ def add_arguments(parser) -> None:
 
 
 def make_batches(system, personas, batch_size: int, seed: int):
-    """Infinite seeded iterator of PoolBatch: (persona, key, mode) drawn at random."""
+    """Infinite seeded iterator of PoolBatch: one mode per batch (drawn with the `MIX` weights), then (persona,
+    key) per row. One mode per batch, not per row: a single full-text row would pad the whole batch to paragraph
+    length, and the step would cost several times a batch of pools."""
     import random
 
     from analysis.personas import KEYS, QA, QUESTIONS
@@ -46,11 +48,11 @@ def make_batches(system, personas, batch_size: int, seed: int):
     modes, weights = list(MIX), list(MIX.values())
     while True:
         rows = []
+        mode = rng.choices(modes, weights)[0]
         for _ in range(batch_size):
             p, ctx = personas[rng.randrange(len(personas))]
             key = rng.choice(KEYS)
             qa = QA(tuple(ctx), rng.choice(QUESTIONS[key]).format(first=p.first), p.value(key), key, p.full_name)
-            mode = rng.choices(modes, weights)[0]
             rows.append(system.row(qa, mode.split("+")[0], ids=mode.endswith("+ids")))
         yield system.collate(rows)
 
