@@ -119,6 +119,23 @@ def test_few_training_steps_lower_the_loss(tmp_path):
     assert next(make_batches(sys_, personas, 3, 0)).ids.shape[0] == 3
 
 
+def test_curriculum_batches_hold_the_asked_fact_as_one_pool():
+    from analysis.training.compression import fact_sentence, make_batches
+
+    sys_ = CompressionSystem(tiny_backbone("llama"), encoder=fake_encoder)
+    rng = __import__("random").Random(0)
+    personas = [(p, P.paragraph(p, rng, 2)) for p in (P.random_persona(rng, "train") for _ in range(6))]
+    for p, ctx in personas:
+        for key in P.KEYS:
+            sentence = fact_sentence(p, ctx, key)
+            assert sentence in ctx and p.value(key) in sentence
+    batches = make_batches(sys_, personas, 4, 0, single_steps=2)
+    first, second, later = next(batches), next(batches), [next(batches) for _ in range(6)]
+    for b in (first, second):
+        assert ((b.pool >= 0).sum(1) == 1).all()  # one pool per row
+    assert any(((b.pool >= 0).sum(1) > 1).any() or (b.pool < 0).all() for b in later)  # then the mix
+
+
 def test_splits_never_share_a_person_key_combination():
     seen = {}
     for split in P.SPLITS:

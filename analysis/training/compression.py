@@ -31,27 +31,48 @@ def add_arguments(parser) -> None:
     parser.add_argument("--eval-every", type=int, default=40, help="steps between evaluations (default 40)")
     parser.add_argument("--max-minutes", type=float, default=45.0,
                         help="stop cleanly after this much training wall time (default 45)")
+    parser.add_argument("--curriculum", type=float, default=0.0,
+                        help="share of the steps that come first with one-sentence contexts (the sentence that "
+                             "states the asked fact, one pool), before the mix of modes (default 0 = none)")
+    parser.add_argument("--lora-from", type=float, default=0.5,
+                        help="LoRA on the q/v projections of the decoder layers from this share of the depth on "
+                             "(default 0.5: the last half, as the source; 0 = every layer)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="", help="output folder (default: the shipped artefact folder)")
     parser.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
 
 
-def make_batches(system, personas, batch_size: int, seed: int):
+def fact_sentence(persona, context, key: str) -> str:
+    """The sentence of `context` that states `key` (the curriculum's one-sentence context)."""
+    value = persona.value(key)
+    return next(s for s in context if value in s and persona.first in s)
+
+
+def make_batches(system, personas, batch_size: int, seed: int, single_steps: int = 0):
     """Infinite seeded iterator of PoolBatch: one mode per batch (drawn with the `MIX` weights), then (persona,
     key) per row. One mode per batch, not per row: a single full-text row would pad the whole batch to paragraph
-    length, and the step would cost several times a batch of pools."""
+    length, and the step would cost several times a batch of pools.
+
+    Curriculum (the source's first stage): the first `single_steps` batches give each row a one-sentence
+    context, the sentence that states the asked fact, as one pool; reading one pool is learnt before finding
+    the right one among several."""
     import random
 
     from analysis.personas import KEYS, QA, QUESTIONS
 
     rng = random.Random(seed)
     modes, weights = list(MIX), list(MIX.values())
+    step = 0
     while True:
         rows = []
-        mode = rng.choices(modes, weights)[0]
+        single = step < single_steps
+        mode = "sentence" if single else rng.choices(modes, weights)[0]
+        step += 1
         for _ in range(batch_size):
             p, ctx = personas[rng.randrange(len(personas))]
             key = rng.choice(KEYS)
+            if single:
+                ctx = [fact_sentence(p, ctx, key)]
             qa = QA(tuple(ctx), rng.choice(QUESTIONS[key]).format(first=p.first), p.value(key), key, p.full_name)
             rows.append(system.row(qa, mode.split("+")[0], ids=mode.endswith("+ids")))
         yield system.collate(rows)
@@ -126,7 +147,9 @@ def run(args) -> dict:
     wall0 = time.perf_counter()
     torch.manual_seed(args.seed)
     backbone = load_backbone(args.model)
-    config = CompressionConfig()
+    if not 0.0 <= args.lora_from < 1.0:
+        raise UserError(f"--lora-from is a share of the depth in [0, 1), got {args.lora_from}.")
+    config = CompressionConfig(lora_first_layer=args.lora_from)
     system = CompressionSystem(backbone, config, seed=args.seed)
     out = Path(args.out) if args.out else default_artefact(backbone)
     run_dir = out.parent / (out.name + ".run")
@@ -169,7 +192,9 @@ def run(args) -> dict:
         if (time.perf_counter() - start) / 60 > args.max_minutes:
             raise StopTraining
 
-    batches = make_batches(system, personas, args.batch_size, args.seed)
+    if not 0.0 <= args.curriculum < 1.0:
+        raise UserError(f"--curriculum is a share of the steps in [0, 1), got {args.curriculum}.")
+    batches = make_batches(system, personas, args.batch_size, args.seed, round(args.curriculum * args.steps))
     result = train(cfg, parameters=params, loss_fn=system.loss, batches=batches, evaluate=evaluate, save=save,
                    progress=progress, log_extra={"data_digest": data_digest, "model": backbone.identity})
     print(file=sys.stderr)
@@ -186,6 +211,7 @@ def run(args) -> dict:
         "encoder": encoder_name(), "data": "analysis.personas train split", "data_digest": data_digest,
         "personas": args.personas, "steps": result.steps_done, "best_step": result.best_step, "seed": args.seed,
         "hyperparameters": {"lr": args.lr, "batch_size": args.batch_size, "mix": MIX, "eval_every": args.eval_every,
+                            "curriculum_single_sentence_steps": round(args.curriculum * args.steps),
                             "warmup_steps": cfg.warmup_steps},
         "config": asdict(config), "validation_curve": result.curves["eval"],
         "train_curve": [{"step": r["step"], "loss": r["loss"]} for r in result.curves["train"]],
