@@ -48,6 +48,12 @@ class CompressionConfig:
     lora_alpha: int = 32  # source: alpha 32 (scale 2)
     lora_first_layer: float = 0.5  # LoRA on q/v of the last half of the decoder layers (source)
     adapter_init_std: float = 0.02  # source: N(0, 0.02^2) weights, zero bias
+    # The adapter reads pool_scale * v and starts at std adapter_init_std / pool_scale: the same function at
+    # initialisation, but AdamW's per-weight steps (~lr) move its output pool_scale times faster, i.e. the
+    # adapter's learning rate is pool_scale x the LoRA's. Needed here: MiniLM vectors of two facts differ by
+    # ~0.4 in norm, a word embedding has norm ~3.2, and at scale 1 a few hundred steps of lr 2e-3 never grew
+    # the adapter enough for the decoder to tell pools apart (validation stayed at the no-context level).
+    pool_scale: float = 1.0
     max_answer_tokens: int = 12  # the longest persona answer (a full name) is < 10 tokens
 
 
@@ -139,7 +145,7 @@ class CompressionSystem:
         torch.manual_seed(seed)
         d = backbone.facts.hidden_size
         self.adapter = torch.nn.Linear(ENCODER_DIM, d)
-        torch.nn.init.normal_(self.adapter.weight, std=config.adapter_init_std)
+        torch.nn.init.normal_(self.adapter.weight, std=config.adapter_init_std / config.pool_scale)
         torch.nn.init.zeros_(self.adapter.bias)
         n = backbone.facts.n_layers
         first = int(n * config.lora_first_layer)
@@ -166,6 +172,10 @@ class CompressionSystem:
             p.requires_grad_(True)
         self.adapter.requires_grad_(True)
         return list(self.adapter.parameters()) + lora
+
+    def project(self, vectors: torch.Tensor) -> torch.Tensor:
+        """(N, 384) pooled sentence vectors -> (N, d) decoder input vectors."""
+        return self.adapter(vectors * self.config.pool_scale)
 
     def tensors(self) -> dict[str, torch.Tensor]:
         from analysis.training.lora import lora_tensors
@@ -283,7 +293,7 @@ class CompressionSystem:
         emb = self.causal.get_input_embeddings()(batch.ids)  # (B, T, d)
         at = batch.pool >= 0  # (B, T)
         if at.any():
-            pooled = self.adapter(batch.vectors)  # (N, d)
+            pooled = self.project(batch.vectors)  # (N, d)
             emb = emb.clone()
             emb[at] = pooled[batch.pool[at]].to(emb.dtype)
         return emb

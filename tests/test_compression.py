@@ -33,7 +33,7 @@ def test_adapter_output_lands_exactly_at_pool_positions(system, side):
     batch = system.collate(rows, side)
     emb = system.embed(batch)  # (B, T, d)
     table = system.causal.get_input_embeddings()
-    flat = system.adapter(batch.vectors)  # (N, d) every pool of the batch, in row order
+    flat = system.project(batch.vectors)  # (N, d) every pool of the batch, in row order
     start = 0
     for b, row in enumerate(rows):
         n, T = len(row.ids), batch.ids.shape[1]
@@ -117,6 +117,27 @@ def test_few_training_steps_lower_the_loss(tmp_path):
     after = fixed_loss()
     assert after < before - 0.2, (before, after)
     assert next(make_batches(sys_, personas, 3, 0)).ids.shape[0] == 3
+
+
+def test_pool_scale_starts_as_the_same_adapter_and_moves_it_faster():
+    """pool_scale is a reparametrisation: the same initial projection, but one AdamW step moves the output
+    about pool_scale times as far."""
+    from analysis.compression import CompressionConfig
+
+    bb = tiny_backbone("llama")
+    v = torch.nn.functional.normalize(torch.randn(5, 384), dim=-1)
+    moved = []
+    for scale in (1.0, 10.0):
+        torch.manual_seed(0)
+        sys_ = CompressionSystem(bb, CompressionConfig(pool_scale=scale), encoder=fake_encoder)
+        before = sys_.project(v).detach()
+        moved.append(before)
+        opt = torch.optim.AdamW(sys_.adapter.parameters(), lr=1e-3, weight_decay=0.0)
+        sys_.project(v).sum().backward()
+        opt.step()
+        moved.append((sys_.project(v).detach() - before).norm())
+    assert torch.allclose(moved[0], moved[2], atol=1e-6)  # same function at initialisation
+    assert 5.0 < float(moved[3] / moved[1]) < 15.0  # the update is ~10x larger
 
 
 def test_curriculum_batches_hold_the_asked_fact_as_one_pool():

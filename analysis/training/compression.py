@@ -37,6 +37,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--lora-from", type=float, default=0.5,
                         help="LoRA on the q/v projections of the decoder layers from this share of the depth on "
                              "(default 0.5: the last half, as the source; 0 = every layer)")
+    parser.add_argument("--pool-scale", type=float, default=1.0,
+                        help="the adapter's learning rate as a multiple of the LoRA's, through a reparametrisation "
+                             "that leaves the initial adapter unchanged (default 1 = the source's setup)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="", help="output folder (default: the shipped artefact folder)")
     parser.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
@@ -112,7 +115,7 @@ def startup_check(system, item) -> None:
         batch = system.collate([row, system.row(item, "none")], side)
         emb = system.embed(batch)
         at = batch.pool[0] >= 0
-        want = system.adapter(batch.vectors)[: len(row.vectors)]  # (P, d) row 0's pools
+        want = system.project(batch.vectors)[: len(row.vectors)]  # (P, d) row 0's pools
         if not torch.equal(emb[0][at], want):
             raise RuntimeError(f"startup check: pools are not at their positions ({side} padding)")
     batch = system.collate([row])
@@ -149,7 +152,9 @@ def run(args) -> dict:
     backbone = load_backbone(args.model)
     if not 0.0 <= args.lora_from < 1.0:
         raise UserError(f"--lora-from is a share of the depth in [0, 1), got {args.lora_from}.")
-    config = CompressionConfig(lora_first_layer=args.lora_from)
+    if not 0.0 < args.pool_scale <= 1000.0:
+        raise UserError(f"--pool-scale must be in (0, 1000], got {args.pool_scale}.")
+    config = CompressionConfig(lora_first_layer=args.lora_from, pool_scale=args.pool_scale)
     system = CompressionSystem(backbone, config, seed=args.seed)
     out = Path(args.out) if args.out else default_artefact(backbone)
     run_dir = out.parent / (out.name + ".run")
