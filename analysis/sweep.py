@@ -204,6 +204,12 @@ def cost(cells, n_layers: int, prefix: bool = True) -> float:
     return float(prefix) + sum((n_layers - c.start) / n_layers for c in cells)
 
 
+def text_passes(cells, n_layers: int, pairs) -> int:
+    """A grid's work on a pair set, in prompt-only passes of one text: its cost floor x the distinct texts (what
+    the `sweep_text_forwards` budget bounds)."""
+    return round(cost(cells, n_layers) * len(pair_scorer(pairs)[0]))
+
+
 @dataclass
 class CellResult:
     cell: Cell

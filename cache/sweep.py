@@ -91,10 +91,9 @@ def cached_sweep(store, backbone, pairs, cells, *, base: dict | None = None, exe
     total_cost = sweep.cost(todo, L)  # prompt-only forwards still to do; the ETA scales the measured rate
     from analysis import budgets
 
-    n_texts = len(sweep.pair_scorer(pairs)[0])
-    budgets.check("sweep_text_forwards", round(total_cost * n_texts),
-                  f"the work of this sweep in text forwards ({n_texts:,} texts x {total_cost:.1f} prompt-only "
-                  "passes still to do; choose fewer pairs or cells)")
+    budgets.check("sweep_text_forwards", sweep.text_passes(todo, L, pairs),
+                  f"the work of this sweep in text forwards ({total_cost:.1f} prompt-only passes over every text "
+                  "still to do; choose fewer pairs or cells)")
     run.floor = total_cost
     spent = {"cost": 0.0, "since": time.perf_counter()}
 

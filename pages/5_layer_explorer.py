@@ -116,8 +116,7 @@ with ui.user_errors():
                f"{AUTO_DESCRIPTION}.")
 
     done = {i: v for i, m in enumerate(methods) if (v := lookup(m, pairs)) is not None}
-    todo = [c for i, c in enumerate(cells) if i not in done]
-    passes = round(sweep.cost(todo, L) * len(sweep.pair_scorer(pairs)[0]))
+    passes = sweep.text_passes([c for i, c in enumerate(cells) if i not in done], L, pairs)
     st.write(f"{len(cells)} cell(s), {len(done)} already computed; the rest costs about {passes:,} prompt-only text "
              f"passes (at most {budgets.limit('sweep_text_forwards'):,} per run).")
     c1, c2 = st.columns(2)

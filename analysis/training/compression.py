@@ -199,7 +199,8 @@ def run(args) -> dict:
 
     if not 0.0 <= args.curriculum < 1.0:
         raise UserError(f"--curriculum is a share of the steps in [0, 1), got {args.curriculum}.")
-    batches = make_batches(system, personas, args.batch_size, args.seed, round(args.curriculum * args.steps))
+    single_steps = round(args.curriculum * args.steps)
+    batches = make_batches(system, personas, args.batch_size, args.seed, single_steps)
     result = train(cfg, parameters=params, loss_fn=system.loss, batches=batches, evaluate=evaluate, save=save,
                    progress=progress, log_extra={"data_digest": data_digest, "model": backbone.identity})
     print(file=sys.stderr)
@@ -216,7 +217,7 @@ def run(args) -> dict:
         "encoder": encoder_name(), "data": "analysis.personas train split", "data_digest": data_digest,
         "personas": args.personas, "steps": result.steps_done, "best_step": result.best_step, "seed": args.seed,
         "hyperparameters": {"lr": args.lr, "batch_size": args.batch_size, "mix": MIX, "eval_every": args.eval_every,
-                            "curriculum_single_sentence_steps": round(args.curriculum * args.steps),
+                            "curriculum_single_sentence_steps": single_steps,
                             "warmup_steps": cfg.warmup_steps},
         "config": asdict(config), "validation_curve": result.curves["eval"],
         "train_curve": [{"step": r["step"], "loss": r["loss"]} for r in result.curves["train"]],
