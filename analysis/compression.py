@@ -393,15 +393,29 @@ def default_artefact(backbone) -> Path:
     return shipped_dir(METHOD, short)
 
 
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """95% Wilson score interval for k successes in n trials (stays inside [0, 1] and is honest at 0% and 100%,
+    where the normal approximation collapses to a point)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    lo, hi = max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if k == 0 else float(lo), 1.0 if k == n else float(hi))  # exact ends, not 0.9999999999999999
+
+
 def score(preds: list[dict], keys: list[str] | None = None) -> dict:
-    """Exact match, first-token accuracy, and both per key."""
+    """Exact match (with its 95% Wilson interval), first-token accuracy, and both per key."""
     n = len(preds)
-    res = {"exact_match": float(np.mean([p["exact"] for p in preds])) if n else 0.0,
+    hits = sum(bool(p["exact"]) for p in preds)
+    res = {"exact_match": hits / n if n else 0.0, "exact_match_ci": wilson(hits, n),
            "first_token": float(np.mean([p["first_token_ok"] for p in preds])) if n else 0.0, "n": n, "per_key": {}}
     if keys:
         for k in dict.fromkeys(keys):
             sel = [p for p, kk in zip(preds, keys) if kk == k]
-            res["per_key"][k] = {"exact_match": float(np.mean([p["exact"] for p in sel])),
+            kh = sum(bool(p["exact"]) for p in sel)
+            res["per_key"][k] = {"exact_match": kh / len(sel), "exact_match_ci": wilson(kh, len(sel)),
                                  "first_token": float(np.mean([p["first_token_ok"] for p in sel])), "n": len(sel)}
     pos = sum(p["context_positions"] for p in preds)
     res["compression"] = (sum(p["context_tokens"] for p in preds) / pos) if pos else None

@@ -140,6 +140,47 @@ def test_pool_scale_starts_as_the_same_adapter_and_moves_it_faster():
     assert 5.0 < float(moved[3] / moved[1]) < 15.0  # the update is ~10x larger
 
 
+def test_ridge_recovers_a_known_linear_map():
+    from analysis.training.compression import ridge
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((400, 12))
+    a, c = rng.standard_normal((12, 5)), rng.standard_normal(5)
+    w, b, r2 = ridge(x, x @ a + c, 1e-6)
+    assert np.allclose(w, a, atol=1e-5) and np.allclose(b, c, atol=1e-5) and r2 > 0.999999
+    w, b, r2 = ridge(x, rng.standard_normal((400, 5)), 1e-6)  # unrelated targets: nothing explained
+    assert r2 < 0.1
+
+
+def test_value_warm_start_points_each_fact_pool_at_its_value():
+    """After the warm start, a fact sentence's pool is nearer the mean embedding of its own value's tokens than
+    of any other value of that key (fitted rows: the fake encoder carries no meaning, so this checks the
+    targets and the adapter's orientation, W as (d, 384) and the pool_scale factor)."""
+    from analysis.compression import CompressionConfig
+    from analysis.training.compression import sentence_targets, warm_start
+
+    bb = tiny_backbone("llama")
+    sys_ = CompressionSystem(bb, CompressionConfig(pool_scale=4.0), encoder=fake_encoder)
+    rng = __import__("random").Random(0)
+    personas = [(p, P.paragraph(p, rng, 1)) for p in (P.random_persona(rng, "train") for _ in range(30))]
+    sents, y = sentence_targets(sys_, personas)
+    assert len(sents) == len(set(sents)) and y.shape == (len(sents), bb.facts.hidden_size)
+    info = warm_start(sys_, personas, lam=1e-3)
+    assert info["r2"] > 0.95 and info["sentences"] == len(sents)
+    table = sys_.causal.get_input_embeddings().weight.detach()
+
+    def mean_emb(text):
+        return table[torch.tensor(bb.tokenizer(" " + text, add_special_tokens=False)["input_ids"])].mean(0)
+
+    cities = sorted({p.city for p, _ in personas})
+    centres = torch.stack([mean_emb(c) for c in cities])  # (C, d)
+    with torch.no_grad():
+        for p, ctx in personas:
+            s = next(s for s in ctx if p.city in s and p.first in s)
+            out = sys_.project(torch.from_numpy(sys_.vectors([s])))[0]
+            assert cities[int(((centres - out) ** 2).sum(1).argmin())] == p.city
+
+
 def test_curriculum_batches_hold_the_asked_fact_as_one_pool():
     from analysis.training.compression import fact_sentence, make_batches
 
@@ -178,6 +219,18 @@ def test_generator_is_seeded_and_answers_are_in_context():
     scaled = P.generate_scaled("heldout", 5, total_sentences=40)
     assert all(len(it.context) == 40 for it in scaled)
     assert [it.answer for it in scaled] == [it.answer for it in P.generate_scaled("heldout", 5, total_sentences=8)]
+
+
+def test_wilson_interval_known_values():
+    from analysis.compression import wilson
+
+    lo, hi = wilson(200, 200)  # 100% of 200: the interval still admits ~98%
+    assert hi == 1.0 and abs(lo - 0.9812) < 1e-3
+    lo, hi = wilson(0, 20)
+    assert lo == 0.0 and abs(hi - 0.1611) < 1e-3
+    lo, hi = wilson(10, 20)  # symmetric around 0.5
+    assert abs(lo - 0.2993) < 1e-3 and abs((lo + hi) / 2 - 0.5) < 1e-9
+    assert wilson(0, 0) == (0.0, 1.0)
 
 
 def test_exact_match_normalisation():

@@ -104,8 +104,14 @@ def test_layer_explorer_sweeps_caches_and_resumes(real):
     at = page()
     at.run()
     assert not at.exception, at.exception
+    if any(b.key == "explorer_first_run" for b in at.button):
+        # an empty cache: the ID trajectory behind layers=auto is not there yet; this button computes it and
+        # then runs the sweep in the same rerun
+        at.button(key="explorer_first_run").click().run()
+    else:
+        assert any("3 cell(s), 0 already computed" in m.value for m in at.markdown)
+        at.button(key="explorer_run").click().run()
     assert any("3 cell(s), 0 already computed" in m.value for m in at.markdown)
-    at.button(key="explorer_run").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     summary = "\n".join(m.value for m in at.markdown)

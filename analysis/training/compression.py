@@ -23,23 +23,27 @@ MIX = {"sentence": 0.5, "paragraph": 0.2, "sentence+ids": 0.2, "text": 0.1}
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", default="default", help="decoder: 'default', a Hugging Face id or a folder")
-    parser.add_argument("--steps", type=int, default=240, help="optimiser steps (default 240)")
+    parser.add_argument("--steps", type=int, default=850, help="optimiser steps (default 850)")
     parser.add_argument("--batch-size", type=int, default=16, help="rows per step (default 16)")
     parser.add_argument("--lr", type=float, default=2e-3, help="AdamW learning rate (default 2e-3)")
     parser.add_argument("--personas", type=int, default=1000, help="training personas (default 1000)")
     parser.add_argument("--val", type=int, default=60, help="validation rows scored every evaluation (default 60)")
-    parser.add_argument("--eval-every", type=int, default=40, help="steps between evaluations (default 40)")
-    parser.add_argument("--max-minutes", type=float, default=45.0,
-                        help="stop cleanly after this much training wall time (default 45)")
-    parser.add_argument("--curriculum", type=float, default=0.0,
+    parser.add_argument("--eval-every", type=int, default=100, help="steps between evaluations (default 100)")
+    parser.add_argument("--max-minutes", type=float, default=55.0,
+                        help="stop cleanly after this much training wall time (default 55)")
+    parser.add_argument("--curriculum", type=float, default=0.1,
                         help="share of the steps that come first with one-sentence contexts (the sentence that "
-                             "states the asked fact, one pool), before the mix of modes (default 0 = none)")
+                             "states the asked fact, one pool), before the mix of modes (default 0.1; 0 = none)")
     parser.add_argument("--lora-from", type=float, default=0.5,
                         help="LoRA on the q/v projections of the decoder layers from this share of the depth on "
                              "(default 0.5: the last half, as the source; 0 = every layer)")
     parser.add_argument("--pool-scale", type=float, default=1.0,
                         help="the adapter's learning rate as a multiple of the LoRA's, through a reparametrisation "
                              "that leaves the initial adapter unchanged (default 1 = the source's setup)")
+    parser.add_argument("--warm-start", choices=("value", "none"), default="value",
+                        help="adapter initialisation: 'value' (default) fits it in closed form so each fact "
+                             "sentence's pool starts at the mean input embedding of the fact's value tokens; "
+                             "'none' is the source's N(0, 0.02^2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="", help="output folder (default: the shipped artefact folder)")
     parser.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
@@ -49,6 +53,63 @@ def fact_sentence(persona, context, key: str) -> str:
     """The sentence of `context` that states `key` (the curriculum's one-sentence context)."""
     value = persona.value(key)
     return next(s for s in context if value in s and persona.first in s)
+
+
+def ridge(x, y, lam: float):
+    """Ridge regression with an unpenalised intercept: (W (k, d), b (d,), R^2 on the fitted rows) minimising
+    |x W + b - y|^2 + lam |W|^2, solved in closed form (float64)."""
+    import numpy as np
+
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    mx, my = x.mean(0), y.mean(0)
+    xc, yc = x - mx, y - my
+    w = np.linalg.solve(xc.T @ xc + lam * np.eye(x.shape[1]), xc.T @ yc)
+    b = my - mx @ w
+    res = ((xc @ w - yc) ** 2).sum()
+    tot = (yc ** 2).sum()
+    return w, b, float(1.0 - res / tot) if tot > 0 else 0.0
+
+
+def sentence_targets(system, personas) -> tuple[list[str], "np.ndarray"]:
+    """The warm start's regression data: every distinct sentence of the training paragraphs, and as its target
+    the mean decoder input embedding of what a reader must recover from it: the fact's value tokens (" Lyon",
+    " Maria Kowalczyk") for a fact sentence, the sentence's own tokens for a distractor."""
+    import numpy as np
+    import torch
+
+    from analysis.personas import KEYS
+
+    table = system.causal.get_input_embeddings().weight.detach()
+    seen, sents, targets = set(), [], []
+    for p, ctx in personas:
+        for s in ctx:
+            if s in seen:
+                continue
+            seen.add(s)
+            key = next((k for k in KEYS[1:] if p.first in s and p.value(k) in s), None)
+            if key is None and p.full_name in s:
+                key = "name"
+            text = " " + (p.value(key) if key else s)
+            ids = torch.tensor(system.backbone.tokenizer(text, add_special_tokens=False)["input_ids"])
+            sents.append(s)
+            targets.append(table[ids].float().mean(0).numpy())
+    return sents, np.stack(targets)
+
+
+def warm_start(system, personas, lam: float = 0.1) -> dict:
+    """Set the adapter to the ridge fit from each training sentence's pool to `sentence_targets` (the value
+    warm start). Why: from the source's N(0, 0.02^2) start, four runs of up to 45 min here never learnt to read
+    the pools (per-sentence pools at the no-context level), while a linear probe on the same pools finds every
+    fact; the fit puts the adapter where reading a pool is easy, and training goes on from there."""
+    import torch
+
+    sents, y = sentence_targets(system, personas)
+    x = system.vectors(sents) * system.config.pool_scale  # the adapter reads pool_scale * v
+    w, b, r2 = ridge(x, y, lam)
+    with torch.no_grad():
+        system.adapter.weight.copy_(torch.from_numpy(w.T).to(system.adapter.weight.dtype))
+        system.adapter.bias.copy_(torch.from_numpy(b).to(system.adapter.bias.dtype))
+    return {"kind": "value", "ridge_lambda": lam, "sentences": len(sents), "r2": round(r2, 4)}
 
 
 def make_batches(system, personas, batch_size: int, seed: int, single_steps: int = 0):
@@ -174,6 +235,10 @@ def run(args) -> dict:
     print(f"encoded {len(system._vec_cache)} pools in {encode_seconds:.0f}s", file=sys.stderr)
     data_digest = hashlib.sha256(json.dumps([[p.__dict__, c] for p, c in personas]).encode()).hexdigest()[:16]
 
+    warm = {"kind": "none"}
+    if args.warm_start == "value":
+        warm = warm_start(system, personas)
+        print(f"warm start: ridge fit on {warm['sentences']} sentences, R^2 {warm['r2']:.3f}", file=sys.stderr)
     startup_check(system, val[0])
     params = dict(zip([f"p{i}" for i in range(10**6)], system.trainable()))
     cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, weight_decay=0.0,
@@ -218,7 +283,7 @@ def run(args) -> dict:
         "personas": args.personas, "steps": result.steps_done, "best_step": result.best_step, "seed": args.seed,
         "hyperparameters": {"lr": args.lr, "batch_size": args.batch_size, "mix": MIX, "eval_every": args.eval_every,
                             "curriculum_single_sentence_steps": single_steps,
-                            "warmup_steps": cfg.warmup_steps},
+                            "warmup_steps": cfg.warmup_steps, "warm_start": warm},
         "config": asdict(config), "validation_curve": result.curves["eval"],
         "train_curve": [{"step": r["step"], "loss": r["loss"]} for r in result.curves["train"]],
         "final_validation": final, "wall_seconds": wall, "train_seconds": result.wall_seconds,
