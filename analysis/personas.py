@@ -202,3 +202,53 @@ def generate_scaled(split: str = "heldout", n: int = 100, *, total_sentences: in
             sents.insert(rng.randint(1, len(sents)), d)
         out.append(QA(tuple(sents), qa.question, qa.answer, qa.key, qa.identifier))
     return out
+
+
+# Out-of-distribution probes: phrasings and values that no split ever uses. Held-out names keep the person
+# unseen; "phrasing" swaps every template for an unseen one, "values" swaps every value (and the name) for unseen
+# words, "both" does both. They ask whether the trained system reads a pool or recognises a memorised sentence
+# shape and value list.
+OOD_KINDS = ("phrasing", "values", "both")
+OOD_TEMPLATES = {
+    "name": ("Meet {first} {last}.", "Our neighbour {first} {last} says hello."),
+    "profession": ("{first} earns a living as a {profession}.", "{first}'s occupation: {profession}."),
+    "employer": ("{first} has a contract with {employer}.", "The payslips {first} gets come from {employer}."),
+    "city": ("Home for {first} is {city}.", "{first}'s address is in {city}."),
+    "country": ("{first}'s birthplace is {country}.", "{first} came into the world in {country}."),
+}
+OOD_FIRST = ("Ottilie", "Bartholomew", "Xiomara", "Leopold", "Saoirse", "Thaddeus", "Imogen", "Caspian")
+OOD_LAST = ("Marchetti", "Vandermeer", "Oyelaran", "Blackwood", "Szabo", "Ekstrom", "Ramaswamy", "Thornbury")
+OOD_VALUES = {
+    "profession": ("cartographer", "beekeeper", "locksmith", "sommelier", "glassblower", "astronomer"),
+    "employer": ("Quarry Textiles", "Saffron Robotics", "Tidewater Shipping", "Larkspur Foods", "Obsidian Games"),
+    "city": ("Utrecht", "Adelaide", "Winnipeg", "Tbilisi", "Cusco", "Trondheim"),
+    "country": ("Latvia", "Uruguay", "Nepal", "Tunisia", "Mongolia", "Jamaica"),
+}
+
+
+def generate_ood(kind: str, n: int = 50, *, seed: int = 0) -> list[QA]:
+    """`n` items like `generate("heldout", n)` but with unseen phrasings ("phrasing"), unseen values and names
+    ("values"), or both ("both"); questions keep the usual templates, so only the context is new."""
+    if kind not in OOD_KINDS:
+        raise ValueError(f"unknown OOD kind {kind!r}; choose from {OOD_KINDS}")
+    rng = random.Random(f"ood:{kind}:{seed}")
+    new_words, new_phrasing = kind in ("values", "both"), kind in ("phrasing", "both")
+    out = []
+    for i in range(n):
+        p = random_persona(rng, "heldout")
+        if new_words:
+            p = Persona(rng.choice(OOD_FIRST), rng.choice(OOD_LAST),
+                        *(rng.choice(OOD_VALUES[k]) for k in ("profession", "employer", "city", "country")))
+        templates = OOD_TEMPLATES if new_phrasing else TEMPLATES
+        facts = {k: rng.choice(templates[k]).format(first=p.first, last=p.last, profession=p.profession,
+                                                     employer=p.employer, city=p.city, country=p.country)
+                 for k in KEYS}
+        rest = [facts[k] for k in KEYS[1:]]
+        rng.shuffle(rest)
+        sents = [facts["name"]] + rest
+        for d in distractors(rng.randint(0, 2), rng):
+            sents.insert(rng.randint(1, len(sents)), d)
+        key = KEYS[i % len(KEYS)]
+        q = rng.choice(QUESTIONS[key]).format(first=p.first)
+        out.append(QA(tuple(sents), q, p.value(key), key, p.full_name))
+    return out

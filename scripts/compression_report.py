@@ -1,5 +1,6 @@
 """The README's context-compression numbers in one run: the held-out table (exact match and first-token accuracy
-per fact key for every mode) and the scaling curve (exact match as distractor sentences are added).
+per fact key for every mode) and the scaling curve (exact match as distractor sentences are added),
+and optionally (`--ood N`) the out-of-distribution probes.
 
     flock /work/.heavy.lock python3 scripts/compression_report.py --n 200 --scaling-n 50 > report.json
 
@@ -23,6 +24,9 @@ def main() -> None:
     ap.add_argument("--sizes", default="5,10,20,50,100", help="pools per context for the scaling curve")
     ap.add_argument("--scaling-modes", default="sentence,sentence+ids,paragraph")
     ap.add_argument("--skip-table", action="store_true")
+    ap.add_argument("--ood", type=int, default=0,
+                    help="also score N items of each out-of-distribution probe (unseen phrasing / values / both; "
+                         "personas.generate_ood) with per-sentence pools, full text and no context")
     args = ap.parse_args()
 
     import torch
@@ -58,6 +62,16 @@ def main() -> None:
                      "compression": res["compression"], "n": res["n"], "seconds": round(time.perf_counter() - t, 1)}
             curve.append(point)
             print(json.dumps({"scaling": point}), flush=True)
+    for kind in personas.OOD_KINDS if args.ood else ():
+        items = personas.generate_ood(kind, args.ood)
+        for mode in ("sentence", "text", "none"):
+            t = time.perf_counter()
+            preds, hit = cached_compress_predict(store, system, items, mode)
+            res = score(preds, [it.key for it in items])
+            print(json.dumps({"ood": {"kind": kind, "mode": mode, "exact_match": res["exact_match"],
+                                      "exact_match_ci": res["exact_match_ci"], "first_token": res["first_token"],
+                                      "per_key": {k: v["exact_match"] for k, v in res["per_key"].items()},
+                                      "n": res["n"], "seconds": round(time.perf_counter() - t, 1)}}), flush=True)
     if table:
         modes = list(table)
         lines = ["| key | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]

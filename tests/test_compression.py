@@ -233,6 +233,31 @@ def test_wilson_interval_known_values():
     assert wilson(0, 0) == (0.0, 1.0)
 
 
+def test_ood_probes_use_only_unseen_phrasings_and_values():
+    import re
+
+    def matches(template, sentence):
+        return re.fullmatch(re.sub(r"\\\{[a-z]+\\\}", ".+", re.escape(template)), sentence) is not None
+
+    seen_templates = {t for ts in P.TEMPLATES.values() for t in ts}
+    assert not seen_templates & {t for ts in P.OOD_TEMPLATES.values() for t in ts}
+    seen_values = set(P.FIRST_NAMES + P.SURNAMES + P.PROFESSIONS + P.EMPLOYERS + P.CITIES + P.COUNTRIES)
+    new_values = set(P.OOD_FIRST + P.OOD_LAST) | {v for vs in P.OOD_VALUES.values() for v in vs}
+    assert not seen_values & new_values
+    for kind in P.OOD_KINDS:
+        items = P.generate_ood(kind, 20)
+        assert items == P.generate_ood(kind, 20)  # seeded
+        assert [it.key for it in items[:5]] == list(P.KEYS)
+        for it in items:
+            assert it.answer in " ".join(it.context)
+            assert (it.answer in new_values or it.answer.split()[0] in new_values) == (kind != "phrasing")
+            facts = [x for x in it.context if it.identifier.split()[0] in x]
+            assert len(facts) == 5
+            for x in facts:
+                assert any(matches(t, x) for ts in P.OOD_TEMPLATES.values() for t in ts) == (kind != "values")
+                assert any(matches(t, x) for ts in P.TEMPLATES.values() for t in ts) == (kind == "values")
+
+
 def test_exact_match_normalisation():
     assert normalise_answer("  Lyon. ") == normalise_answer("lyon")
     assert normalise_answer('"Maria Kowalczyk"!') == "maria kowalczyk"
