@@ -51,9 +51,16 @@ with ui.user_errors():
     folder = folder or str(default_artefact(backbone))
     if not Path(folder, "manifest.json").exists():
         st.info(f"No compression weights at {folder}; train them with `python -m analysis train compression` "
-                "(about 30 minutes on a quiet 2-core CPU).")
+                "(under an hour on one core of this 2-core CPU).")
         st.stop()
     system = system_for(backbone, backbone.identity, folder, artefact_digest(folder))
+    m = system.manifest
+    if m.get("steps"):
+        val = m.get("final_validation", {}).get("sentence", {}).get("exact")
+        st.caption(f"Weights: {m['steps']} steps (best at {m.get('best_step')}), "
+                   f"{m.get('train_seconds', 0) / 60:.0f} min of training, warm start "
+                   f"'{m.get('hyperparameters', {}).get('warm_start', {}).get('kind', 'none')}'"
+                   + (f"; validation exact match with per-sentence pools {val:.0%}" if val is not None else "") + ".")
 
     if st.button("Generate a persona", key="cc_generate"):
         rng = random.Random()
@@ -96,11 +103,13 @@ with ui.user_errors():
             res = score(predict(system, items, mode, MODE_LABELS[mode]), keys)
             for k, v in {"all": res, **res["per_key"]}.items():
                 rows.append({"mode": MODE_LABELS[mode], "key": k, "exact match": v["exact_match"],
+                             "exact match 95% low": v["exact_match_ci"][0],
+                             "exact match 95% high": v["exact_match_ci"][1], "n": v["n"],
                              "first token": v["first_token"], "compression": res["compression"]})
         table = pd.DataFrame(rows)
         st.dataframe(table.pivot(index="key", columns="mode", values="exact match").round(3))
         st.caption("Exact match (case-insensitive, surrounding punctuation ignored) per fact key; first-token accuracy "
-                   "in the CSV.")
+                   "and 95% Wilson intervals in the CSV.")
         st.download_button("Download the table (CSV)", table.to_csv(index=False).encode(), "cc_heldout.csv",
                            key="cc_table_csv", on_click="ignore")
 
@@ -108,7 +117,7 @@ with ui.user_errors():
         curve = []
         for size in sorted(sizes):
             scaled = personas.generate_scaled("heldout", min(n, 50), total_sentences=size)
-            for mode in ("sentence", "sentence+ids"):
+            for mode in ("sentence", "sentence+ids", "paragraph"):
                 res = score(predict(system, scaled, mode, f"{size} pools, {MODE_LABELS[mode]}"))
                 curve.append({"pools": size, "mode": MODE_LABELS[mode], "exact match": res["exact_match"],
                               "first token": res["first_token"]})

@@ -54,3 +54,20 @@ def test_page_without_weights_says_how_to_train(tmp_path):
     at.text_input(key="cc_weights").set_value(str(tmp_path)).run()
     assert not at.exception
     assert any("train compression" in i.value for i in at.info)
+
+
+def test_page_with_shipped_weights_answers_from_pools():
+    """The shipped artefact, as a user opens the page: its training facts are shown, and on the built-in example
+    (a held-out persona) the per-sentence pools give the right answer."""
+    from analysis import personas
+    from analysis.backbone import load_backbone
+    from analysis.compression import default_artefact, normalise_answer
+
+    if not (default_artefact(load_backbone()) / "manifest.json").exists():
+        pytest.skip("no compression weights are shipped (python -m analysis train compression)")
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600).run()
+    at = at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    assert any("Weights:" in c.value and "min of training" in c.value for c in at.caption)
+    gold = personas.generate("heldout", 4)[3].answer
+    assert normalise_answer(at.metric[0].value) == normalise_answer(gold)
