@@ -81,7 +81,8 @@ with ui.user_errors():
         pred = system.predict([item], mode)[0]
         ratio = pred["context_tokens"] / pred["context_positions"] if pred["context_positions"] else None
         col.metric(MODE_LABELS[mode], pred["answer"] or "∅",
-                   f"{pred['context_positions']} positions" + (f" · {ratio:.1f}x" if ratio else ""), delta_color="off")
+                   f"{pred['context_positions']} position{'' if pred['context_positions'] == 1 else 's'}" + (f" · {ratio:.1f}x" if ratio else ""), delta_color="off",
+                   delta_arrow="off")
     st.caption(f"{len(sentences)} sentences, {system.row(item, 'text').context_tokens} tokens as text.")
 
     st.subheader("Which pool does the answer read?")
