@@ -80,9 +80,9 @@ with ui.user_errors():
     for col, mode in zip(cols, ("sentence", "paragraph", "text", "none")):
         pred = system.predict([item], mode)[0]
         ratio = pred["context_tokens"] / pred["context_positions"] if pred["context_positions"] else None
-        col.metric(MODE_LABELS[mode], pred["answer"] or "∅",
-                   f"{pred['context_positions']} position{'' if pred['context_positions'] == 1 else 's'}" + (f" · {ratio:.1f}x" if ratio else ""), delta_color="off",
-                   delta_arrow="off")
+        n_pos = pred["context_positions"]
+        badge = f"{n_pos} position{'' if n_pos == 1 else 's'}" + (f" · {ratio:.1f}x" if ratio else "")
+        col.metric(MODE_LABELS[mode], pred["answer"] or "∅", badge, delta_color="off", delta_arrow="off")
     st.caption(f"{len(sentences)} sentences, {system.row(item, 'text').context_tokens} tokens as text.")
 
     st.subheader("Which pool does the answer read?")
