@@ -405,18 +405,20 @@ def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     return (0.0 if k == 0 else float(lo), 1.0 if k == n else float(hi))  # exact ends, not 0.9999999999999999
 
 
-def score(preds: list[dict], keys: list[str] | None = None) -> dict:
-    """Exact match (with its 95% Wilson interval), first-token accuracy, and both per key."""
+def _rates(preds: list[dict]) -> dict:
+    """Exact match with its 95% Wilson interval, first-token accuracy and n of a list of predictions."""
     n = len(preds)
     hits = sum(bool(p["exact"]) for p in preds)
-    res = {"exact_match": hits / n if n else 0.0, "exact_match_ci": wilson(hits, n),
-           "first_token": float(np.mean([p["first_token_ok"] for p in preds])) if n else 0.0, "n": n, "per_key": {}}
+    return {"exact_match": hits / n if n else 0.0, "exact_match_ci": wilson(hits, n),
+            "first_token": float(np.mean([p["first_token_ok"] for p in preds])) if n else 0.0, "n": n}
+
+
+def score(preds: list[dict], keys: list[str] | None = None) -> dict:
+    """Exact match (with its 95% Wilson interval), first-token accuracy, and both per key."""
+    res = {**_rates(preds), "per_key": {}}
     if keys:
         for k in dict.fromkeys(keys):
-            sel = [p for p, kk in zip(preds, keys) if kk == k]
-            kh = sum(bool(p["exact"]) for p in sel)
-            res["per_key"][k] = {"exact_match": kh / len(sel), "exact_match_ci": wilson(kh, len(sel)),
-                                 "first_token": float(np.mean([p["first_token_ok"] for p in sel])), "n": len(sel)}
+            res["per_key"][k] = _rates([p for p, kk in zip(preds, keys) if kk == k])
     pos = sum(p["context_positions"] for p in preds)
     res["compression"] = (sum(p["context_tokens"] for p in preds) / pos) if pos else None
     return res

@@ -141,9 +141,9 @@ def distractors(n: int, rng: random.Random) -> list[str]:
     return out
 
 
-def persona_sentences(p: Persona, rng: random.Random) -> list[str]:
-    """One sentence per fact key, the name sentence first, the others shuffled."""
-    facts = {k: rng.choice(TEMPLATES[k]).format(first=p.first, last=p.last, profession=p.profession,
+def persona_sentences(p: Persona, rng: random.Random, templates: dict = TEMPLATES) -> list[str]:
+    """One sentence per fact key from `templates`, the name sentence first, the others shuffled."""
+    facts = {k: rng.choice(templates[k]).format(first=p.first, last=p.last, profession=p.profession,
                                                   employer=p.employer, city=p.city, country=p.country)
              for k in KEYS}
     rest = [facts[k] for k in KEYS[1:]]
@@ -239,13 +239,7 @@ def generate_ood(kind: str, n: int = 50, *, seed: int = 0) -> list[QA]:
         if new_words:
             p = Persona(rng.choice(OOD_FIRST), rng.choice(OOD_LAST),
                         *(rng.choice(OOD_VALUES[k]) for k in ("profession", "employer", "city", "country")))
-        templates = OOD_TEMPLATES if new_phrasing else TEMPLATES
-        facts = {k: rng.choice(templates[k]).format(first=p.first, last=p.last, profession=p.profession,
-                                                     employer=p.employer, city=p.city, country=p.country)
-                 for k in KEYS}
-        rest = [facts[k] for k in KEYS[1:]]
-        rng.shuffle(rest)
-        sents = [facts["name"]] + rest
+        sents = persona_sentences(p, rng, OOD_TEMPLATES if new_phrasing else TEMPLATES)
         for d in distractors(rng.randint(0, 2), rng):
             sents.insert(rng.randint(1, len(sents)), d)
         key = KEYS[i % len(KEYS)]

@@ -17,12 +17,12 @@ import time
 
 def fact_rows(pairs):
     from analysis.personas import KEYS
+    from analysis.training.compression import fact_sentence
 
     sents, keys, values = [], [], []
     for p, ctx in pairs:
         for key in KEYS:
-            s = next(s for s in ctx if p.value(key) in s and p.first in s)
-            sents.append(s)
+            sents.append(fact_sentence(p, ctx, key))
             keys.append(key)
             values.append(f"{key}:{p.value(key) if key != 'name' else p.first}")
     return sents, keys, values

@@ -82,14 +82,12 @@ def sentence_targets(system, personas) -> tuple[list[str], "np.ndarray"]:
     table = system.causal.get_input_embeddings().weight.detach()
     seen, sents, targets = set(), [], []
     for p, ctx in personas:
+        values = {fact_sentence(p, ctx, k): p.value(k) for k in KEYS}
         for s in ctx:
             if s in seen:
                 continue
             seen.add(s)
-            key = next((k for k in KEYS[1:] if p.first in s and p.value(k) in s), None)
-            if key is None and p.full_name in s:
-                key = "name"
-            text = " " + (p.value(key) if key else s)
+            text = " " + values.get(s, s)
             ids = torch.tensor(system.backbone.tokenizer(text, add_special_tokens=False)["input_ids"])
             sents.append(s)
             targets.append(table[ids].float().mean(0).numpy())
