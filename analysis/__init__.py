@@ -30,15 +30,15 @@ def code_version() -> str:
     return f"{__version__}+{h.hexdigest()[:16]}"
 
 
-from analysis.errors import TruncationWarning, UserError  # noqa: E402
+from analysis.core.errors import TruncationWarning, UserError  # noqa: E402
 
 __all__ = ["__version__", "code_version", "UserError", "TruncationWarning", "load_backbone", "get_method",
            "list_methods"]
 
 
-def __getattr__(name):  # lazy: importing analysis.corpora should not pay for torch
+def __getattr__(name):  # lazy: importing analysis.data.corpora should not pay for torch
     if name == "load_backbone":
-        from analysis.backbone import load_backbone
+        from analysis.models.backbone import load_backbone
 
         return load_backbone
     if name in ("get_method", "list_methods"):

@@ -1,83 +1,9 @@
-"""Command line: `python -m analysis <command> ...` (installed: `embedscope <command> ...`). Each module in
-analysis/commands/ is one command (it defines HELP, add_arguments(parser) and run(args)); output is one line of
-strict JSON on stdout (NaN and infinities written as null), errors one sentence on stderr with exit code 2.
-Every command takes --no-budgets to lift the per-request limits of `analysis.budgets` (the app never does)."""
+"""`python -m analysis ...` runs the command line (the `cli` package; installed as `embedscope`). The library
+itself never imports the command line, which may use the cache."""
 
-from __future__ import annotations
-
-import argparse
-import contextlib
-import importlib
-import json
-import math
-import os
-import pkgutil
 import sys
-import warnings
 
-from analysis import budgets, commands
-from analysis.errors import UserError
-
-
-def main(argv=None) -> int:
-    prog = "embedscope" if os.path.basename(sys.argv[0]) == "embedscope" else "python -m analysis"
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    runners = {}
-    for mod in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if mod.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"analysis.commands.{mod.name}")
-        name = getattr(module, "NAME", mod.name.replace("_", "-"))
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        module.add_arguments(p)
-        p.add_argument("--no-budgets", action="store_true",
-                       help="lift the per-request limits the app enforces (attention tokens, grid cells, bootstrap "
-                            "replicates, ...; see analysis/budgets.py): for a machine of your own")
-        runners[name] = module.run
-    args = parser.parse_args(argv)
-    shown, warnings.showwarning = warnings.showwarning, _warning_line  # one sentence per warning, like errors
-    try:
-        with budgets.lifted() if args.no_budgets else contextlib.nullcontext():
-            result = runners[args.command](args)
-        text = None if result is None else to_json(result)
-    except UserError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    finally:
-        warnings.showwarning = shown
-    if text is not None:
-        print(text)
-    return 0
-
-
-def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"warning: {message}", file=sys.stderr if file is None else file)
-
-
-def to_json(obj) -> str:
-    """One line of strict JSON: NaN and infinities become null (bare NaN is not JSON), arrays become lists.
-    The one place command output is serialised, so no command needs its own NaN handling."""
-    return json.dumps(_finite(obj), allow_nan=False)
-
-
-def _finite(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, (str, int, bool)) or obj is None:
-        return obj
-    if hasattr(obj, "tolist"):  # numpy arrays and scalars (a numpy float becomes a Python float, then checked)
-        return _finite(obj.tolist())
-    if hasattr(obj, "__dataclass_fields__"):
-        import dataclasses
-
-        return _finite(dataclasses.asdict(obj))
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
+from cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

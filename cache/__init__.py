@@ -28,7 +28,7 @@ _default: Store | None = None
 
 
 def default_store() -> Store:
-    """The process-wide store for the default root (`analysis.paths.cache_root()`)."""
+    """The process-wide store for the default root (`analysis.core.paths.cache_root()`)."""
     global _default
     fresh = Store()
     if _default is None or _default.root != fresh.root:  # the env var changed (tests, a second project)
@@ -43,7 +43,7 @@ def auto_window(store: Store, backbone, method, progress=None, *, compute: bool 
     method. A stored record whose selection differs from what the rules pick from its own trajectory (damaged or
     hand-edited) is removed and recomputed. With compute=False, None when it has not been computed yet.
     """
-    from analysis import intrinsic_dim as idm
+    from analysis.inspect import intrinsic_dim as idm
 
     prompt = method.prompt_only()
     L = backbone.facts.n_layers

@@ -62,12 +62,12 @@ def digest(*objects) -> str:
 
 
 def pairs_digest(pairs) -> str:
-    """Content hash of an `analysis.corpora.Pairs` (left, right, scores)."""
+    """Content hash of an `analysis.data.corpora.Pairs` (left, right, scores)."""
     return digest(pairs.left, pairs.right, np.asarray(pairs.scores))
 
 
 def task_digest(task) -> str:
-    """Content hash of an `analysis.tasks.Task`'s data."""
+    """Content hash of an `analysis.eval.tasks.Task`'s data."""
     d = task.data
     if task.kind == "sts":
         content = [d.left, d.right, np.asarray(d.scores)]

@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.paths import cache_root
+from analysis.core.paths import cache_root
 from cache.keys import jsonable, make_key
 
 DATA, META = "data.npz", "meta.json"
-MODELS = "models"  # converted model weights (analysis.backbone): slow to rebuild, only cleared on request
+MODELS = "models"  # converted model weights (analysis.models.backbone): slow to rebuild, only cleared on request
 STALE_SECONDS = 3600  # a hidden temp dir younger than this may belong to a writer that is still running
 _KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{1,127}")  # no dots or slashes: a key can never leave root
 _NS_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")

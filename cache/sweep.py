@@ -5,7 +5,7 @@ page has always used), as soon as the cell is done, whichever executor computed 
 where it stopped, locally or on Ray. The prompt-only reference comes free with the sweep's prompt-only pass and
 is stored under its own method's key.
 
-    run = cached_sweep(default_store(), backbone, pairs, explorer.grid(30, range(1, 30, 4), [4], [1.0]))
+    run = cached_sweep(default_store(), backbone, pairs, windows.grid(30, range(1, 30, 4), [4], [1.0]))
     run.scores[cell], run.prompt_only, run.computed, run.cached
 """
 
@@ -42,13 +42,14 @@ def cached_sweep(store, backbone, pairs, cells, *, base: dict | None = None, exe
     Args:
         store: a `cache.Store`, or None to compute everything and store nothing.
         base: KV-Embedding parameters shared by every cell (prompt, pooling, ...).
-        executor: "local" (this process) or "ray" (`analysis.sweep_ray`; `address` and `model` go there,
+        executor: "local" (this process) or "ray" (`analysis.sweep.ray_executor`; `address` and `model` go there,
             `model` defaulting to the backbone's name).
         progress: progress(done, total, info) after every cell, cached ones included; info has "cell" (label),
             "spearman", "cached", "seconds" and "eta_seconds" (None until one cell was computed).
     """
-    from analysis import explorer, sweep
-    from analysis.errors import UserError
+    from analysis.sweep import windows
+    from analysis.sweep import runner
+    from analysis.core.errors import UserError
     from analysis.methods import get_method
 
     began = time.perf_counter()
@@ -75,7 +76,7 @@ def cached_sweep(store, backbone, pairs, cells, *, base: dict | None = None, exe
     run.prompt_only = lookup(reference)
     todo = []
     for cell in cells:
-        rho = lookup(explorer.cell_method(cell, L, **base))
+        rho = lookup(windows.cell_method(cell, L, **base))
         if rho is None:
             todo.append(cell)
         else:
@@ -88,10 +89,10 @@ def cached_sweep(store, backbone, pairs, cells, *, base: dict | None = None, exe
         run.seconds = time.perf_counter() - began
         return run
 
-    total_cost = sweep.cost(todo, L)  # prompt-only forwards still to do; the ETA scales the measured rate
-    from analysis import budgets
+    total_cost = runner.cost(todo, L)  # prompt-only forwards still to do; the ETA scales the measured rate
+    from analysis.core import budgets
 
-    budgets.check("sweep_text_forwards", sweep.text_passes(todo, L, pairs),
+    budgets.check("sweep_text_forwards", runner.text_passes(todo, L, pairs),
                   f"the work of this sweep in text forwards ({total_cost:.1f} prompt-only passes over every text "
                   "still to do; choose fewer pairs or cells)")
     run.floor = total_cost
@@ -114,23 +115,23 @@ def cached_sweep(store, backbone, pairs, cells, *, base: dict | None = None, exe
         run.scores[result.cell] = result.spearman
         run.computed += 1
         spent["cost"] += (L - result.cell.start) / L
-        save(explorer.cell_method(result.cell, L, **base), result.spearman, result.seconds)
+        save(windows.cell_method(result.cell, L, **base), result.spearman, result.seconds)
         if progress is not None:
             progress(run.cached + run.computed, len(cells), {
                 "cell": result.cell.label(), "spearman": result.spearman, "cached": False,
                 "seconds": result.seconds, "eta_seconds": eta()})
 
     options = {"base": base, "batch_size": batch_size,
-               "memory_mb": sweep.MEMORY_MB if memory_mb is None else memory_mb}
+               "memory_mb": runner.MEMORY_MB if memory_mb is None else memory_mb}
     if executor not in ("local", "ray"):
         raise UserError(f"Unknown executor {executor!r}: use local or ray.")
     if executor == "local" or not todo:  # the prompt-only reference alone is one local pass
-        sweep.score_local(backbone, pairs, todo, on_prefix=on_prefix, on_cell=on_cell, should_stop=should_stop,
+        runner.score_local(backbone, pairs, todo, on_prefix=on_prefix, on_cell=on_cell, should_stop=should_stop,
                           **options)
     else:
-        from analysis.sweep_ray import score_ray
+        from analysis.sweep.ray_executor import score_ray
 
-        sweep.pair_scorer(pairs)  # bad pairs fail here, in one sentence, before a cluster starts
+        runner.pair_scorer(pairs)  # bad pairs fail here, in one sentence, before a cluster starts
         score_ray(model if model is not None else backbone.facts.name, backbone.identity, pairs, todo,
                   address=address, on_prefix=on_prefix, on_cell=on_cell, **options)
     run.seconds = time.perf_counter() - began

@@ -12,12 +12,12 @@ from plotly.subplots import make_subplots
 
 import cache
 import ui
-from analysis import explorer
-from analysis.backbone import BUILTIN, DEFAULT_NAME
-from analysis.corpora import shared_stsb
-from analysis.intrinsic_dim import AUTO_DESCRIPTION
+from analysis.sweep import windows
+from analysis.models.backbone import BUILTIN, DEFAULT_NAME
+from analysis.data.corpora import shared_stsb
+from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method, list_methods
-from analysis.tasks import BENCH_NAMESPACE, load_task, score_from_record
+from analysis.eval.tasks import BENCH_NAMESPACE, load_task, score_from_record
 from cache.keys import bench_parts, sts_score_parts
 from ui.model import load_named, title_of
 
@@ -38,8 +38,8 @@ def bench_row(bb, method, task) -> dict:
 def explorer_cells(bb, pairs) -> pd.DataFrame:
     """The Layer explorer page's default grid for this model, with the Spearman of every cached cell."""
     L, rows = bb.facts.n_layers, []
-    for c in explorer.grid(L, range(1, L, 3), [explorer.paper_width(L)], [1.0]):
-        m = explorer.cell_method(c, L, prompt="document", pooling="hybrid")
+    for c in windows.grid(L, range(1, L, 3), [windows.paper_width(L)], [1.0]):
+        m = windows.cell_method(c, L, prompt="document", pooling="hybrid")
         entry = ui.store().get(cache.make_key(sts_score_parts(bb, pairs, m)), "kv_explorer")
         if entry is not None:
             rows.append({"start": c.start, "depth": c.start / L, "spearman": float(entry.arrays["spearman"][0])})

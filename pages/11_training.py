@@ -12,9 +12,9 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import ui
-from analysis.corpora import shared_stsb
+from analysis.data.corpora import shared_stsb
 from analysis.methods.causal2vec import shipped_folder
-from analysis.training.artefacts import read_manifest
+from analysis.weights.artefacts import read_manifest
 from analysis.training.causal2vec import live_folder, live_run, manifest_curves
 
 

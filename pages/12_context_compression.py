@@ -13,10 +13,10 @@ import streamlit as st
 
 import cache
 import ui
-from analysis import personas
-from analysis.compression import (SCALING_SIZES, TABLE_MODES, CompressionSystem, default_artefact, score,
+from analysis.data import personas
+from analysis.compression.system import (SCALING_SIZES, TABLE_MODES, CompressionSystem, default_artefact, score,
                                   split_mode, split_sentences)
-from analysis.training.artefacts import artefact_digest
+from analysis.weights.artefacts import artefact_digest
 
 MODE_LABELS = {"sentence": "per-sentence pools", "sentence+ids": "per-sentence pools + identifier tokens",
                "paragraph": "one paragraph pool", "text": "full text", "none": "no context"}

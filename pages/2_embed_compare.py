@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from analysis import budgets
+from analysis.core import budgets
 
 
 def heatmap(sim: np.ndarray, texts: list[str], title: str) -> go.Figure:

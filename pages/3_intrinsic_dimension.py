@@ -11,8 +11,8 @@ import streamlit as st
 
 import cache
 import ui
-from analysis import datasets
-from analysis import intrinsic_dim as idm
+from analysis.data import datasets
+from analysis.inspect import intrinsic_dim as idm
 from cache.keys import trajectory_parts
 
 RULES = ("**Rules** (KV-Embedding): a *clear U-shape* (exactly one interior minimum rising by at least "

@@ -11,8 +11,8 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import ui
-from analysis import budgets
-from analysis.attention import contextual_mass, prefix_mass_summary, word_attention
+from analysis.core import budgets
+from analysis.inspect.attention import contextual_mass, prefix_mass_summary, word_attention
 from analysis.methods import list_methods
 from analysis.methods.causal2vec import shipped_fits
 

@@ -14,8 +14,10 @@ from plotly.subplots import make_subplots
 
 import cache
 import ui
-from analysis import budgets, explorer, sweep
-from analysis.intrinsic_dim import AUTO_DESCRIPTION
+from analysis.core import budgets
+from analysis.sweep import windows
+from analysis.sweep import runner
+from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method
 from cache.keys import sts_score_parts
 from cache.sweep import cached_sweep
@@ -28,7 +30,7 @@ def score(method, pairs, label: str) -> float:
     backbone = ui.get_backbone()
 
     def compute(progress):
-        rho = explorer.spearman_of(backbone, method, pairs, progress)
+        rho = windows.spearman_of(backbone, method, pairs, progress)
         return {"spearman": np.array([rho])}, {}
 
     arrays, _ = ui.cached(NS, sts_score_parts(backbone, pairs, method), compute, label, quiet=True)
@@ -86,16 +88,16 @@ with ui.user_errors():
     with col_s:
         lo, hi = st.slider("Window starts (decoder layers)", 0, L - 1, (1, L - 1), key="explorer_starts")
         step = st.number_input("Every k-th start", 1, L, 3, key="explorer_step")
-        widths = st.multiselect("Widths (layers)", list(range(1, 11)), default=[explorer.paper_width(L)],
+        widths = st.multiselect("Widths (layers)", list(range(1, 11)), default=[windows.paper_width(L)],
                                 key="explorer_widths", help=f"The paper's window has ⌊0.1·L⌋+1 = "
-                                                             f"{explorer.paper_width(L)} layers.")
+                                                             f"{windows.paper_width(L)} layers.")
         biases = st.multiselect("Biases", BIASES, default=[1.0], key="explorer_biases")
         rot = st.multiselect("Prefix key position", ["literal", "re-rotated to 0"], default=["literal"],
                              key="explorer_rot")
     base = {"prompt": prompt, "pooling": pooling}
-    cells = explorer.grid(L, range(lo, hi + 1, int(step)), widths, biases,
+    cells = windows.grid(L, range(lo, hi + 1, int(step)), widths, biases,
                           [r != "literal" for r in rot] or [False])
-    methods = [explorer.cell_method(c, L, **base) for c in cells]
+    methods = [windows.cell_method(c, L, **base) for c in cells]
 
     auto = get_method("kv_embedding", **base)
     found = cache.auto_window(ui.store(), backbone, auto, compute=False)
@@ -116,7 +118,7 @@ with ui.user_errors():
                f"{AUTO_DESCRIPTION}.")
 
     done = {i: v for i, m in enumerate(methods) if (v := lookup(m, pairs)) is not None}
-    passes = sweep.text_passes([c for i, c in enumerate(cells) if i not in done], L, pairs)
+    passes = runner.text_passes([c for i, c in enumerate(cells) if i not in done], L, pairs)
     st.write(f"{len(cells)} cell(s), {len(done)} already computed; the rest costs about {passes:,} prompt-only text "
              f"passes (at most {budgets.limit('sweep_text_forwards'):,} per run).")
     c1, c2 = st.columns(2)
@@ -128,7 +130,7 @@ with ui.user_errors():
     refs_methods = {"prompt only": get_method("kv_embedding", layers="none", **base),
                     "PromptEOL": get_method("prompteol")}
     id_method = get_method("kv_embedding", layers=",".join(map(str, sel.layers)), **base)
-    id_cell = explorer.Cell(sel.start, len(sel.layers), 1.0) if sel.layers else None  # same key as id_method
+    id_cell = windows.Cell(sel.start, len(sel.layers), 1.0) if sel.layers else None  # same key as id_method
     if st.session_state.get("explorer_running"):
         st.session_state["explorer_running"] = False  # a refused or failed run must not restart on every rerun
         score(refs_methods["PromptEOL"], pairs, "PromptEOL: Spearman")
@@ -150,7 +152,7 @@ with ui.user_errors():
     rows = [{**asdict(c), "layers": ",".join(map(str, c.layers(L))), "spearman": done[i]}
             for i, c in enumerate(cells) if i in done]
     ui.show_figure(figure(ids, sel, rows, refs, id_score, L), pd.DataFrame(rows), "layer_sweep")
-    result = explorer.summary(rows, L, sel.layers, id_score, refs)
+    result = windows.summary(rows, L, sel.layers, id_score, refs)
     if result["best"] is not None:
         b = result["best"]
         lines = [f"**Best cell**: decoder layers {b['layers'][0]}–{b['layers'][-1]}, bias {b['bias']:g}"

@@ -11,8 +11,8 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import ui
-from analysis import budgets
-from analysis import sensitivity as S
+from analysis.core import budgets
+from analysis.inspect import sensitivity as S
 
 OFFERED = ("mean", "htp", "kv_embedding", "token_prepending")
 READOUT_NAMES = {"last": "last-token readout", "mean": "mean readout"}

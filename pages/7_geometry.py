@@ -14,7 +14,7 @@ import streamlit as st
 
 import cache
 import ui
-from analysis import geometry
+from analysis.inspect import geometry
 from cache.keys import digest
 
 VIEWS = {"plane": "Alignment & uniformity", "layers": "Anisotropy by layer", "maps": "Maps (UMAP / PCA)"}

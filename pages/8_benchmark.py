@@ -10,10 +10,11 @@ import streamlit as st
 
 import cache
 import ui
-from analysis import budgets, datasets
-from analysis.errors import UserError
-from analysis.files import load_beir, read_sts, read_texts
-from analysis.tasks import BENCH_NAMESPACE, KIND_OF, Task, run_task, score_from_record, score_record
+from analysis.core import budgets
+from analysis.data import datasets
+from analysis.core.errors import UserError
+from analysis.data.files import load_beir, read_sts, read_texts
+from analysis.eval.tasks import BENCH_NAMESPACE, KIND_OF, Task, run_task, score_from_record, score_record
 from cache.keys import bench_parts
 
 KIND_NAMES = {"sts": "STS", "probe": "probe"}

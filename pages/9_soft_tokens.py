@@ -10,9 +10,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from analysis import datasets
+from analysis.data import datasets
 from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
-from analysis.soft_tokens import (SCALING_KS, adapter_variants, generate_soft_tokens, scaling_curve, steps_frame,
+from analysis.inspect.generation import (SCALING_KS, adapter_variants, generate_soft_tokens, scaling_curve, steps_frame,
                                   token_heatmap, training_log)
 
 EMOTION = "Which emotion does this text express?"
@@ -77,7 +77,7 @@ with ui.user_errors():
     choice = st.radio("Model", list(choices), format_func=choices.get, horizontal=True, key="soft_adapter_choice")
     adapter = choice
     if choice == "folder":
-        from analysis.adapters import adapter_spec, load_adapter
+        from analysis.weights.adapters import adapter_spec, load_adapter
 
         adapter = st.text_input("LoRA adapter folder", key="soft_adapter",
                                 help="A folder saved by peft (adapter_config.json + adapter_model.safetensors) or "
@@ -189,7 +189,7 @@ with ui.user_errors():
 
     # ---- training log --------------------------------------------------------------------------------------
     if choice != "none":
-        from analysis.adapters import adapter_folder, shipped_folder
+        from analysis.weights.adapters import adapter_folder, shipped_folder
 
         folder = shipped_folder(backbone.facts) if choice == "shipped" else adapter_folder(adapter)
         if (folder / "manifest.json").is_file():
@@ -244,7 +244,7 @@ with ui.user_errors():
     for label in chosen_variants:
         params = dict(instruction=chosen, temperature=float(temperature), top_k=int(top_k), mode=mode,
                       adapter=options[label])
-        from analysis.adapters import adapter_spec
+        from analysis.weights.adapters import adapter_spec
 
         parts = {"pairs": pairs.name, "left": pairs.left, "right": pairs.right,
                  "scores": [float(x) for x in pairs.scores], "ks": sorted({0, *ks}),

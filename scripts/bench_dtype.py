@@ -28,9 +28,9 @@ def main(argv=None) -> dict:
     import torch
 
     from analysis import get_method, load_backbone
-    from analysis.corpora import shared_stsb
-    from analysis.files import read_sts
-    from analysis.sts import sts_spearman
+    from analysis.data.corpora import shared_stsb
+    from analysis.data.files import read_sts
+    from analysis.eval.sts import sts_spearman
 
     path = shared_stsb("dev")
     if path is None:

@@ -29,9 +29,9 @@ def main(argv=None) -> dict:
     import torch
 
     from analysis import load_backbone
-    from analysis.corpora import demo_texts, shared_stsb
-    from analysis.datasets import texts_of
-    from analysis.forward import run
+    from analysis.data.corpora import demo_texts, shared_stsb
+    from analysis.data.datasets import texts_of
+    from analysis.core.forward import run
     from analysis.methods import get_method
     from analysis.methods.kv_embedding import KVEmbedding
 

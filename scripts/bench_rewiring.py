@@ -21,9 +21,10 @@ import time
 
 import torch
 
-from analysis import load_backbone, sensitivity
-from analysis.corpora import demo_texts, lee_documents, shared_stsb
-from analysis.datasets import stsb_pairs
+from analysis import load_backbone
+from analysis.inspect import sensitivity
+from analysis.data.corpora import demo_texts, lee_documents, shared_stsb
+from analysis.data.datasets import stsb_pairs
 from analysis.methods import get_method
 
 

@@ -5,7 +5,7 @@
 On the first N STS-B dev pairs with the default model: F = one prompt-only forward over the pairs' texts (timed
 before and after, the mean is used); floor of a grid = F x (1 + sum over cells of (L - s) / L). Grids: 16 cells
 (windows of 4 starting at 1, 5, ..., 29; b in {1, 16}: the README's earlier sweep) and 64 cells (the same starts,
-b in {0, 1, 3, 16}, rerotate off and on). The old loop (`explorer.sweep` with a full `encode` per cell, no
+b in {0, 1, 3, 16}, rerotate off and on). The old loop (`windows.sweep` with a full `encode` per cell, no
 cache) runs on the 16-cell grid, and its Spearman values must equal the new ones. Prints one JSON line.
 """
 
@@ -32,18 +32,19 @@ def main(argv=None) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from analysis import explorer, load_backbone
-    from analysis.datasets import pairs_of
+    from analysis import load_backbone
+    from analysis.sweep import windows
+    from analysis.data.datasets import pairs_of
     from analysis.methods import get_method
-    from analysis.sweep import cost, pair_scorer, score_local
+    from analysis.sweep.runner import cost, pair_scorer, score_local
 
     bb = load_backbone()
     L = bb.facts.n_layers
     pairs = pairs_of("stsb-dev", args.limit)
     texts, _ = pair_scorer(pairs)
     starts = range(1, L, 4)
-    grids = {"16 cells": explorer.grid(L, starts, [4], [1.0, 16.0]),
-             "64 cells": explorer.grid(L, starts, [4], [0.0, 1.0, 3.0, 16.0], [False, True])}
+    grids = {"16 cells": windows.grid(L, starts, [4], [1.0, 16.0]),
+             "64 cells": windows.grid(L, starts, [4], [0.0, 1.0, 3.0, 16.0], [False, True])}
     log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
 
     def forward_seconds() -> float:
@@ -82,7 +83,7 @@ def main(argv=None) -> dict:
     if not args.skip_old:  # right after the new 16-cell run, so both see the same machine
         cells = grids["16 cells"]
         began = time.perf_counter()
-        old = explorer.sweep(cells, lambda c: explorer.spearman_of(bb, explorer.cell_method(c, L), pairs))
+        old = windows.sweep(cells, lambda c: windows.spearman_of(bb, windows.cell_method(c, L), pairs))
         wall = time.perf_counter() - began
         diff = max(abs(r["spearman"] - new["16 cells"][c]) for r, c in zip(old, cells))
         out["old loop, 16 cells"] = {"measured_seconds": wall, "max_abs_spearman_difference": diff}

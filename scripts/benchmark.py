@@ -47,7 +47,7 @@ def main(argv=None) -> dict:
 
     from analysis import UserError, load_backbone
     from analysis.methods import get_method, list_methods, method_class
-    from analysis.timing import interleaved_medians
+    from analysis.core.timing import interleaved_medians
 
     hf_logging.disable_progress_bar()
     try:
@@ -142,7 +142,7 @@ def vanilla_forward(bb, texts, batch_size):
     import numpy as np
     import torch
 
-    from analysis.tokens import batches_by_length
+    from analysis.core.tokens import batches_by_length
 
     tok = bb.tokenizer
     lengths = [len(ids) for ids in tok(texts)["input_ids"]]
@@ -156,8 +156,8 @@ def vanilla_forward(bb, texts, batch_size):
 
 
 def bench_texts(n: int) -> tuple[list[str], str]:
-    from analysis.corpora import demo_texts, lee_documents, shared_stsb
-    from analysis.datasets import texts_of
+    from analysis.data.corpora import demo_texts, lee_documents, shared_stsb
+    from analysis.data.datasets import texts_of
 
     if shared_stsb("dev") is not None:
         sentences = texts_of("stsb-dev").texts

@@ -1,5 +1,5 @@
 """Causal2Vec on STS-B dev: every readout of the shipped and the untrained bridge, the direct-concatenation
-control, the encoder alone and the decoder baselines, each with a bootstrap 95% interval (analysis.metrics.sts,
+control, the encoder alone and the decoder baselines, each with a bootstrap 95% interval (analysis.eval.metrics.sts,
 the bench machinery), and the inference cost of Causal2Vec as a ratio to the vanilla forward in the same run.
 
     python scripts/causal2vec_results.py [--limit N] [--baselines prompteol,last] [--speed-n 256] [--json]
@@ -25,7 +25,7 @@ def readouts_one_pass(bb, method, texts, batch_size=32):
     import torch
 
     from analysis.methods.causal2vec import readout_at
-    from analysis.tokens import batches_by_length
+    from analysis.core.tokens import batches_by_length
 
     runner = method.load(bb)[1]
     L = bb.facts.n_layers
@@ -57,9 +57,9 @@ def main(argv=None):
     from transformers.utils import logging as hf_logging
 
     from analysis import get_method, load_backbone
-    from analysis.corpora import shared_stsb
-    from analysis.files import read_sts
-    from analysis.metrics import pair_rows, sts
+    from analysis.data.corpora import shared_stsb
+    from analysis.data.files import read_sts
+    from analysis.eval.metrics import pair_rows, sts
 
     hf_logging.disable_progress_bar()
     path = shared_stsb("dev")
@@ -94,7 +94,7 @@ def main(argv=None):
     if args.speed_n:
         result["speed"] = speed(bb, texts[: args.speed_n], args.repeats)
     if args.speed_long:
-        from analysis.corpora import lee_documents
+        from analysis.data.corpora import lee_documents
 
         result["speed_long"] = speed(bb, lee_documents().texts[: args.speed_long], args.repeats)
     if args.json:

@@ -16,7 +16,7 @@ import time
 
 
 def fact_rows(pairs):
-    from analysis.personas import KEYS
+    from analysis.data.personas import KEYS
     from analysis.training.compression import fact_sentence
 
     sents, keys, values = [], [], []
@@ -36,8 +36,8 @@ def main() -> None:
 
     from sklearn.linear_model import LogisticRegression
 
-    from analysis import personas as P
-    from analysis.compression import encode_sentences
+    from analysis.data import personas as P
+    from analysis.compression.system import encode_sentences
 
     t = time.perf_counter()
     rng = random.Random("train-personas:0")  # the trainer's personas

@@ -31,9 +31,9 @@ def main() -> None:
 
     import torch
 
-    from analysis import personas
-    from analysis.backbone import load_backbone
-    from analysis.compression import TABLE_MODES, CompressionSystem, score, split_mode
+    from analysis.data import personas
+    from analysis.models.backbone import load_backbone
+    from analysis.compression.system import TABLE_MODES, CompressionSystem, score, split_mode
     from cache import cached_compress_predict, default_store
 
     torch.set_num_threads(2)

@@ -3,7 +3,7 @@
 Not a test: it takes minutes and measures this machine. Each page runs in a fresh process (AppTest, the real
 default model, an empty temporary cache whose models/ links to the converted model), so one page's peak cannot
 hide in another's. "Above the model" is the process's peak resident memory minus its resident memory right after
-the model was loaded; the budgets in analysis/budgets.py aim to keep it under about 2 GiB.
+the model was loaded; the budgets in analysis/core/budgets.py aim to keep it under about 2 GiB.
 
     python scripts/stress_pages.py                                     # every page, a Markdown table at the end
     python scripts/stress_pages.py --pages attention,sensitivity       # some pages
@@ -35,7 +35,7 @@ def _words(n: int) -> str:
 
 def _scenario(name: str):
     """(page file, session state, extra actions, note) for one page."""
-    from analysis import budgets
+    from analysis.core import budgets
 
     b = budgets.APP
     if name == "home":
@@ -134,7 +134,7 @@ def main() -> None:
         return
     rows = []
     with tempfile.TemporaryDirectory(prefix="stress-cache-") as root:
-        from analysis.paths import cache_root
+        from analysis.core.paths import cache_root
 
         (Path(root) / "models").symlink_to(cache_root() / "models", target_is_directory=True)
         env = {**os.environ, "EMBEDSCOPE_CACHE": root}

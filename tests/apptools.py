@@ -13,7 +13,7 @@ import pytest
 def isolated_cache(tmp_path_factory, shared=("models",)):
     """A fresh EMBEDSCOPE_CACHE for one test module. The `shared` sub-stores are symlinks to the real ones, so the
     converted default model (a ~30 s GGUF conversion) is made at most once and never per test run."""
-    from analysis.paths import cache_root
+    from analysis.core.paths import cache_root
 
     root = tmp_path_factory.mktemp("embedscope_cache")
     for name in shared:

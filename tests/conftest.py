@@ -8,7 +8,7 @@ os.environ.setdefault("MKL_DYNAMIC", "FALSE")
 
 import pytest  # noqa: E402
 
-from analysis.tiny import ARCHITECTURES, tiny_backbone  # noqa: E402
+from analysis.models.tiny import ARCHITECTURES, tiny_backbone  # noqa: E402
 
 # Tests write their own cache entries (and the converted default model) under the project's cache, unless
 # the caller points EMBEDSCOPE_CACHE elsewhere; tests that need isolation use tmp_path explicitly.
@@ -46,7 +46,7 @@ def real():
 
 
 def stsb_dev_or_skip():
-    from analysis.corpora import shared_stsb
+    from analysis.data.corpora import shared_stsb
 
     path = shared_stsb("dev")
     if path is None:

@@ -185,7 +185,7 @@ def test_unknown_model_id_is_a_clear_error():
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory):
     """A tiny random Llama saved as a local model folder, with a 128-token limit."""
-    from analysis.tiny import tiny_backbone
+    from analysis.models.tiny import tiny_backbone
 
     bb = tiny_backbone("llama", max_length=128)
     folder = tmp_path_factory.mktemp("tiny_llama")
@@ -315,9 +315,9 @@ def test_compare_models_reads_the_methods_table_from_the_cache():
     `last` on the same model (known values written into this module's private cache)."""
     import cache
     from analysis import load_backbone
-    from analysis.corpora import shared_stsb
+    from analysis.data.corpora import shared_stsb
     from analysis.methods import get_method
-    from analysis.tasks import BENCH_NAMESPACE, load_task
+    from analysis.eval.tasks import BENCH_NAMESPACE, load_task
     from cache.keys import bench_parts
 
     if shared_stsb("dev") is None:

@@ -46,7 +46,7 @@ def server(tmp_path_factory):
 
 @contextlib.contextmanager
 def _running_app(root: Path):
-    from analysis.paths import cache_root
+    from analysis.core.paths import cache_root
 
     real_models = cache_root() / "models"
     real_models.mkdir(parents=True, exist_ok=True)

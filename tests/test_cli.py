@@ -1,4 +1,4 @@
-"""`python -m analysis embed|sts`, run in-process through `analysis.__main__.main`, plus the `sts_spearman`
+"""`python -m analysis embed|sts`, run in-process through `cli.main`, plus the `sts_spearman`
 helper on hand-made embeddings. Successful runs use the real default model on a handful of texts; each
 test gets its own compute cache (the converted model is linked in, not rebuilt)."""
 
@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.__main__ import main
-from analysis.corpora import Pairs
-from analysis.files import read_sts
-from analysis.paths import cache_root
-from analysis.errors import UserError
+from cli import main
+from analysis.data.corpora import Pairs
+from analysis.data.files import read_sts
+from analysis.core.paths import cache_root
+from analysis.core.errors import UserError
 from analysis.methods import get_method
-from analysis.sts import sts_spearman
-from analysis.tiny import tiny_backbone
+from analysis.eval.sts import sts_spearman
+from analysis.models.tiny import tiny_backbone
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -228,7 +228,7 @@ def test_stsb_file_is_accepted_by_id_embed_and_geometry(cache_dir, tiny_folder, 
 
 
 def test_real_stsb_dev_file_is_accepted_by_id(cache_dir, tiny_folder, capsys):
-    from analysis.corpora import shared_stsb
+    from analysis.data.corpora import shared_stsb
 
     path = shared_stsb("dev")
     if path is None:
@@ -243,7 +243,7 @@ def test_no_cache_and_an_unwritable_cache_folder_never_crash(tiny_folder, tmp_pa
     """KV-Embedding's layers=auto computes its window (a cache entry) before embedding: with --no-cache it is
     computed in memory, and with a cache folder that cannot be written it is computed but not stored, with one
     warning line."""
-    import analysis.intrinsic_dim as idm
+    import analysis.inspect.intrinsic_dim as idm
 
     blocker = tmp_path / "blocker"
     blocker.write_text("a file where the cache folder's parent should be")

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from analysis import personas as P
-from analysis.compression import CompressionSystem, normalise_answer
-from analysis.tiny import tiny_backbone
+from analysis.data import personas as P
+from analysis.compression.system import CompressionSystem, normalise_answer
+from analysis.models.tiny import tiny_backbone
+from analysis.training.compression import answer_loss
 
 
 def fake_encoder(sentences):
@@ -54,8 +55,8 @@ def test_adapter_output_lands_exactly_at_pool_positions(system, side):
 def test_padding_side_does_not_change_loss(system):
     rows = [system.row(it, "sentence") for it in P.generate("train", 4)]
     with torch.no_grad():
-        a = system.loss(system.collate(rows, "left"))[0]
-        b = system.loss(system.collate(rows, "right"))[0]
+        a = answer_loss(system, system.collate(rows, "left"))[0]
+        b = answer_loss(system, system.collate(rows, "right"))[0]
     assert torch.allclose(a, b, atol=1e-5)
 
 
@@ -106,13 +107,13 @@ def test_few_training_steps_lower_the_loss(tmp_path):
 
     def fixed_loss():
         with torch.no_grad():
-            return float(sys_.loss(fixed)[0])
+            return float(answer_loss(sys_, fixed)[0])
 
     before = fixed_loss()
     batches = iter(lambda: fixed, None)  # the same batch again and again: the loss must fall on it
     cfg = TrainConfig(steps=12, batch_size=4, lr=1e-2, warmup_steps=1, eval_every=6, out_dir=str(tmp_path))
     params = {f"p{i}": p for i, p in enumerate(sys_.trainable())}
-    train(cfg, parameters=params, loss_fn=sys_.loss, batches=batches, evaluate=lambda: {"score": -fixed_loss()},
+    train(cfg, parameters=params, loss_fn=lambda b: answer_loss(sys_, b), batches=batches, evaluate=lambda: {"score": -fixed_loss()},
           save=lambda folder: None)
     after = fixed_loss()
     assert after < before - 0.2, (before, after)
@@ -122,7 +123,7 @@ def test_few_training_steps_lower_the_loss(tmp_path):
 def test_pool_scale_starts_as_the_same_adapter_and_moves_it_faster():
     """pool_scale is a reparametrisation: the same initial projection, but one AdamW step moves the output
     about pool_scale times as far."""
-    from analysis.compression import CompressionConfig
+    from analysis.compression.system import CompressionConfig
 
     bb = tiny_backbone("llama")
     v = torch.nn.functional.normalize(torch.randn(5, 384), dim=-1)
@@ -156,7 +157,7 @@ def test_value_warm_start_points_each_fact_pool_at_its_value():
     """After the warm start, a fact sentence's pool is nearer the mean embedding of its own value's tokens than
     of any other value of that key (fitted rows: the fake encoder carries no meaning, so this checks the
     targets and the adapter's orientation, W as (d, 384) and the pool_scale factor)."""
-    from analysis.compression import CompressionConfig
+    from analysis.compression.system import CompressionConfig
     from analysis.training.compression import sentence_targets, warm_start
 
     bb = tiny_backbone("llama")
@@ -222,7 +223,7 @@ def test_generator_is_seeded_and_answers_are_in_context():
 
 
 def test_wilson_interval_known_values():
-    from analysis.compression import wilson
+    from analysis.compression.system import wilson
 
     lo, hi = wilson(200, 200)  # 100% of 200: the interval still admits ~98%
     assert hi == 1.0 and abs(lo - 0.9812) < 1e-3
@@ -273,7 +274,7 @@ def test_exact_match_normalisation():
     ("", "has no items"),
 ])
 def test_compress_qa_bad_input_is_one_sentence(tmp_path, capsys, content, fragment):
-    from analysis.__main__ import main
+    from cli import main
 
     f = tmp_path / "d.jsonl"
     f.write_text(content)
@@ -284,10 +285,10 @@ def test_compress_qa_bad_input_is_one_sentence(tmp_path, capsys, content, fragme
 
 @pytest.mark.real
 def test_shipped_weights_beat_no_context_on_heldout():
-    from analysis.backbone import load_backbone
-    from analysis.compression import score
+    from analysis.models.backbone import load_backbone
+    from analysis.compression.system import score
 
-    from analysis.compression import default_artefact
+    from analysis.compression.system import default_artefact
 
     bb = load_backbone()
     if not (default_artefact(bb) / "manifest.json").exists():
@@ -311,7 +312,7 @@ def test_shipped_weights_beat_no_context_on_heldout():
     (["--limit", "-1"], "--limit"),
 ])
 def test_compress_qa_bad_options_are_one_sentence(capsys, argv, fragment):
-    from analysis.__main__ import main
+    from cli import main
 
     assert main(["compress-qa", *argv]) == 2
     err = capsys.readouterr().err.strip()

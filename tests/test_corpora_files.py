@@ -1,5 +1,5 @@
-"""Tests for analysis.corpora (bundled corpora, shared STS-B lookup, demo corpus), analysis.files (STS/text readers)
-and the data-set registry analysis.datasets."""
+"""Tests for analysis.data.corpora (bundled corpora, shared STS-B lookup, demo corpus), analysis.data.files (STS/text readers)
+and the data-set registry analysis.data.datasets."""
 
 import re
 from pathlib import Path
@@ -7,9 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import corpora, datasets, files
-from analysis.corpora import Pairs, Texts
-from analysis.errors import UserError
+from analysis.data import corpora
+from analysis.data import datasets
+from analysis.data import files
+from analysis.data.corpora import Pairs, Texts
+from analysis.core.errors import UserError
 
 STSB_SKIP = "STS-B not found at ../shared/data/stsbenchmark (development data, not shipped)"
 
@@ -316,7 +318,7 @@ def test_file_of_only_nul_or_control_characters_is_one_sentence(tmp_path, conten
 
 
 def test_texts_made_only_of_control_characters_are_rejected():
-    from analysis.tokens import check_texts
+    from analysis.core.tokens import check_texts
 
     assert check_texts(["fine", "a\x00b"]) == ["fine", "a\x00b"]
     with pytest.raises(UserError, match=r"^Text 2 holds only NUL bytes or other control characters"):

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.errors import UserError
-from analysis.forward import run
+from analysis.core.errors import UserError
+from analysis.core.forward import run
 from analysis.methods import get_method
-from analysis.tiny import tiny_backbone
+from analysis.models.tiny import tiny_backbone
 
 TEXTS = ["The quick brown fox jumps over the lazy dog. A bank by the river was steep.", "Hello world!"]
 METHODS = [("mean", {}), ("prompteol", {}), ("kv_embedding", {"layers": "1,2"}),
@@ -58,7 +58,7 @@ def test_offloaded_model_gives_the_same_states_and_interventions(tmp_path):
 
 
 def test_unknown_device_or_dtype_is_one_sentence():
-    from analysis.backbone import load_backbone, resolve_device
+    from analysis.models.backbone import load_backbone, resolve_device
 
     with pytest.raises(UserError, match="Unknown device"):
         load_backbone("default", device="tpu")

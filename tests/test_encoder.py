@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from analysis import get_method
-from analysis.encoder import Encoder
-from analysis.errors import UserError
+from analysis.eval.mteb_encoder import Encoder
+from analysis.core.errors import UserError
 from analysis.methods import list_methods
 from tests.conftest import tiny_method
 

@@ -5,9 +5,9 @@ import pytest
 from scipy.special import i0
 
 from analysis import get_method
-from analysis.corpora import Pairs, demo_pairs, lee_pairs
-from analysis.errors import UserError
-from analysis.geometry import (
+from analysis.data.corpora import Pairs, demo_pairs, lee_pairs
+from analysis.core.errors import UserError
+from analysis.inspect.geometry import (
     alignment,
     anisotropy,
     anisotropy_by_layer,
@@ -158,7 +158,7 @@ def test_anisotropy_by_layer_on_a_tiny_model(tiny_llama):
 def test_geometry_command_on_the_real_model(real, capsys):
     import json
 
-    from analysis.__main__ import main
+    from cli import main
 
     assert main(["geometry", "--method", "mean", "--data", "demo", "--n-boot", "50"]) == 0
     out = json.loads(capsys.readouterr().out)

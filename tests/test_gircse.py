@@ -109,7 +109,7 @@ def test_gradients_reach_lora_through_every_soft_step(tiny_llama, monkeypatch):
 def test_cached_gradients_equal_recomputing_the_whole_sequence(tiny_llama):
     """Known answer: the gradient with respect to the LoRA weights through the KV cache equals the gradient of the
     slow reference (no cache: the whole prompt + soft tokens recomputed at every step), so nothing is detached."""
-    from analysis.forward import run
+    from analysis.core.forward import run
     from analysis.methods.soft_tokens import embed_mix, next_token_logits, token_distribution
     from analysis.training.gircse import soft_states
 
@@ -159,9 +159,9 @@ def test_a_few_steps_lower_the_loss(tiny_llama):
 
 # ---- the adapter as an artefact, and the `adapter` parameter -----------------------------------------------------
 def test_saved_adapter_loads_merged_and_refuses_another_model(tiny_llama, tmp_path):
-    from analysis.adapters import load_adapter
-    from analysis.errors import UserError
-    from analysis.tiny import tiny_backbone
+    from analysis.weights.adapters import load_adapter
+    from analysis.core.errors import UserError
+    from analysis.models.tiny import tiny_backbone
     from analysis.training.gircse import save_adapter
 
     _, peft_model, tuned = _lora(tiny_llama)
@@ -183,7 +183,7 @@ def test_saved_adapter_loads_merged_and_refuses_another_model(tiny_llama, tmp_pa
 
 
 def test_adapter_parameter_values(tiny_llama):
-    from analysis.adapters import adapter_spec, resolve_adapter
+    from analysis.weights.adapters import adapter_spec, resolve_adapter
 
     assert adapter_spec("") == adapter_spec("none") == adapter_spec(" None ") == "none"
     assert adapter_spec("shipped").startswith("shipped@")
@@ -197,8 +197,8 @@ def test_adapter_parameter_values(tiny_llama):
 
 
 def test_scaling_curve_intervals(tiny_llama):
-    from analysis.corpora import demo_pairs
-    from analysis.soft_tokens import scaling_curve
+    from analysis.data.corpora import demo_pairs
+    from analysis.inspect.generation import scaling_curve
 
     curve = scaling_curve(tiny_llama, demo_pairs(), ks=(0, 2), n_boot=200)
     assert curve["ci"].shape == (2, 2)
@@ -209,9 +209,9 @@ def test_scaling_curve_intervals(tiny_llama):
 @pytest.mark.real
 def test_shipped_adapter_beats_the_frozen_model(real):
     """Held out from checkpoint selection (which used the first 100 dev pairs): dev pairs 100..299, K = 5."""
-    from analysis.adapters import shipped_folder
-    from analysis.files import read_sts
-    from analysis.soft_tokens import scaling_curve
+    from analysis.weights.adapters import shipped_folder
+    from analysis.data.files import read_sts
+    from analysis.inspect.generation import scaling_curve
 
     path = stsb_dev_or_skip()
     if shipped_folder(real.facts) is None:

@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 from markdown_it import MarkdownIt
 
-from analysis import budgets
-from analysis.__main__ import main
-from analysis.errors import UserError
+from analysis.core import budgets
+from cli import main
+from analysis.core.errors import UserError
 from analysis.methods import get_method, parse_params
-from analysis.tiny import save_tiny
+from analysis.models.tiny import save_tiny
 from apptools import figures, isolated_cache, values
 
 REPO = Path(__file__).resolve().parent.parent
@@ -116,7 +116,7 @@ def broken_dirs(tiny_dir, tmp_path_factory) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def tiny(tiny_dir):
-    from analysis.backbone import load_backbone
+    from analysis.models.backbone import load_backbone
 
     return load_backbone(tiny_dir)
 
@@ -213,7 +213,7 @@ def test_widget_kind_comes_from_param_metadata():
 
 
 def test_template_copies_are_bounded_in_tokenization_too(tiny):
-    from analysis.tokens import MAX_COPIES, encode_template
+    from analysis.core.tokens import MAX_COPIES, encode_template
 
     assert MAX_COPIES < 127  # segment ids are int8
     with pytest.raises(UserError) as err:
@@ -238,15 +238,15 @@ MODEL_CASES = {
     "trace-too-many-texts": lambda bb: get_method("mean").encode(bb, ["t"] * 65, trace=True),
     "attention-too-long": lambda bb: get_method("prompteol").encode(bb, [_long_text(1200)], trace=True,
                                                                       attention=True),
-    "sensitivity-exact-too-long": lambda bb: __import__("analysis.sensitivity").sensitivity.jacobian_norms(
+    "sensitivity-exact-too-long": lambda bb: __import__("analysis.inspect.sensitivity").sensitivity.jacobian_norms(
         bb, get_method("mean"), _long_text(20), layer=-1, probes=2, exact=True),  # ~40 tokens > 24
-    "sensitivity-too-many-probes": lambda bb: __import__("analysis.sensitivity").sensitivity.jacobian_norms(
+    "sensitivity-too-many-probes": lambda bb: __import__("analysis.inspect.sensitivity").sensitivity.jacobian_norms(
         bb, get_method("mean"), "short text", layer=-1, probes=10**6),
-    "sensitivity-too-long": lambda bb: __import__("analysis.sensitivity").sensitivity.jacobian_norms(
+    "sensitivity-too-long": lambda bb: __import__("analysis.inspect.sensitivity").sensitivity.jacobian_norms(
         bb, get_method("mean"), _long_text(1200), layer=-1, probes=2),
-    "soft-tokens-k": lambda bb: __import__("analysis.soft_tokens").soft_tokens.generate_soft_tokens(
+    "soft-tokens-k": lambda bb: __import__("analysis.inspect.generation").soft_tokens.generate_soft_tokens(
         bb, "a text", k=1000),
-    "soft-tokens-nan-temperature": lambda bb: __import__("analysis.soft_tokens").soft_tokens.generate_soft_tokens(
+    "soft-tokens-nan-temperature": lambda bb: __import__("analysis.inspect.generation").soft_tokens.generate_soft_tokens(
         bb, "a text", temperature=NAN),
 }
 
@@ -284,15 +284,15 @@ def test_attention_budget_is_checked_before_the_pass(tiny):
 
 
 BUDGET_CASES = {
-    "grid-cells": lambda: __import__("analysis.explorer").explorer.grid(30, range(30), range(1, 11), [0.0, 1.0], [False]),
-    "bootstrap-geometry": lambda: __import__("analysis.geometry").geometry.measure(
+    "grid-cells": lambda: __import__("analysis.sweep.windows", fromlist=["grid"]).grid(30, range(30), range(1, 11), [0.0, 1.0], [False]),
+    "bootstrap-geometry": lambda: __import__("analysis.inspect.geometry").geometry.measure(
         np.random.default_rng(0).normal(size=(10, 4)), [0], [1], n_boot=10**6),
-    "map-points": lambda: __import__("analysis.geometry").geometry.embedding_map(
+    "map-points": lambda: __import__("analysis.inspect.geometry").geometry.embedding_map(
         np.random.default_rng(0).normal(size=(6000, 4)), "pca"),
-    "all-pairs-points": lambda: __import__("analysis.geometry").geometry.measure(
+    "all-pairs-points": lambda: __import__("analysis.inspect.geometry").geometry.measure(
         np.random.default_rng(0).normal(size=(6000, 4)), [0], [1], n_boot=0),
-    "bootstrap-benchmark": lambda: __import__("analysis.tasks").tasks.run_task(
-        __import__("analysis.tasks").tasks.Task("x", "sts", __import__("analysis.corpora").corpora.demo_pairs()),
+    "bootstrap-benchmark": lambda: __import__("analysis.eval.tasks").tasks.run_task(
+        __import__("analysis.eval.tasks").tasks.Task("x", "sts", __import__("analysis.data.corpora").corpora.demo_pairs()),
         lambda texts: np.ones((len(texts), 4)), n_boot=10**7),
 }
 
@@ -306,7 +306,7 @@ def test_budget_is_one_sentence(case):
 
 
 def test_budgets_lift_only_when_asked_and_only_here():
-    from analysis.explorer import grid
+    from analysis.sweep.windows import grid
 
     with budgets.lifted():
         assert len(grid(30, range(30), range(1, 11), [0.0], [False])) > budgets.APP.grid_cells
@@ -326,7 +326,7 @@ def test_no_nan_embeddings_from_extreme_finite_bias(tiny):
 # ==== 3. broken model folders (library) ============================================================================
 @pytest.mark.parametrize("name", list(BROKEN))
 def test_broken_model_folder_is_one_sentence(broken_dirs, name):
-    from analysis.backbone import load_backbone
+    from analysis.models.backbone import load_backbone
 
     with pytest.raises(UserError) as err:
         load_backbone(broken_dirs[name])
@@ -335,7 +335,7 @@ def test_broken_model_folder_is_one_sentence(broken_dirs, name):
 
 
 def test_a_file_is_not_a_model_folder(tiny_dir):
-    from analysis.backbone import load_backbone
+    from analysis.models.backbone import load_backbone
 
     with pytest.raises(UserError) as err:
         load_backbone(str(Path(tiny_dir) / "config.json"))
@@ -455,7 +455,7 @@ def test_cli_json_has_no_bare_nan(capsys, tmp_path, tiny_dir, monkeypatch):
 
 
 def test_to_json_writes_null_for_every_non_finite_value():
-    from analysis.__main__ import to_json
+    from cli import to_json
 
     text = to_json({"a": NAN, "b": [INF, -INF, 1.5], "c": np.array([np.nan, 2.0]), "d": np.float32("nan")})
     assert _strict(text) == {"a": None, "b": [None, None, 1.5], "c": [None, 2.0], "d": None}
@@ -470,7 +470,7 @@ def test_cli_output_pointing_at_a_directory_fails_before_computing(capsys, tmp_p
 
 # ==== 5. data readers and the cache (fixed with issue 9) =============================================
 def test_table_without_text_column_is_refused(tmp_path):
-    from analysis.files import read_texts
+    from analysis.data.files import read_texts
 
     f = tmp_path / "t.csv"
     f.write_text("id,label\n1,a\n2,b\n")
@@ -479,7 +479,7 @@ def test_table_without_text_column_is_refused(tmp_path):
 
 
 def test_file_of_nul_bytes_is_refused(tmp_path):
-    from analysis.files import read_texts
+    from analysis.data.files import read_texts
 
     f = tmp_path / "nul.txt"
     f.write_bytes(b"\x00\x00\x00\n\x01\x02\n")
@@ -754,7 +754,7 @@ def test_four_sessions_at_once_one_valid_cache_entry(app_cache, tiny_dir, tmp_pa
         assert not page_errors(at), (i, page_errors(at))
         assert len(at.get("plotly_chart")) == 1
     store = cache.default_store()
-    from analysis.backbone import load_backbone
+    from analysis.models.backbone import load_backbone
 
     bb = load_backbone(tiny_dir)
     entries = [cache.cached_encode(store, bb, get_method("mean"), t.split("\n")) for t in set(texts.values())]

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.errors import UserError
-from analysis.forward import hooks, run
+from analysis.core.errors import UserError
+from analysis.core.forward import hooks, run
 from analysis.methods import get_method
 from analysis.methods.token_prepending import GLOBAL, LOCAL, TOKEN
-from analysis.partition import sentence_starts, token_blocks
-from analysis.tiny import tiny_backbone
+from analysis.core.partition import sentence_starts, token_blocks
+from analysis.models.tiny import tiny_backbone
 
 DOC = "The quick brown fox. It jumps over the dog! Does it? Yes."
 TEXTS = [DOC, "Hello world", "A bank by the river was steep; the bank in town raised its rates. Numbers 0123."]

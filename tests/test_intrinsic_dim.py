@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from analysis.intrinsic_dim import (
+from analysis.inspect.intrinsic_dim import (
     auto_window, bootstrap_twonn, select_window, trajectory, trajectory_from_states, twonn,
 )
 from analysis.methods import get_method
@@ -135,7 +135,7 @@ def test_trajectory_progress_reaches_total(tiny_llama):
 
 
 def test_auto_window_library_memo_touches_no_disk(tiny_llama, tmp_path, monkeypatch):
-    import analysis.intrinsic_dim as idm
+    import analysis.inspect.intrinsic_dim as idm
 
     monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path))
     monkeypatch.setattr(idm, "_AUTO", {})
@@ -156,7 +156,7 @@ def test_auto_window_library_memo_touches_no_disk(tiny_llama, tmp_path, monkeypa
 
 
 def test_auto_window_is_a_validated_store_entry_that_clear_removes(tiny_llama, tmp_path, monkeypatch):
-    import analysis.intrinsic_dim as idm
+    import analysis.inspect.intrinsic_dim as idm
     import cache
     from cache import keys
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.errors import UserError
-from analysis.forward import run
+from analysis.core.errors import UserError
+from analysis.core.forward import run
 from analysis.methods import get_method, parse_params
 from analysis.methods.kv_embedding import KWARG, PROMPTS, Reroute, _rerotate, parse_layers
 
@@ -143,7 +143,7 @@ def test_model_is_restored_after_an_error(tiny_llama):
     cfg.index = cfg.index + 10_000  # out of range: the attention function fails inside the pass
     with pytest.raises(RuntimeError):
         with torch.inference_mode():
-            from analysis.forward import attention_backend
+            from analysis.core.forward import attention_backend
 
             with attention_backend(tiny_llama, "kv_reroute"):
                 run(tiny_llama, batch, [-1], **{KWARG: cfg})
@@ -200,7 +200,7 @@ def test_real_model_prompt_only_and_rerouting(real):
 
 @pytest.mark.real
 def test_real_model_auto_layers_resolve_to_an_id_window(real):
-    from analysis.intrinsic_dim import auto_window
+    from analysis.inspect.intrinsic_dim import auto_window
 
     m = get_method("kv_embedding")  # layers=auto
     layers = sorted(m.decoder_layers(real))
@@ -212,7 +212,7 @@ def test_real_model_auto_layers_resolve_to_an_id_window(real):
 
 # ---- word-level attention and the explorer's sweep logic ---------------------------------------------------------
 def test_final_token_attention_over_words_accounts_for_every_column(tiny_llama):
-    from analysis.attention import final_token_word_attention, token_text_spans, word_spans
+    from analysis.inspect.attention import final_token_word_attention, token_text_spans, word_spans
 
     text = "The quick brown fox jumps."
     for name, kw in [("kv_embedding", {"layers": "1,2", "bias": 3.0}), ("echo", {}), ("prompteol", {})]:
@@ -234,24 +234,24 @@ def test_final_token_attention_over_words_accounts_for_every_column(tiny_llama):
 
 
 def test_explorer_grid_sweep_and_summary():
-    from analysis import explorer
+    from analysis.sweep import windows
 
-    cells = explorer.grid(4, [2, 3], [2, 3], [1.0])
+    cells = windows.grid(4, [2, 3], [2, 3], [1.0])
     assert [c.layers(4) for c in cells] == [(2, 3), (3,)]  # clipped duplicates dropped
-    assert explorer.paper_width(30) == 4
-    m = explorer.cell_method(explorer.Cell(1, 2, 0.5, True), 4)
+    assert windows.paper_width(30) == 4
+    m = windows.cell_method(windows.Cell(1, 2, 0.5, True), 4)
     assert (m.params.layers, m.params.bias, m.params.rerotate) == ("1,2", 0.5, True)
     with pytest.raises(UserError):
-        explorer.grid(4, [5], [1], [1.0])
+        windows.grid(4, [5], [1], [1.0])
     with pytest.raises(UserError):
-        explorer.grid(4, [1], [], [1.0])
+        windows.grid(4, [1], [], [1.0])
     scores = {1: 0.2, 2: 0.5, 3: 0.4}
-    grid = explorer.grid(4, [1, 2, 3], [1], [1.0])
+    grid = windows.grid(4, [1, 2, 3], [1], [1.0])
     calls = []
     stop_after = lambda: len(calls) >= 2  # noqa: E731
-    rows = explorer.sweep(grid, lambda c: calls.append(c) or scores[c.start], should_stop=stop_after)
+    rows = windows.sweep(grid, lambda c: calls.append(c) or scores[c.start], should_stop=stop_after)
     assert [r["start"] for r in rows] == [1, 2]  # stopped; a rerun through a cache resumes
-    rows = explorer.sweep(grid, lambda c: scores[c.start])
-    out = explorer.summary(rows, 4, (3,), 0.4, {"prompt only": 0.1})
+    rows = windows.sweep(grid, lambda c: scores[c.start])
+    out = windows.summary(rows, 4, (3,), 0.4, {"prompt only": 0.1})
     assert out["best"]["start"] == 2 and out["best"]["layers"] == [2]
     assert out["id_window"]["rank_among_cells"] == 2 and abs(out["id_window"]["gap_to_best"] - 0.1) < 1e-12

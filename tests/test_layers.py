@@ -1,6 +1,6 @@
 """The project's structure, checked from the source: no import cycles between modules (lazy imports inside
 functions count too), and nothing imports upward. Layers, top to bottom: pages/app.py -> ui -> cache -> analysis;
-the command line (analysis/__main__.py, analysis/commands/) is an application like the app and may use cache/."""
+the command line (cli/__init__.py, cli/commands/) is an application like the app and may use cache/."""
 
 import ast
 from pathlib import Path
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("analysis", "cache", "ui")
+PACKAGES = ("analysis", "cli", "cache", "ui")
 APP = "app"  # app.py and pages/*.py
 
 
@@ -56,14 +56,15 @@ def graph():
 def _layer(module: str) -> str:
     if module == "app" or module.startswith("pages."):
         return APP
-    if module == "analysis.__main__" or module.startswith("analysis.commands"):
-        return "cli"
+    if module == "analysis.__main__":
+        return "entry"
     return module.split(".")[0]
 
 
 ALLOWED = {  # layer -> project layers (and streamlit) it may import
     "analysis": {"analysis"},
     "cli": {"analysis", "cli", "cache"},
+    "entry": {"cli"},
     "cache": {"cache", "analysis"},
     "ui": {"ui", "cache", "analysis", "streamlit"},
     APP: {"ui", "cache", "analysis", "streamlit"},
@@ -117,6 +118,61 @@ def test_no_import_cycles(graph):
 
 def test_the_checker_sees_lazy_imports(graph):
     # known answers: a function-level import is an edge, and a real upward edge would be reported
-    assert "analysis.intrinsic_dim" in graph["analysis.methods.kv_embedding"]
-    assert "cache" in graph["analysis.commands._common"]
-    assert "analysis.corpora" in graph["analysis.intrinsic_dim"]  # imported inside auto_corpus()
+    assert "analysis.inspect.intrinsic_dim" in graph["analysis.methods.kv_embedding"]
+    assert "cache" in graph["cli.commands._common"]
+    assert "analysis.weights.lora" in graph["analysis.methods.causal2vec"]  # imported inside a method
+    assert "analysis.data.corpora" in graph["analysis.inspect.intrinsic_dim"]  # imported inside auto_corpus()
+
+
+# Library folders, bottom to top, and the folders each may import (its own always). The root package
+# (analysis/__init__.py: load_backbone, get_method, code_version) is a lazy facade any folder may use.
+FOLDERS = {
+    "core": set(),  # tokens, forward, pooling, trace, errors, paths, budgets, vectors, text, versions
+    "models": {"core"},  # backbones, tiny models, the sentence encoder
+    "data": {"core"},  # corpora, user files, the data-set registry, personas
+    "weights": {"core", "models"},  # artefact folders, shipped-weights lookup, LoRA attach/merge, adapters
+    # methods may not import training, evaluation, sweeps or each other's helpers; KV-Embedding's layers=auto is
+    # defined by the intrinsic-dimension rule, the one reach into inspect/ (EXCEPTIONS)
+    "methods": {"core", "models", "data", "weights"},
+    "eval": {"core", "models", "data", "methods"},  # metrics, samples, STS scoring, tasks, MTEB encoder
+    "inspect": {"core", "models", "data", "weights", "methods", "eval"},
+    "sweep": {"core", "models", "data", "methods", "eval", "inspect"},
+    "compression": {"core", "models", "data", "weights"},
+    "training": {"core", "models", "data", "weights", "methods", "eval", "inspect", "compression"},
+}
+EXCEPTIONS = {("analysis.methods.kv_embedding", "analysis.inspect.intrinsic_dim")}
+
+
+def _folder(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "analysis" and len(parts) > 2 or (len(parts) == 2 and parts[0] == "analysis"
+                                                                     and parts[1] in FOLDERS) else None
+
+
+def test_every_library_module_lives_in_a_folder():
+    loose = sorted(f.name for f in (REPO / "analysis").glob("*.py") if f.name not in ("__init__.py", "__main__.py"))
+    assert loose == [], "put each module in the folder of its job (FOLDERS)"
+    folders = sorted(p.name for p in (REPO / "analysis").iterdir() if (p / "__init__.py").exists())
+    assert sorted(set(folders) - {"artefacts"}) == sorted(FOLDERS)
+
+
+def test_folders_import_only_folders_below(graph):
+    bad = []
+    for mod, targets in graph.items():
+        here = _folder(mod)
+        if here is None:
+            continue
+        for t in targets:
+            there = _folder(t)
+            if there is None and t.split(".")[0] in ("cli", "cache", "ui"):
+                bad.append(f"{mod} imports {t} (the library never imports the applications)")
+            elif there not in (None, here) and there not in FOLDERS[here] and (mod, t) not in EXCEPTIONS:
+                bad.append(f"{mod} imports {t} ({here} may import {sorted(FOLDERS[here])})")
+    assert bad == []
+
+
+def test_the_folder_rule_reports_a_violation(graph):
+    # known answer: an edge methods -> training would be reported
+    fake = {**graph, "analysis.methods.last": graph["analysis.methods.last"] | {"analysis.training.loop"}}
+    with pytest.raises(AssertionError):
+        test_folders_import_only_folders_below(fake)

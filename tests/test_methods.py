@@ -13,13 +13,13 @@ import pytest
 import torch
 
 from analysis import TruncationWarning, UserError
-from analysis.backbone import load_backbone
-from analysis.forward import hooks, resolve_layer, run
+from analysis.models.backbone import load_backbone
+from analysis.core.forward import hooks, resolve_layer, run
 from analysis.methods import get_method, list_methods, parse_params
-from analysis.pooling import pool
-from analysis.tiny import tiny_backbone
+from analysis.core.pooling import pool
+from analysis.models.tiny import tiny_backbone
 from tests.conftest import tiny_method
-from analysis.tokens import Encoded, collate, encode_texts
+from analysis.core.tokens import Encoded, collate, encode_texts
 
 METHODS = [m.name for m in list_methods()]  # later methods are tested automatically
 

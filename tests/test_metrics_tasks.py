@@ -8,11 +8,11 @@ import pytest
 from scipy.stats import spearmanr
 
 from analysis import get_method
-from analysis.corpora import Pairs, Texts
-from analysis.errors import UserError
-from analysis.files import load_beir
-from analysis.metrics import classification_probe, ndcg_at_10, ndcg_per_query, pair_rows, spearman, sts
-from analysis.tasks import Task, load_task, run_task
+from analysis.data.corpora import Pairs, Texts
+from analysis.core.errors import UserError
+from analysis.data.files import load_beir
+from analysis.eval.metrics import classification_probe, ndcg_at_10, ndcg_per_query, pair_rows, spearman, sts
+from analysis.eval.tasks import Task, load_task, run_task
 from cache.keys import task_digest
 
 
@@ -164,7 +164,7 @@ def test_bench_command_json_and_csv(real, capsys):
     import io
     import json
 
-    from analysis.__main__ import main
+    from cli import main
 
     args = ["bench", "--methods", "last,mean", "--data", "demo,topics", "--n-boot", "50"]
     assert main(args + ["--format", "json"]) == 0

@@ -17,9 +17,9 @@ pytestmark = pytest.mark.real
 
 @pytest.fixture(scope="module")
 def weights(tmp_path_factory):
-    from analysis.backbone import load_backbone
-    from analysis.compression import METHOD, CompressionSystem, encoder_name
-    from analysis.training.artefacts import save_artefact
+    from analysis.models.backbone import load_backbone
+    from analysis.compression.system import METHOD, CompressionSystem, encoder_name
+    from analysis.weights.artefacts import save_artefact
 
     bb = load_backbone()
     folder = tmp_path_factory.mktemp("cc_weights")
@@ -59,9 +59,9 @@ def test_page_without_weights_says_how_to_train(tmp_path):
 def test_page_with_shipped_weights_answers_from_pools():
     """The shipped artefact, as a user opens the page: its training facts are shown, and on the built-in example
     (a held-out persona) the per-sentence pools give the right answer."""
-    from analysis import personas
-    from analysis.backbone import load_backbone
-    from analysis.compression import default_artefact, normalise_answer
+    from analysis.data import personas
+    from analysis.models.backbone import load_backbone
+    from analysis.compression.system import default_artefact, normalise_answer
 
     if not (default_artefact(load_backbone()) / "manifest.json").exists():
         pytest.skip("no compression weights are shipped (python -m analysis train compression)")

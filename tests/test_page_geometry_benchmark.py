@@ -11,9 +11,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from analysis import get_method
-from analysis.corpora import demo_pairs, demo_texts
-from analysis.tasks import Task, run_task
-from analysis.geometry import anisotropy_by_layer, measure, positive_pairs
+from analysis.data.corpora import demo_pairs, demo_texts
+from analysis.eval.tasks import Task, run_task
+from analysis.inspect.geometry import anisotropy_by_layer, measure, positive_pairs
 from apptools import isolated_cache, errors, figure, values
 
 REPO = Path(__file__).resolve().parent.parent

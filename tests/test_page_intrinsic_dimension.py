@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analysis.corpora import demo_pairs
+from analysis.data.corpora import demo_pairs
 from apptools import isolated_cache, figures, values
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from analysis import get_method
-from analysis import sensitivity as S
+from analysis.inspect import sensitivity as S
 from apptools import isolated_cache, figures, values
 
 REPO = Path(__file__).resolve().parent.parent

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analysis.corpora import demo_pairs
+from analysis.data.corpora import demo_pairs
 from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
-from analysis.soft_tokens import generate_soft_tokens, scaling_curve
+from analysis.inspect.generation import generate_soft_tokens, scaling_curve
 from apptools import isolated_cache, errors, figures, values
 
 REPO = Path(__file__).resolve().parent.parent

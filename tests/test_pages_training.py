@@ -22,7 +22,7 @@ def page_cache(tmp_path_factory):
 
 def test_training_page_shows_the_shipped_curves():
     from analysis.methods.causal2vec import shipped_folder
-    from analysis.training.artefacts import read_manifest
+    from analysis.weights.artefacts import read_manifest
 
     at = AppTest.from_file(str(REPO / "pages" / "11_training.py"), default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
@@ -35,7 +35,7 @@ def test_training_page_shows_the_shipped_curves():
 
 
 def test_a_live_run_becomes_a_bridge(page_cache):
-    from analysis.corpora import shared_stsb
+    from analysis.data.corpora import shared_stsb
     from analysis.methods.causal2vec import bridge_choices
 
     if shared_stsb("train") is None:

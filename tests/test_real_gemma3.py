@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.forward import attention_backend, run
+from analysis.core.forward import attention_backend, run
 from analysis.methods import get_method
 
 pytestmark = [

@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from analysis import load_backbone
-from analysis.files import read_sts
-from analysis.forward import run
+from analysis.data.files import read_sts
+from analysis.core.forward import run
 from analysis.methods import get_method
-from analysis.sts import sts_spearman
-from analysis.tokens import collate, encode_texts
+from analysis.eval.sts import sts_spearman
+from analysis.core.tokens import collate, encode_texts
 from tests.conftest import stsb_dev_or_skip
 
 pytestmark = pytest.mark.real

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.errors import UserError
-from analysis.forward import run
+from analysis.core.errors import UserError
+from analysis.core.forward import run
 from analysis.methods import get_method, list_methods
-from analysis import sensitivity as S
-from analysis.tiny import tiny_backbone
+from analysis.inspect import sensitivity as S
+from analysis.models.tiny import tiny_backbone
 
 TEXT = "The quick brown fox. It jumps over the lazy dog!"
 
@@ -173,8 +173,8 @@ def test_real_model_64_tokens_16_probes_under_30_seconds(real):
 
 
 def test_cli_prints_one_json_line(tiny_llama, monkeypatch, capsys):
-    from analysis.__main__ import main
-    from analysis.commands import sensitivity as cmd
+    from cli import main
+    from cli.commands import sensitivity as cmd
 
     monkeypatch.setattr(cmd, "load_model", lambda name: tiny_llama)
     assert main(["sensitivity", "--text", TEXT, "--probes", "4", "--method", "htp", "--param", "exit=3"]) == 0

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.forward import attention_backend, run
+from analysis.core.forward import attention_backend, run
 from analysis.methods import get_method
-from analysis.tiny import TINY_SLIDING_WINDOW, tiny_backbone
+from analysis.models.tiny import TINY_SLIDING_WINDOW, tiny_backbone
 
 W = TINY_SLIDING_WINDOW
 TEXTS = ["The quick brown fox jumps over the lazy dog. A bank by the river was steep; the bank raised its rates.",

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.errors import UserError
-from analysis.forward import run
+from analysis.core.errors import UserError
+from analysis.core.forward import run
 from analysis.methods import get_method, parse_params
 from analysis.methods.soft_tokens import (GENERATED, embed_mix, generate, next_token_logits, token_distribution)
 
@@ -71,7 +71,7 @@ def test_cached_generation_is_exact_in_float64(arch):
     """In float64 the cached, padded batch agrees with recomputation to rounding level: the remaining float32
     differences (up to ~1e-3 on the real model's final layer, whose states reach ~50) are rounding noise
     amplified by the soft-token feedback, not a masking or position error."""
-    from analysis.tiny import tiny_backbone
+    from analysis.models.tiny import tiny_backbone
 
     bb = tiny_backbone(arch, seed=5)
     bb.model.double()
@@ -171,7 +171,7 @@ def test_trace_attention_in_batch_layout(tiny_llama):
     for t, text in enumerate(TEXTS[:2]):
         _, _, fed = reference_generation(tiny_llama, m, text, 3)
         ids = torch.from_numpy(m.prepare(tiny_llama, [text])[0].ids)[None]
-        from analysis.forward import attention_backend
+        from analysis.core.forward import attention_backend
 
         with torch.inference_mode(), attention_backend(tiny_llama, "eager"):
             seq = torch.cat([tiny_llama.input_embeddings(ids), fed[None]], dim=1)
@@ -267,7 +267,7 @@ def test_bad_parameters_are_user_errors(tiny_llama, tmp_path):
     with pytest.raises(UserError, match="not a PEFT adapter"):
         get_method("soft_tokens", adapter=str(tmp_path))
     small = get_method("soft_tokens", k=64)
-    from analysis.tiny import tiny_backbone
+    from analysis.models.tiny import tiny_backbone
 
     with pytest.raises(UserError, match="no room"):
         small.encode(tiny_backbone("llama", max_length=60), TEXTS[:1])
@@ -296,7 +296,7 @@ def make_lora(bb, folder, seed=0, scale=0.5):
 
 
 def test_adapter_is_merged_into_a_copy(tiny_llama, tmp_path):
-    from analysis.adapters import load_adapter
+    from analysis.weights.adapters import load_adapter
 
     before = {k: v.clone() for k, v in tiny_llama.model.state_dict().items()}
     peft_model = make_lora(tiny_llama, tmp_path / "lora")
@@ -316,7 +316,7 @@ def test_adapter_is_merged_into_a_copy(tiny_llama, tmp_path):
 
 
 def test_adapter_parameter_and_fingerprint(tiny_llama, tmp_path):
-    from analysis.adapters import load_adapter
+    from analysis.weights.adapters import load_adapter
 
     folder = tmp_path / "lora"
     make_lora(tiny_llama, folder, seed=0)
@@ -336,7 +336,7 @@ def test_adapter_parameter_and_fingerprint(tiny_llama, tmp_path):
 
 
 def test_adapter_folder_errors(tiny_llama, tmp_path):
-    from analysis.adapters import load_adapter
+    from analysis.weights.adapters import load_adapter
 
     with pytest.raises(UserError, match="does not exist"):
         load_adapter(tiny_llama, str(tmp_path / "nope"))
@@ -350,7 +350,7 @@ def test_adapter_folder_errors(tiny_llama, tmp_path):
     with pytest.raises(UserError, match="no weights"):
         load_adapter(tiny_llama, str(tmp_path))
     # an adapter made for another architecture does not fit
-    from analysis.tiny import tiny_backbone
+    from analysis.models.tiny import tiny_backbone
 
     other = tiny_backbone("llama", n_layers=2, seed=3)
     make_lora(other, tmp_path / "other")
@@ -364,7 +364,7 @@ def test_adapter_folder_errors(tiny_llama, tmp_path):
 
 # ---- library helpers and the real model ------------------------------------------------------------------------
 def test_generate_soft_tokens_report(tiny_llama):
-    from analysis.soft_tokens import generate_soft_tokens, steps_frame, token_heatmap
+    from analysis.inspect.generation import generate_soft_tokens, steps_frame, token_heatmap
 
     r = generate_soft_tokens(tiny_llama, TEXTS[1], k=4, topn=5, temperature=0.5)
     assert r["top_probs"].shape == (4, 5) and len(r["top_tokens"]) == 4 and len(r["argmax_tokens"]) == 4
@@ -385,8 +385,8 @@ def test_generate_soft_tokens_report(tiny_llama):
 
 
 def test_scaling_curve_on_tiny(tiny_llama):
-    from analysis.corpora import demo_pairs
-    from analysis.soft_tokens import scaling_curve
+    from analysis.data.corpora import demo_pairs
+    from analysis.inspect.generation import scaling_curve
 
     with pytest.raises(UserError, match="same gold score"):
         scaling_curve(tiny_llama, demo_pairs().head(8), ks=(0, 1))
@@ -418,7 +418,7 @@ def test_real_model_cached_generation_matches_recompute(real):
 
 @pytest.mark.real
 def test_command_line(real, capsys):
-    from analysis.__main__ import main
+    from cli import main
 
     assert main(["soft-tokens", "--text", "The cat sat on the mat.", "--k", "3", "--top", "4",
                  "--temperature", "0.7", "--instruction", "What is the mood of this text?"]) == 0

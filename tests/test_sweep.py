@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from analysis import explorer
-from analysis.corpora import Pairs
-from analysis.explorer import Cell
-from analysis.sweep import SuffixRunner, cost, score_local
-from analysis.tiny import tiny_backbone
+from analysis.sweep import windows
+from analysis.data.corpora import Pairs
+from analysis.sweep.windows import Cell
+from analysis.sweep.runner import SuffixRunner, cost, score_local
+from analysis.models.tiny import tiny_backbone
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -26,7 +26,7 @@ TEXTS = [
 
 
 def full_forward(bb, cell, texts, batch_size):
-    return explorer.cell_method(cell, bb.facts.n_layers).encode(bb, texts, batch_size=batch_size)
+    return windows.cell_method(cell, bb.facts.n_layers).encode(bb, texts, batch_size=batch_size)
 
 
 def cells_for(L):
@@ -79,7 +79,7 @@ def test_spilled_states_give_the_same_result(tiny_llama, tmp_path):
 
 
 def test_unprepared_start_and_bad_start(tiny_llama):
-    from analysis.errors import UserError
+    from analysis.core.errors import UserError
 
     runner = SuffixRunner(tiny_llama, TEXTS, [1])
     with pytest.raises(ValueError, match="not prepared"):
@@ -97,14 +97,14 @@ PAIRS = Pairs("tiny pairs", TEXTS[:6], TEXTS[1:7], np.array([0.0, 1.0, 2.5, 4.0,
 
 
 def test_score_local_equals_the_old_loop(tiny_llama):
-    cells = explorer.grid(4, [1, 2], [1, 2], [0.0, 5.0])
+    cells = windows.grid(4, [1, 2], [1, 2], [0.0, 5.0])
     seen = []
     rows = score_local(tiny_llama, PAIRS, cells, on_cell=seen.append, on_prefix=lambda r, s: seen.append(r))
-    old = explorer.sweep(cells, lambda c: explorer.spearman_of(tiny_llama, explorer.cell_method(c, 4), PAIRS))
+    old = windows.sweep(cells, lambda c: windows.spearman_of(tiny_llama, windows.cell_method(c, 4), PAIRS))
     assert [r.spearman for r in rows] == [r["spearman"] for r in old]
     from analysis.methods import get_method
 
-    assert seen[0] == explorer.spearman_of(tiny_llama, get_method("kv_embedding", layers="none"), PAIRS)
+    assert seen[0] == windows.spearman_of(tiny_llama, get_method("kv_embedding", layers="none"), PAIRS)
     assert len(seen) == 1 + len(cells)
 
 
@@ -117,7 +117,7 @@ def test_cached_sweep_resumes_and_matches(tiny_llama, tmp_path):
     from cache.sweep import cached_sweep
 
     store = Store(tmp_path)
-    cells = explorer.grid(4, [1, 2, 3], [1, 2], [1.0])
+    cells = windows.grid(4, [1, 2, 3], [1, 2], [1.0])
     first = cached_sweep(store, tiny_llama, PAIRS, cells[:3])
     assert first.computed == 3 and first.prompt_only is not None
     events = []
@@ -128,7 +128,7 @@ def test_cached_sweep_resumes_and_matches(tiny_llama, tmp_path):
     fresh = cached_sweep(None, tiny_llama, PAIRS, cells)
     assert fresh.scores == again.scores
     # the same entries the Layer explorer page and the old script read: one score per method config
-    m = explorer.cell_method(cells[-1], 4)
+    m = windows.cell_method(cells[-1], 4)
     from cache.keys import make_key, sts_score_parts
 
     entry = store.get(make_key(sts_score_parts(tiny_llama, PAIRS, m)), "kv_explorer")
@@ -140,7 +140,7 @@ def test_ray_executor_matches_local(tiny_llama, tmp_path):
     from cache import Store
     from cache.sweep import cached_sweep
 
-    cells = explorer.grid(4, [0, 1, 2, 3], [1, 2], [1.0, 4.0])
+    cells = windows.grid(4, [0, 1, 2, 3], [1, 2], [1.0, 4.0])
     local = cached_sweep(None, tiny_llama, PAIRS, cells)
     ray.init(num_cpus=2, object_store_memory=80 * 2**20, include_dashboard=False, log_to_driver=False)
     try:
@@ -177,7 +177,7 @@ def sts_file(tmp_path):
 
 
 def sweep_cmd(capsys, *argv):
-    from analysis.__main__ import main
+    from cli import main
 
     code = main(["sweep", *map(str, argv)])
     out, err = capsys.readouterr()
@@ -217,21 +217,22 @@ def test_real_model_suffix_matches_full_forward(real):
     cells = [Cell(9, 4, 1.0), Cell(25, 4, 16.0), Cell(29, 1, 3.0, True)]
     runner = SuffixRunner(real, texts, {c.start for c in cells})
     for cell in cells:
-        full = explorer.cell_method(cell, 30).encode(real, texts)
+        full = windows.cell_method(cell, 30).encode(real, texts)
         assert np.abs(runner.embed(cell) - full).max() < 1e-5, cell
 
 
 def test_sweep_work_budget_counts_only_cells_still_to_do(tiny_llama, tmp_path):
     """texts x remaining cost is bounded per request; cached cells are free, so a finished sweep still opens."""
-    from analysis import budgets, sweep
-    from analysis.errors import UserError
+    from analysis.core import budgets
+    from analysis.sweep import runner
+    from analysis.core.errors import UserError
     from cache import Store
     from cache.sweep import cached_sweep
 
     store = Store(tmp_path)
-    cells = explorer.grid(4, [1, 2], [1], [1.0])
-    n_texts = len(sweep.pair_scorer(PAIRS)[0])
-    need = round(sweep.cost(cells, 4) * n_texts)
+    cells = windows.grid(4, [1, 2], [1], [1.0])
+    n_texts = len(runner.pair_scorer(PAIRS)[0])
+    need = round(runner.cost(cells, 4) * n_texts)
     with budgets.override(sweep_text_forwards=need - 1), pytest.raises(UserError, match="--no-budgets"):
         cached_sweep(store, tiny_llama, PAIRS, cells)
     with budgets.override(sweep_text_forwards=need):

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.errors import UserError
-from analysis.forward import hooks, run
+from analysis.core.errors import UserError
+from analysis.core.forward import hooks, run
 from analysis.methods import get_method
 from analysis.methods.token_prepending import LOCAL, embedding_stats
 

@@ -8,8 +8,8 @@ import types
 import pytest
 import torch
 
-from analysis.errors import UserError
-from analysis.training import artefacts
+from analysis.core.errors import UserError
+from analysis.weights import artefacts
 from analysis.training.losses import answer_cross_entropy, cosent, info_nce
 from analysis.training.loop import StopTraining, TrainConfig, lr_at, train
 
@@ -208,7 +208,7 @@ def test_artefact_digest_tracks_weights(tmp_path):
 # ---- the command ----------------------------------------------------------------------------------------------
 def test_train_command_dispatches(monkeypatch, capsys):
     from analysis import training
-    from analysis.__main__ import main
+    from cli import main
 
     fake = types.ModuleType("fake_trainer")
     fake.HELP = "a fake trainer"

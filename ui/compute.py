@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 
 import cache
-from analysis.errors import UserError
+from analysis.core.errors import UserError
 from ui.model import get_backbone, store
 from ui.nav import hand_over_to_app
 from ui.text import md
@@ -86,7 +86,7 @@ def encode_with_info(method, texts, *, quiet: bool = False, **encode_kwargs) -> 
 
 
 def encode(method, texts, **encode_kwargs) -> np.ndarray:
-    """Embeddings (n, d) of `texts` (a list or `analysis.corpora.Texts`) with a configured method, through the
+    """Embeddings (n, d) of `texts` (a list or `analysis.data.corpora.Texts`) with a configured method, through the
     cache; shows a progress bar while computing, then where the result came from and how long it took, and
     any truncation warning (also when the result comes from the cache)."""
     return encode_with_info(method, texts, **encode_kwargs)[0]

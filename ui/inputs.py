@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analysis import budgets, datasets
-from analysis.corpora import Pairs, Texts
-from analysis.files import read_sts, read_texts
-from analysis.errors import UserError
+from analysis.core import budgets
+from analysis.data import datasets
+from analysis.data.corpora import Pairs, Texts
+from analysis.data.files import read_sts, read_texts
+from analysis.core.errors import UserError
 from ui.text import md
 
-# The app's limits live in analysis/budgets.py (one table, documented in the README); the names stay for importers.
+# The app's limits live in analysis/core/budgets.py (one table, documented in the README); the names stay for importers.
 MAX_TEXTS = budgets.APP.texts
 MAX_PAIRS = budgets.APP.pairs
 MAX_CHARS = budgets.APP.chars_per_text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import cache
-from analysis.errors import UserError
+from analysis.core.errors import UserError
 from ui.text import md
 
 MODEL_KEY = "embedscope_model"  # session-state key of the chosen model name ("default", an HF id or a path)
@@ -30,14 +30,14 @@ def hardware() -> tuple[str, str]:
 
 @st.cache_resource(show_spinner=False, max_entries=3)  # Compare models holds two models at once
 def _load(name: str, device: str = "cpu", dtype: str = "float32"):
-    from analysis.backbone import load_backbone
+    from analysis.models.backbone import load_backbone
 
     return load_backbone(name, device=device, dtype=dtype)
 
 
 def _needs_conversion(name: str) -> bool:
     """True when a built-in model's GGUF has not been converted to safetensors yet (first run: 30 s to 2 min)."""
-    from analysis.backbone import builtin
+    from analysis.models.backbone import builtin
 
     entry = builtin(name)
     return entry is not None and not any(
@@ -45,7 +45,7 @@ def _needs_conversion(name: str) -> bool:
 
 
 def title_of(name: str) -> str:
-    from analysis.backbone import builtin
+    from analysis.models.backbone import builtin
 
     entry = builtin(name)
     return entry.title if entry else name
@@ -129,7 +129,7 @@ def human_bytes(n: int) -> str:
 
 
 def _choose_model() -> None:
-    from analysis.backbone import BUILTIN, DEVICES, DTYPES
+    from analysis.models.backbone import BUILTIN, DEVICES, DTYPES
 
     options = ["default", *[n for n in BUILTIN if n != "smollm2-135m"], "other"]
     choice = st.radio("Model", options, key="ui_model_choice",

@@ -8,7 +8,7 @@ import importlib
 import pkgutil
 from dataclasses import dataclass
 
-from analysis.errors import UserError
+from analysis.core.errors import UserError
 from analysis.methods.base import EmbeddingMethod, ReadoutParams, param
 
 __all__ = ["EmbeddingMethod", "ReadoutParams", "param", "get_method", "list_methods", "method_class", "parse_params"]

@@ -6,7 +6,7 @@ dataclass whose fields carry their paper default and the reason for it (`param(d
 
     m = get_method("prompteol", layer=-1)
     emb = m.encode(backbone, texts)                      # (n, d) float32, L2-normalised, input order
-    emb, tr = m.encode(backbone, texts[:4], trace=True)  # plus named captures (analysis.trace)
+    emb, tr = m.encode(backbone, texts[:4], trace=True)  # plus named captures (analysis.core.trace)
     per_layer = m.encode_layers(backbone, texts)         # (n, L+1, d) raw readouts at every layer
 """
 
@@ -22,14 +22,14 @@ from typing import Callable, ClassVar
 import numpy as np
 import torch
 
-from analysis.errors import UserError
-from analysis.forward import Captured, attention_backend, resolve_layer, run
-from analysis.geometry import l2_normalize
-from analysis.pooling import pool, token_mask
-from analysis import budgets
-from analysis.tokens import (MAX_COPIES, PLACEHOLDER, Batch, Encoded, batches_by_length, check_texts, collate,
+from analysis.core.errors import UserError
+from analysis.core.forward import Captured, attention_backend, resolve_layer, run
+from analysis.core.vectors import l2_normalize
+from analysis.core.pooling import pool, token_mask
+from analysis.core import budgets
+from analysis.core.tokens import (MAX_COPIES, PLACEHOLDER, Batch, Encoded, batches_by_length, check_texts, collate,
                              encode_texts)
-from analysis.trace import Trace
+from analysis.core.trace import Trace
 
 MAX_TRACE_TEXTS = budgets.APP.trace_texts  # kept for importers; the limit in force is budgets.limit("trace_texts")
 
@@ -161,7 +161,7 @@ class EmbeddingMethod:
 
     def intervention(self, backbone, batch: Batch):
         """Context manager around the forward pass; yields extra keyword arguments for the model call.
-        Hooks installed here must be removed on exit (use `analysis.forward.hooks`)."""
+        Hooks installed here must be removed on exit (use `analysis.core.forward.hooks`)."""
         return contextlib.nullcontext({})
 
     def forward(self, backbone, batch: Batch, layers, attention: bool = False, trace: bool = False) -> Captured:

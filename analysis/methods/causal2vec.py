@@ -33,13 +33,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from analysis.errors import UserError
-from analysis.forward import Captured, run
+from analysis.core.errors import UserError
+from analysis.core.forward import Captured, run
 from analysis.methods.base import EmbeddingMethod, param
 from analysis.methods.token_prepending import start_token
-from analysis.pooling import mean_pool, token_mask
-from analysis.tokens import Batch, Encoded, encode_texts
-from analysis.trace import Trace
+from analysis.core.pooling import mean_pool, token_mask
+from analysis.core.tokens import Batch, Encoded, encode_texts
+from analysis.core.trace import Trace
 
 METHOD = "causal2vec"
 CONTEXTUAL = 125  # segment id of the contextual token (fits the int8 segments kept in traces)
@@ -50,14 +50,14 @@ GELU_SECOND_MOMENT = 0.4252  # E[GELU(z)^2] for z ~ N(0, 1), used to give C the 
 
 
 def shipped_folder() -> Path:
-    from analysis.training.artefacts import shipped_dir
+    from analysis.weights.artefacts import shipped_dir
 
     return shipped_dir(METHOD, SHIPPED_MODEL)
 
 
 def shipped_fits(backbone) -> bool:
     """Whether the shipped bridge was trained for this backbone (it exists for the default model only)."""
-    from analysis.training.artefacts import read_manifest
+    from analysis.weights.artefacts import read_manifest
 
     folder = shipped_folder()
     return (folder / "manifest.json").is_file() and read_manifest(folder).get("model_identity") == backbone.identity
@@ -65,7 +65,7 @@ def shipped_fits(backbone) -> bool:
 
 def trained_root() -> Path:
     """Where bridges trained from the app live (under the cache, so Clear cache removes them too)."""
-    from analysis.paths import cache_root
+    from analysis.core.paths import cache_root
 
     return cache_root() / "trained" / METHOD
 
@@ -174,8 +174,8 @@ class Causal2Vec(EmbeddingMethod):
         return dataclasses.replace(params, bridge_digest=self._digest(params))
 
     def _digest(self, params) -> str:
-        from analysis.sentence_encoder import encoder_identity
-        from analysis.training.artefacts import artefact_digest
+        from analysis.models.minilm import encoder_identity
+        from analysis.weights.artefacts import artefact_digest
 
         b = params.bridge.strip()
         if params.readout == "direct":
@@ -202,7 +202,7 @@ class Causal2Vec(EmbeddingMethod):
     # ---- the bridge (and the decoder with its LoRA update, if the bridge has one) ---------------------------
     def load(self, backbone) -> tuple[Bridge | None, object]:
         """(bridge module or None for direct, backbone to run: a merged copy when the bridge carries LoRA)."""
-        from analysis.sentence_encoder import encoder_identity, load_encoder
+        from analysis.models.minilm import encoder_identity, load_encoder
 
         if self.params.readout == "direct":
             return None, backbone
@@ -256,7 +256,7 @@ class Causal2Vec(EmbeddingMethod):
 
     def forward(self, backbone, batch: Causal2VecBatch, layers, attention: bool = False,
                 trace: bool = False) -> Captured:
-        from analysis.sentence_encoder import load_encoder
+        from analysis.models.minilm import load_encoder
 
         bridge, runner = self.load(backbone)
         batch.encoded = load_encoder().embed(batch.texts)  # (B, e) unit norm
@@ -273,7 +273,7 @@ class Causal2Vec(EmbeddingMethod):
         if self.params.readout == "concat":
             return 2 * d
         if self.params.readout == "direct":
-            from analysis.sentence_encoder import load_encoder
+            from analysis.models.minilm import load_encoder
 
             return d + load_encoder().dim
         return d
@@ -298,7 +298,7 @@ class Causal2Vec(EmbeddingMethod):
 
 def load_bridge(folder, backbone, encoder: str) -> tuple[Bridge, object]:
     """(Bridge, backbone to run) from a trained folder; refuses a bridge made for another model or encoder."""
-    from analysis.training.artefacts import load_artefact
+    from analysis.weights.artefacts import load_artefact
 
     tensors, manifest = load_artefact(folder, method=METHOD, model_identity=backbone.identity, encoder=encoder)
     w1, w2 = tensors["bridge.w1.weight"], tensors["bridge.w2.weight"]  # (hidden, e), (d, hidden)
@@ -306,8 +306,8 @@ def load_bridge(folder, backbone, encoder: str) -> tuple[Bridge, object]:
     bridge.load_state_dict({k[len("bridge."):]: v for k, v in tensors.items() if k.startswith("bridge.")})
     runner = backbone
     if manifest.get("lora"):
-        from analysis.training.artefacts import artefact_digest
-        from analysis.training.lora import merged_backbone
+        from analysis.weights.artefacts import artefact_digest
+        from analysis.weights.lora import merged_backbone
 
         runner = merged_backbone(backbone, tensors, manifest["lora"], f"c2v-lora:{artefact_digest(folder)}")
     return bridge, runner

@@ -45,7 +45,7 @@ class Echo(EmbeddingMethod):
         return self.template
 
     def prepare(self, backbone, texts):
-        from analysis.tokens import encode_texts
+        from analysis.core.tokens import encode_texts
 
         tok = backbone.tokenizer
         if self.params.layout == "clean":

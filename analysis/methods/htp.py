@@ -37,7 +37,7 @@ import numpy as np
 from analysis.methods.base import param
 from analysis.methods.token_prepending import (EXIT_HELP, GLOBAL, LAYOUTS, LOCAL, Placed, RewiringMethod, insert_placeholders,
                                                parse_depth)
-from analysis.partition import PARTITIONS, token_blocks
+from analysis.core.partition import PARTITIONS, token_blocks
 
 SUMMARIES = ("both", "local", "global", "none")
 
@@ -79,7 +79,7 @@ class HTP(RewiringMethod):
     labels = {LOCAL: "<PST>", GLOBAL: "<B-PST>"}
 
     def blocks(self, text_end, text: str) -> np.ndarray:
-        """(n,) block number of each text token (see analysis.partition.token_blocks)."""
+        """(n,) block number of each text token (see analysis.core.partition.token_blocks)."""
         p = self.params
         size = p.k if p.partition == "sentences" else p.n_tokens
         return token_blocks(text_end, text, p.partition, size)

@@ -8,7 +8,7 @@ How it is wired (no modeling code copied, no second pass):
 * `kv_reroute` is a registered attention function (`transformers.AttentionInterface`) with a mask function of
   the same name (`AttentionMaskInterface`, the stock `sdpa_mask`, so the causal/padding mask is exactly the one
   sdpa would get). It reads its per-call configuration from the keyword argument `kv_reroute` (a `Reroute`)
-  that `analysis.forward.run(..., kv_reroute=...)` passes to every attention call, and `module.layer_idx`.
+  that `analysis.core.forward.run(..., kv_reroute=...)` passes to every attention call, and `module.layer_idx`.
   `kv_reroute_eager` is the same with the eager mask and eager attention, for attention maps.
 * In a layer outside the set it calls the model's own sdpa/eager function with the untouched arguments, so an
   empty set reproduces the prompt-only forward exactly. In a layer inside the set it gathers each row's final
@@ -45,9 +45,9 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
 
-from analysis import intrinsic_dim
-from analysis.errors import UserError
-from analysis.forward import attention_backend, run
+from analysis.inspect import intrinsic_dim
+from analysis.core.errors import UserError
+from analysis.core.forward import attention_backend, run
 from analysis.methods.base import EmbeddingMethod, param
 
 MAX_LAYER = 1023  # decoder layer numbers above this are refused while parsing (no model is that deep)

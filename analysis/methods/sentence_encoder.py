@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.errors import UserError
+from analysis.core.errors import UserError
 from analysis.methods.base import EmbeddingMethod
-from analysis.tokens import check_texts
+from analysis.core.tokens import check_texts
 
 
 @dataclass(frozen=True)
@@ -26,14 +26,14 @@ class SentenceEncoderMethod(EmbeddingMethod):
     pooling = "mean"
 
     def output_dim(self, backbone) -> int:
-        from analysis.sentence_encoder import load_encoder
+        from analysis.models.minilm import load_encoder
 
         return load_encoder().dim
 
     def encode(self, backbone, texts, *, batch_size: int = 16, normalize: bool = True, trace: bool = False,
                attention: bool = False, padding_side: str = "right", progress=None):
         """(n, 384) float32; `backbone` is accepted for the common signature and not used."""
-        from analysis.sentence_encoder import load_encoder
+        from analysis.models.minilm import load_encoder
 
         if trace:
             raise UserError("The sentence encoder does not run the decoder, so it has no decoder trace to show.")
@@ -51,7 +51,7 @@ class SentenceEncoderMethod(EmbeddingMethod):
                       progress=None, readout: str | None = None) -> np.ndarray:
         """The ENCODER's mean-pooled hidden states: (n, 7, 384) for "all" (embeddings and its 6 layers); the
         encoder has one readout (mean), so `readout` is accepted for the common signature and ignored."""
-        from analysis.sentence_encoder import load_encoder
+        from analysis.models.minilm import load_encoder
 
         texts = check_texts(texts)
         enc = load_encoder()

@@ -32,12 +32,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from analysis.errors import UserError
-from analysis.forward import Captured, resolve_layer, run
-from analysis.geometry import l2_normalize
+from analysis.core.errors import UserError
+from analysis.core.forward import Captured, resolve_layer, run
+from analysis.core.vectors import l2_normalize
 from analysis.methods.base import EmbeddingMethod, param
-from analysis.tokens import Batch, Encoded, PLACEHOLDER, batches_by_length, check_texts, encode_texts
-from analysis.trace import Trace
+from analysis.core.tokens import Batch, Encoded, PLACEHOLDER, batches_by_length, check_texts, encode_texts
+from analysis.core.trace import Trace
 
 GENERATED = 127  # segment id of generated positions (fits the int8 segments kept in traces)
 # A generation step pushes one position per text through every layer, so on a CPU it costs about one read of
@@ -214,7 +214,7 @@ class SoftTokens(EmbeddingMethod):
     def validate(self, params):
         if PLACEHOLDER in params.instruction:
             raise UserError(f"soft_tokens: the instruction must not contain {PLACEHOLDER}; the text is added after it.")
-        from analysis.adapters import adapter_spec
+        from analysis.weights.adapters import adapter_spec
 
         # The key of cached results includes the params: record the adapter's content, not only its path.
         return dataclasses.replace(params, adapter=adapter_spec(params.adapter))
@@ -291,7 +291,7 @@ class SoftTokens(EmbeddingMethod):
 
     def adapted(self, backbone):
         """The backbone with this method's adapter merged into a copy (the same object when there is none)."""
-        from analysis.adapters import resolve_adapter
+        from analysis.weights.adapters import resolve_adapter
 
         return resolve_adapter(backbone, self.params.adapter)
 

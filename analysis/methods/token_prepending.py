@@ -14,7 +14,7 @@ How it is wired here (no modeling code copied):
 * Rewiring is a forward PRE-hook on each decoder layer in [start, exit) that replaces the incoming
   hidden_states by `hidden.gather(1, source)`: one vectorised gather per layer, padding-safe (pads map to
   themselves), out of place (captured states and autograd stay intact). `intervention` installs the hooks with
-  `analysis.forward.hooks`, so they are removed on exit, also after an exception.
+  `analysis.core.forward.hooks`, so they are removed on exit, also after an exception.
 * Because the source is read from the layer's *input*, "the final token's state from the previous layer's
   output" is exactly what arrives. Hidden state l in a trace is the output of decoder layer l-1, before the
   rewiring of layer l's input.
@@ -57,11 +57,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from analysis.errors import TruncationWarning, UserError
-from analysis.forward import Captured, hooks, input_device, run
+from analysis.core.errors import TruncationWarning, UserError
+from analysis.core.forward import Captured, hooks, input_device, run
 from analysis.methods.base import EmbeddingMethod, param
-from analysis.partition import tokenize_with_offsets
-from analysis.tokens import PLACEHOLDER, Batch, Encoded, check_texts, collate
+from analysis.core.partition import tokenize_with_offsets
+from analysis.core.tokens import PLACEHOLDER, Batch, Encoded, check_texts, collate
 
 TOKEN, LOCAL, GLOBAL = 0, 1, 2  # placeholder kinds (TP's single placeholder is LOCAL)
 LAYOUTS = ("clean", "reference")

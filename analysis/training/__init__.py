@@ -20,7 +20,7 @@ TRAINERS: dict[str, str] = {
 
 def trainer(name: str):
     """The trainer module registered under `name`."""
-    from analysis.errors import UserError
+    from analysis.core.errors import UserError
 
     if name not in TRAINERS:
         raise UserError(f"No trainer for '{name}'. Available: {', '.join(sorted(TRAINERS))}.")

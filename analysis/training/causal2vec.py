@@ -61,7 +61,7 @@ def add_arguments(parser) -> None:
 def run(args) -> dict:
     from transformers.utils import logging as hf_logging
 
-    from analysis.backbone import load_backbone
+    from analysis.models.backbone import load_backbone
     from analysis.methods.causal2vec import trained_root
 
     out = Path(args.out) if args.out else trained_root() / "cli" / "best"
@@ -73,7 +73,7 @@ def run(args) -> dict:
         work = trained_root().parent.parent / "training" / "causal2vec" / \
             hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:12]
     if args.steps < 1 or args.batch_size < 2 or args.lora_rank < 0 or args.eval_pairs < 10:
-        from analysis.errors import UserError
+        from analysis.core.errors import UserError
 
         raise UserError("need --steps >= 1, --batch-size >= 2, --lora-rank >= 0 and --eval-pairs >= 10.")
     hf_logging.disable_progress_bar()  # stdout carries one JSON line; stderr the progress bar
@@ -118,22 +118,22 @@ def train_bridge(backbone, *, out, work, steps=200, batch_size=16, grad_accum=1,
                  train_readout="contextual") -> dict:
     """Train a bridge for `backbone`; write the artefact to `out`; return the summary (also the JSON line).
 
-    `train_pairs` / `dev_pairs` (analysis.corpora.Pairs) default to STS-B train / dev from the shared folder;
+    `train_pairs` / `dev_pairs` (analysis.data.corpora.Pairs) default to STS-B train / dev from the shared folder;
     `encoder` defaults to the installed MiniLM (tests pass small stand-ins for both)."""
     import numpy as np
     import torch
 
-    from analysis.corpora import shared_stsb
-    from analysis.datasets import stsb_pairs
-    from analysis.errors import UserError
-    from analysis.forward import run as forward_run
+    from analysis.data.corpora import shared_stsb
+    from analysis.data.datasets import stsb_pairs
+    from analysis.core.errors import UserError
+    from analysis.core.forward import run as forward_run
     from analysis.methods.causal2vec import (METHOD, Bridge, C2VEncoded, Causal2Vec, contextual_inputs, embedding_rms,
                                              readout_at)
-    from analysis.sentence_encoder import load_encoder
-    from analysis.sts import spearman
-    from analysis.training.artefacts import load_artefact, save_artefact
+    from analysis.models.minilm import load_encoder
+    from analysis.eval.sts import spearman
+    from analysis.weights.artefacts import load_artefact, save_artefact
     from analysis.training.losses import cosent, info_nce
-    from analysis.training.lora import lora_config, lora_copy, lora_tensors
+    from analysis.weights.lora import lora_config, lora_copy, lora_tensors
     from analysis.training.loop import TrainConfig, train
 
     digest_paths = []
@@ -289,7 +289,7 @@ def live_folder(name: str) -> Path:
     method pickers list)."""
     import re
 
-    from analysis.errors import UserError
+    from analysis.core.errors import UserError
     from analysis.methods.causal2vec import trained_root
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,40}", name or ""):

@@ -77,7 +77,7 @@ def sentence_targets(system, personas) -> tuple[list[str], "np.ndarray"]:
     import numpy as np
     import torch
 
-    from analysis.personas import KEYS
+    from analysis.data.personas import KEYS
 
     table = system.causal.get_input_embeddings().weight.detach()
     seen, sents, targets = set(), [], []
@@ -120,7 +120,7 @@ def make_batches(system, personas, batch_size: int, seed: int, single_steps: int
     the right one among several."""
     import random
 
-    from analysis.personas import KEYS, QA, QUESTIONS
+    from analysis.data.personas import KEYS, QA, QUESTIONS
 
     rng = random.Random(seed)
     modes, weights = list(MIX), list(MIX.values())
@@ -138,6 +138,21 @@ def make_batches(system, personas, batch_size: int, seed: int, single_steps: int
             qa = QA(tuple(ctx), rng.choice(QUESTIONS[key]).format(first=p.first), p.value(key), key, p.full_name)
             rows.append(system.row(qa, mode.split("+")[0], ids=mode.endswith("+ids")))
         yield system.collate(rows)
+
+
+def answer_loss(system, batch) -> tuple["torch.Tensor", dict]:
+    """Cross-entropy on the answer tokens only; logits are computed only where a label is."""
+    from analysis.training.losses import answer_cross_entropy
+
+    h = system.hidden(batch).last_hidden_state  # (B, T, d)
+    sel = batch.labels != -100  # (B, T)
+    logits = system.causal.lm_head(h[sel]).unsqueeze(0)  # (1, N, V)
+    labels = batch.labels[sel].unsqueeze(0)  # (1, N)
+    loss = answer_cross_entropy(logits, labels)
+    first = (batch.labels != -100).float().cumsum(1) == 1  # (B, T) the first answer position per row
+    first &= sel
+    acc = (logits[0].argmax(-1) == labels[0]).float()
+    return loss, {"token_acc": float(acc.mean()), "first_acc": float(acc[first[sel]].mean())}
 
 
 def teacher_forced(system, items, mode: str, ids: bool = False, batch_size: int = 32) -> dict:
@@ -179,7 +194,7 @@ def startup_check(system, item) -> None:
             raise RuntimeError(f"startup check: pools are not at their positions ({side} padding)")
     batch = system.collate([row])
     system.adapter.zero_grad()
-    system.loss(batch)[0].backward()
+    answer_loss(system, batch)[0].backward()
     g = system.adapter.weight.grad
     if g is None or float(g.abs().sum()) == 0.0:
         raise RuntimeError("startup check: the loss does not depend on the pools")
@@ -197,11 +212,11 @@ def run(args) -> dict:
 
     import torch
 
-    from analysis import personas as P
-    from analysis.backbone import load_backbone
-    from analysis.compression import METHOD, encoder_name, CompressionConfig, CompressionSystem, default_artefact
-    from analysis.errors import UserError
-    from analysis.training.artefacts import save_artefact
+    from analysis.data import personas as P
+    from analysis.models.backbone import load_backbone
+    from analysis.compression.system import METHOD, encoder_name, CompressionConfig, CompressionSystem, default_artefact
+    from analysis.core.errors import UserError
+    from analysis.weights.artefacts import save_artefact
     from analysis.training.loop import StopTraining, TrainConfig, train
 
     if args.steps < 1 or args.batch_size < 1 or args.personas < 1:
@@ -264,10 +279,10 @@ def run(args) -> dict:
         raise UserError(f"--curriculum is a share of the steps in [0, 1), got {args.curriculum}.")
     single_steps = round(args.curriculum * args.steps)
     batches = make_batches(system, personas, args.batch_size, args.seed, single_steps)
-    result = train(cfg, parameters=params, loss_fn=system.loss, batches=batches, evaluate=evaluate, save=save,
+    result = train(cfg, parameters=params, loss_fn=lambda batch: answer_loss(system, batch), batches=batches, evaluate=evaluate, save=save,
                    progress=progress, log_extra={"data_digest": data_digest, "model": backbone.identity})
     print(file=sys.stderr)
-    from analysis.training.artefacts import load_artefact
+    from analysis.weights.artefacts import load_artefact
 
     best, _ = load_artefact(run_dir / "best", method=METHOD)
     system.load_tensors(best)
@@ -277,7 +292,7 @@ def run(args) -> dict:
     rows_seen = result.steps_done * args.batch_size
     manifest = {
         "method": METHOD, "model_identity": backbone.identity, "model": backbone.facts.name,
-        "encoder": encoder_name(), "data": "analysis.personas train split", "data_digest": data_digest,
+        "encoder": encoder_name(), "data": "analysis.data.personas train split", "data_digest": data_digest,
         "personas": args.personas, "steps": result.steps_done, "best_step": result.best_step, "seed": args.seed,
         "hyperparameters": {"lr": args.lr, "batch_size": args.batch_size, "mix": MIX, "eval_every": args.eval_every,
                             "curriculum_single_sentence_steps": single_steps,

@@ -24,14 +24,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from analysis.errors import UserError
+from analysis.core import paths
+from analysis.core.errors import UserError
 from analysis.training.icr import (OBJECTIVES, TEMPERATURE, cumulative_means, objective, refinement_penalty,
                                    stepwise_losses)
 
 NAME = "gircse"
 HELP = ("Train the soft_tokens LoRA adapter with GIRCSE's Iterative Contrastive Refinement on STS-B train (dev "
         "selects); --loss stepwise|final trains the paper's ablations.")
-ARTEFACTS = Path(__file__).resolve().parent.parent / "artefacts" / NAME
+ARTEFACTS = paths.ARTEFACTS / NAME
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def lora_backbone(backbone, config: GircseConfig, seed: int = 0):
     that other methods use in this process is never touched."""
     from peft import LoraConfig, get_peft_model
 
-    from analysis.backbone import Backbone
+    from analysis.models.backbone import Backbone
 
     L = backbone.facts.n_layers
     first = 0 if config.lora_layers <= 0 else max(L - config.lora_layers, 0)
@@ -135,8 +136,8 @@ def pair_losses(backbone, method, left: list[str], right: list[str], config: Gir
 
 # ---- data ------------------------------------------------------------------------------------------------------
 def positive_pairs(min_score: float):
-    from analysis.corpora import shared_stsb
-    from analysis.files import read_sts
+    from analysis.data.corpora import shared_stsb
+    from analysis.data.files import read_sts
 
     path = shared_stsb("train")
     if path is None:
@@ -160,7 +161,7 @@ def batches(left, right, batch_size: int, seed: int):
 
 
 def file_digest(path) -> str:
-    from analysis.paths import file_sha256
+    from analysis.core.paths import file_sha256
 
     return file_sha256(path)[:16]
 
@@ -173,9 +174,9 @@ def lora_tensors(peft_model) -> dict:
 
 
 def save_adapter(folder, peft_model, manifest: dict) -> Path:
-    """An artefact folder (weights.safetensors + manifest.json, analysis.training.artefacts) plus peft's
-    adapter_config.json, which is all analysis.adapters.load_adapter needs to rebuild the LoRA layers."""
-    from analysis.training.artefacts import save_artefact
+    """An artefact folder (weights.safetensors + manifest.json, analysis.weights.artefacts) plus peft's
+    adapter_config.json, which is all analysis.weights.adapters.load_adapter needs to rebuild the LoRA layers."""
+    from analysis.weights.artefacts import save_artefact
 
     folder = Path(folder)
     save_artefact(folder, lora_tensors(peft_model), manifest)
@@ -192,9 +193,9 @@ def run(args) -> dict:
 
     from scipy.stats import spearmanr
 
-    from analysis.backbone import load_backbone
-    from analysis.corpora import shared_stsb
-    from analysis.files import read_sts
+    from analysis.models.backbone import load_backbone
+    from analysis.data.corpora import shared_stsb
+    from analysis.data.files import read_sts
     from analysis.methods.soft_tokens import SoftTokens
     from analysis.training.loop import BEST, TrainConfig, train
 
@@ -219,8 +220,8 @@ def run(args) -> dict:
     method = SoftTokens(k=config.k, temperature=config.gen_temperature, instruction=config.instruction,
                         adapter="none")
     steps = args.steps or len(left) // args.batch_size  # default: one epoch, as the paper
-    from analysis.adapters import model_short_name
-    from analysis.paths import cache_root
+    from analysis.weights.adapters import model_short_name
+    from analysis.core.paths import cache_root
 
     shipped = ARTEFACTS / model_short_name(backbone.facts)
     out = Path(args.out) if args.out else (shipped if config.loss == "icr" else

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-from analysis.errors import UserError
+from analysis.core.errors import UserError
 
 LOG, CHECKPOINT, BEST = "log.json", "checkpoint", "best"
 

@@ -1,1 +1,0 @@
-"""One module per `python -m analysis` command (see analysis/__main__.py)."""

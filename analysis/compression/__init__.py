@@ -1,0 +1,1 @@
+"""Sentence-pool context compression: the system that answers questions from one vector per sentence."""

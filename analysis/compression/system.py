@@ -1,0 +1,410 @@
+"""Sentence-pool context compression: each sentence of a context becomes one vector from a frozen sentence
+encoder, a trained linear adapter maps it into the decoder's input space as one prefix position, and the decoder
+(frozen, with a small LoRA) answers questions about the facts in the compressed context.
+
+Input layout, one row per question (positions left to right)::
+
+    [start] ([identifier tokens] [pool])*  "\\nQuestion: <q>\\nAnswer:"  " <answer>" [eos]
+    sentence: one pool per sentence   paragraph: one pool for the joined context
+    text: "Context: <sentences>" as ordinary tokens instead of pools   none: no context at all
+
+The start token (the tokenizer's BOS, else EOS) keeps position 0 an ordinary token: it is the model's attention
+sink, and a pool there would be read differently. Identifier tokens (option `ids`) are the literal tokens
+" [<identifier>]" in front of every pool; for personas the identifier is the person's full name.
+
+    sys = CompressionSystem.from_artefact(backbone)            # the shipped adapter + LoRA
+    sys.answer([qa], mode="sentence")                          # ["Lyon"]
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from analysis.core.errors import UserError
+
+MODES = ("sentence", "paragraph", "text", "none")
+TABLE_MODES = ("sentence", "sentence+ids", "paragraph", "text", "none")  # "+ids": identifier tokens before pools
+SCALING_SIZES = (5, 10, 20, 50, 100)  # pools per context for the scaling curve (5 = the facts alone)
+
+
+def split_mode(mode: str) -> tuple[str, bool]:
+    """"sentence+ids" -> ("sentence", True)."""
+    return mode.split("+")[0], mode.endswith("+ids")
+ENCODER_DIM = 384
+MAX_SENTENCE_TOKENS = 128  # the encoder's training length; a longer "sentence" is almost surely a paragraph
+METHOD = "compression"
+
+
+@dataclass(frozen=True)
+class CompressionConfig:
+    lora_rank: int = 16  # source: rank 16
+    lora_alpha: int = 32  # source: alpha 32 (scale 2)
+    lora_first_layer: float = 0.5  # LoRA on q/v of the last half of the decoder layers (source)
+    adapter_init_std: float = 0.02  # source: N(0, 0.02^2) weights, zero bias
+    # The adapter reads pool_scale * v and starts at std adapter_init_std / pool_scale: the same function at
+    # initialisation, but AdamW's per-weight steps (~lr) move its output pool_scale times faster, i.e. the
+    # adapter's learning rate is pool_scale x the LoRA's. Needed here: MiniLM vectors of two facts differ by
+    # ~0.4 in norm, a word embedding has norm ~3.2, and at scale 1 a few hundred steps of lr 2e-3 never grew
+    # the adapter enough for the decoder to tell pools apart (validation stayed at the no-context level).
+    pool_scale: float = 1.0
+    max_answer_tokens: int = 12  # the longest persona answer (a full name) is < 10 tokens
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The frozen sentence encoder: the shared all-MiniLM-L6-v2 loader (analysis.models.minilm), raw mean pool.
+
+def encode_sentences(sentences: list[str]) -> np.ndarray:
+    """(n, 384) float32 mean-pooled MiniLM vectors, not normalised (the source feeds the raw mean pool)."""
+    from analysis.models.minilm import load_encoder
+
+    return load_encoder().embed(list(sentences), normalize=False).numpy().astype(np.float32)
+
+
+def encoder_token_count(sentence: str) -> int:
+    from analysis.models.minilm import load_encoder
+
+    return len(load_encoder().tokenizer(sentence, add_special_tokens=False)["input_ids"])
+
+
+def encoder_name() -> str:
+    from analysis.models.minilm import encoder_identity
+
+    return encoder_identity()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Items -> rows of token ids with pool slots -> a padded batch.
+
+@dataclass
+class Row:
+    ids: list[int]  # token ids; pool positions hold the pad id (replaced by the adapter's output)
+    pool: list[int]  # per position: index into `vectors` or -1
+    labels: list[int]  # per position: the token id to predict *at this position* or -100
+    vectors: np.ndarray  # (P, 384) this row's pools
+    context_tokens: int  # the context as text, in decoder tokens (for the compression ratio)
+    context_positions: int  # positions the context takes in this row (pools + identifier tokens, or tokens)
+
+
+@dataclass
+class PoolBatch:
+    ids: torch.Tensor  # (B, T)
+    mask: torch.Tensor  # (B, T) 1 = real
+    position_ids: torch.Tensor  # (B, T) from the mask, so the padding side never changes a result
+    pool: torch.Tensor  # (B, T) index into `vectors` (flat over the batch) or -1
+    labels: torch.Tensor  # (B, T)
+    vectors: torch.Tensor  # (N, 384) every pool of the batch
+
+
+def check_item(item: dict, where: str = "") -> None:
+    """One sentence for each kind of bad item (used for user JSONL)."""
+    for k in ("context", "question", "answer"):
+        if k not in item:
+            raise UserError(f"{where}missing field '{k}' (each line needs context, question and answer).")
+    ctx = item["context"]
+    if isinstance(ctx, str):
+        raise UserError(f"{where}'context' must be a list of sentences, not one string.")
+    if not isinstance(ctx, list) or not ctx or not all(isinstance(s, str) and s.strip() for s in ctx):
+        raise UserError(f"{where}'context' must be a non-empty list of non-empty sentences.")
+    if not isinstance(item["question"], str) or not item["question"].strip():
+        raise UserError(f"{where}'question' must be a non-empty string.")
+    if not isinstance(item["answer"], str) or not item["answer"].strip():
+        raise UserError(f"{where}'answer' must be a non-empty string.")
+
+
+def split_sentences(text: str) -> list[str]:
+    """A paragraph -> its sentences (pysbd, as the prepending methods split)."""
+    from analysis.core.partition import _segmenter
+
+    return [s.sent.strip() for s in _segmenter().segment(text) if s.sent.strip()] if text.strip() else []
+
+
+def normalise_answer(s: str) -> str:
+    """Exact-match normal form: lower case, surrounding whitespace and punctuation removed."""
+    return s.strip().strip(string.punctuation + " \t\n").lower()
+
+
+class CompressionSystem:
+    """The adapter + LoRA decoder around a loaded backbone. The backbone itself is never modified: the LoRA
+    lives on a private copy of its model (other views keep using the plain model)."""
+
+    def __init__(self, backbone, config: CompressionConfig = CompressionConfig(), *, seed: int = 0, encoder=None):
+        from analysis.weights.lora import add_lora, lora_config
+
+        self.backbone, self.config = backbone, config
+        tok = backbone.tokenizer
+        self.start_id = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        self.eos_id = tok.eos_token_id
+        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        torch.manual_seed(seed)
+        d = backbone.facts.hidden_size
+        self.adapter = torch.nn.Linear(ENCODER_DIM, d)
+        torch.nn.init.normal_(self.adapter.weight, std=config.adapter_init_std / config.pool_scale)
+        torch.nn.init.zeros_(self.adapter.bias)
+        n = backbone.facts.n_layers
+        first = int(n * config.lora_first_layer)
+        self.lora = lora_config(config.lora_rank, config.lora_alpha, layers=list(range(first, n)))
+        with backbone.lock:
+            model = copy.deepcopy(backbone.model)
+        self.model = add_lora(model, self.lora)  # B = 0 at init: the LoRA model starts equal to the base
+        self.model.eval()
+        self.lora_layers = (first, n)
+        self.weights_digest = f"init:seed{seed}"  # cache-key part; an artefact's digest once loaded
+        self.manifest: dict = {}
+        self._vec_cache: dict[str, np.ndarray] = {}
+        self._encode = encoder or encode_sentences  # list[str] -> (n, 384); tests pass a cheap stand-in
+
+    # -- parameters and persistence ---------------------------------------------------------------------
+    @property
+    def causal(self):
+        """The decoder copy with the LoRA layers (a *ForCausalLM)."""
+        return self.model
+
+    def trainable(self) -> list[torch.nn.Parameter]:
+        lora = [p for n, p in self.model.named_parameters() if "lora_" in n]
+        for p in lora:
+            p.requires_grad_(True)
+        self.adapter.requires_grad_(True)
+        return list(self.adapter.parameters()) + lora
+
+    def project(self, vectors: torch.Tensor) -> torch.Tensor:
+        """(N, 384) pooled sentence vectors -> (N, d) decoder input vectors."""
+        return self.adapter(vectors * self.config.pool_scale)
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        from analysis.weights.lora import lora_tensors
+
+        out = {f"adapter.{k}": v.detach().clone() for k, v in self.adapter.state_dict().items()}
+        out.update(lora_tensors(self.model))
+        return out
+
+    def load_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        params = {n: p for n, p in self.model.named_parameters() if "lora_" in n}
+        lora = {k[5:]: v for k, v in tensors.items() if k.startswith("lora.")}
+        if set(lora) != set(params) or any(params[k].shape != v.shape for k, v in lora.items()):
+            raise UserError("These compression weights do not fit this model's LoRA layout.")
+        with torch.no_grad():
+            for k, v in lora.items():
+                params[k].copy_(v)
+        self.adapter.load_state_dict({k[8:]: v for k, v in tensors.items() if k.startswith("adapter.")})
+
+    @classmethod
+    def from_artefact(cls, backbone, folder: str | Path | None = None):
+        from analysis.weights.artefacts import load_artefact
+
+        folder = Path(folder) if folder else default_artefact(backbone)
+        if not (folder / "manifest.json").exists():
+            raise UserError(f"No compression weights at {folder}; train them with `python -m analysis train "
+                            "compression`.")
+        tensors, manifest = load_artefact(folder, method=METHOD, model_identity=backbone.identity,
+                                          encoder=encoder_name())
+        cfg = CompressionConfig(**{k: v for k, v in manifest.get("config", {}).items()
+                                   if k in CompressionConfig.__dataclass_fields__})
+        system = cls(backbone, cfg)
+        from analysis.weights.artefacts import artefact_digest
+
+        system.load_tensors(tensors)
+        system.manifest, system.weights_digest = manifest, artefact_digest(folder)
+        return system
+
+    # -- building rows --------------------------------------------------------------------------------------
+    def _tok(self, text: str) -> list[int]:
+        return self.backbone.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def vectors(self, sentences: list[str]) -> np.ndarray:
+        """(n, 384) pools, memoised per sentence (training reuses the same sentences many times)."""
+        missing = list(dict.fromkeys(s for s in sentences if s not in self._vec_cache))
+        if missing:
+            for s, v in zip(missing, self._encode(missing)):
+                self._vec_cache[s] = v
+        return np.stack([self._vec_cache[s] for s in sentences]) if sentences else np.zeros((0, ENCODER_DIM),
+                                                                                             np.float32)
+
+    def row(self, item, mode: str, *, ids: bool = False, with_answer: bool = True) -> Row:
+        """One item (a `personas.QA` or a dict) as a row. `with_answer=False` stops after "Answer:"."""
+        get = (lambda k, d=None: item.get(k, d)) if isinstance(item, dict) else \
+            (lambda k, d=None: getattr(item, "identifier" if k == "id" else k, d))
+        context, question, answer = list(get("context")), get("question"), get("answer")
+        if mode not in MODES:
+            raise UserError(f"Unknown pools mode '{mode}'; choose from {', '.join(MODES)}.")
+        identifier = get("id", "") or ""
+        if ids and mode in ("sentence", "paragraph") and not identifier:
+            raise UserError("Identifier tokens need an 'id' for every item (the name the sentences are about).")
+        text = " ".join(s.strip() for s in context)
+        context_tokens = len(self._tok(" " + text))
+        toks, pool, vectors = [self.start_id], [-1], np.zeros((0, ENCODER_DIM), np.float32)
+        if mode in ("sentence", "paragraph"):
+            vectors = self.vectors(context if mode == "sentence" else [text])
+            id_toks = self._tok(f" [{identifier}]") if ids else []
+            for p in range(len(vectors)):
+                toks += id_toks + [self.pad_id]
+                pool += [-1] * len(id_toks) + [p]
+            positions = len(toks) - 1
+        elif mode == "text":
+            ctx = self._tok("Context: " + text)
+            toks += ctx
+            pool += [-1] * len(ctx)
+            positions = context_tokens
+        else:
+            positions = 0
+        q = self._tok("\nQuestion: " + question.strip() + "\nAnswer:")
+        toks += q
+        pool += [-1] * len(q)
+        labels = [-100] * len(toks)
+        if with_answer:
+            a = self._tok(" " + answer.strip()) + [self.eos_id]
+            labels[-1] = a[0]  # the last prompt position predicts the first answer token
+            toks += a[:-1]
+            pool += [-1] * (len(a) - 1)
+            labels += a[1:]
+        return Row(toks, pool, labels, vectors, context_tokens, positions)
+
+    def collate(self, rows: list[Row], padding_side: str = "right") -> PoolBatch:
+        T = max(len(r.ids) for r in rows)
+        B = len(rows)
+        ids = torch.full((B, T), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((B, T), dtype=torch.long)
+        pool = torch.full((B, T), -1, dtype=torch.long)
+        labels = torch.full((B, T), -100, dtype=torch.long)
+        vecs, offset = [], 0
+        for b, r in enumerate(rows):
+            n = len(r.ids)
+            sl = slice(0, n) if padding_side == "right" else slice(T - n, T)
+            ids[b, sl] = torch.tensor(r.ids)
+            mask[b, sl] = 1
+            p = torch.tensor(r.pool)
+            pool[b, sl] = torch.where(p >= 0, p + offset, p)
+            labels[b, sl] = torch.tensor(r.labels)
+            vecs.append(r.vectors)
+            offset += len(r.vectors)
+        position_ids = (mask.cumsum(1) - 1).clamp(min=0)  # (B, T)
+        vectors = torch.from_numpy(np.concatenate(vecs)) if offset else torch.zeros((0, ENCODER_DIM))
+        return PoolBatch(ids, mask, position_ids, pool, labels, vectors)
+
+    # -- forward ------------------------------------------------------------------------------------------------
+    def embed(self, batch: PoolBatch) -> torch.Tensor:
+        """(B, T, d) input embeddings: token embeddings, with the adapter's output at every pool position."""
+        emb = self.causal.get_input_embeddings()(batch.ids)  # (B, T, d)
+        at = batch.pool >= 0  # (B, T)
+        if at.any():
+            pooled = self.project(batch.vectors)  # (N, d)
+            emb = emb.clone()
+            emb[at] = pooled[batch.pool[at]].to(emb.dtype)
+        return emb
+
+    def hidden(self, batch: PoolBatch, **kwargs):
+        return self.causal.model(inputs_embeds=self.embed(batch), attention_mask=batch.mask,
+                                 position_ids=batch.position_ids, use_cache=False, **kwargs)
+
+    @torch.no_grad()
+    def generate(self, rows: list[Row], max_new: int | None = None) -> list[list[int]]:
+        """Greedy answers (token ids, without eos) for rows built with `with_answer=False`. Left padding, so
+        every row's next token is at the last position; later steps feed one token each through the KV cache."""
+        max_new = max_new or self.config.max_answer_tokens
+        batch = self.collate(rows, "left")
+        emb, mask, pos = self.embed(batch), batch.mask, batch.position_ids
+        table = self.causal.get_input_embeddings()
+        out = [[] for _ in rows]
+        done = torch.zeros(len(rows), dtype=torch.bool)
+        past = None
+        for _ in range(max_new):
+            res = self.causal.model(inputs_embeds=emb, attention_mask=mask, position_ids=pos, past_key_values=past,
+                                    use_cache=True)
+            past = res.past_key_values
+            nxt = self.causal.lm_head(res.last_hidden_state[:, -1]).argmax(-1)  # (B,)
+            for b in range(len(rows)):
+                if not done[b]:
+                    if int(nxt[b]) == self.eos_id:
+                        done[b] = True
+                    else:
+                        out[b].append(int(nxt[b]))
+            if done.all():
+                break
+            emb = table(nxt).unsqueeze(1)  # (B, 1, d) only the new token; the rest is in the cache
+            pos = pos[:, -1:] + 1  # (B, 1)
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)  # (B, T+k) the cache's positions too
+        return out
+
+    def answer(self, items, mode: str = "sentence", *, ids: bool = False, batch_size: int = 16) -> list[str]:
+        return [a["answer"] for a in self.predict(items, mode, ids=ids, batch_size=batch_size)]
+
+    def predict(self, items, mode: str = "sentence", *, ids: bool = False, batch_size: int = 16,
+                progress=None) -> list[dict]:
+        """Per item: {"answer", "first_token_ok", "exact", "context_tokens", "context_positions"}."""
+        tok = self.backbone.tokenizer
+        out = []
+        for s in range(0, len(items), batch_size):
+            chunk = items[s:s + batch_size]
+            rows = [self.row(it, mode, ids=ids, with_answer=False) for it in chunk]
+            gen = self.generate(rows)
+            for it, r, g in zip(chunk, rows, gen):
+                gold = it["answer"] if isinstance(it, dict) else it.answer
+                text = tok.decode(g, skip_special_tokens=True).split("\n")[0].strip()
+                first_gold = self._tok(" " + gold.strip())[0]
+                out.append({"answer": text, "exact": normalise_answer(text) == normalise_answer(gold),
+                            "first_token_ok": bool(g) and g[0] == first_gold,
+                            "context_tokens": r.context_tokens, "context_positions": r.context_positions})
+            if progress:
+                progress(min(s + batch_size, len(items)), len(items))
+        return out
+
+    @torch.no_grad()
+    def pool_attention(self, item, mode: str = "sentence", *, ids: bool = False) -> tuple[np.ndarray, list[int]]:
+        """Attention of the position that emits the answer's first token to every context position, per
+        decoder layer, mean over heads: ((L, n_positions) array, the pool positions' indices in the row)."""
+        row = self.row(item, mode, ids=ids, with_answer=False)
+        batch = self.collate([row])
+        prev = self.causal.config._attn_implementation
+        self.causal.set_attn_implementation("eager")  # attention maps need eager
+        try:
+            outs = self.hidden(batch, output_attentions=True)
+        finally:
+            self.causal.set_attn_implementation(prev)
+        att = torch.stack([a[0, :, -1] for a in outs.attentions])  # (L, H, T)
+        return att.mean(1).numpy(), [i for i, p in enumerate(row.pool) if p >= 0]
+
+
+def default_artefact(backbone) -> Path:
+    """analysis/artefacts/compression/<model short name>/ ("smollm2-135m" for the default model, as Causal2Vec's)."""
+    from analysis.weights.artefacts import shipped_dir
+
+    short = "smollm2-135m" if backbone.facts.name == "default" else re.sub(r"[^a-z0-9.-]+", "-",
+                                                                          backbone.facts.name.lower()).strip("-")
+    return shipped_dir(METHOD, short)
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """95% Wilson score interval for k successes in n trials (stays inside [0, 1] and is honest at 0% and 100%,
+    where the normal approximation collapses to a point)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    lo, hi = max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if k == 0 else float(lo), 1.0 if k == n else float(hi))  # exact ends, not 0.9999999999999999
+
+
+def _rates(preds: list[dict]) -> dict:
+    """Exact match with its 95% Wilson interval, first-token accuracy and n of a list of predictions."""
+    n = len(preds)
+    hits = sum(bool(p["exact"]) for p in preds)
+    return {"exact_match": hits / n if n else 0.0, "exact_match_ci": wilson(hits, n),
+            "first_token": float(np.mean([p["first_token_ok"] for p in preds])) if n else 0.0, "n": n}
+
+
+def score(preds: list[dict], keys: list[str] | None = None) -> dict:
+    """Exact match (with its 95% Wilson interval), first-token accuracy, and both per key."""
+    res = {**_rates(preds), "per_key": {}}
+    if keys:
+        for k in dict.fromkeys(keys):
+            res["per_key"][k] = _rates([p for p, kk in zip(preds, keys) if kk == k])
+    pos = sum(p["context_positions"] for p in preds)
+    res["compression"] = (sum(p["context_tokens"] for p in preds) / pos) if pos else None
+    return res

@@ -1,0 +1,170 @@
+"""Turn texts into model inputs while remembering which token came from where.
+
+Every method wraps the text in a template (PromptEOL's prompt, Echo's two copies, ...). Pooling must know
+which tokens belong to the text and to which copy, so each token gets a *segment* id:
+    -1 padding, 0 template (and special tokens), k >= 1 the k-th copy of the text.
+Segments come from the tokenizer's character offsets on the full prompt, so we tokenize the prompt exactly
+as the model will see it (no piecewise tokenization that would change BPE merges at the boundaries).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from analysis.core.errors import TruncationWarning, UserError
+from analysis.core.text import has_visible_text
+
+PLACEHOLDER = "{text}"
+PAD, TEMPLATE = -1, 0
+MAX_COPIES = 8  # copies of {text} in a template: Echo needs 2; segment ids are int8 (127 at most), far above
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One text, tokenized inside its template."""
+
+    ids: np.ndarray  # (T,) int64
+    segments: np.ndarray  # (T,) int8: 0 template, k the k-th copy of the text
+    truncated: bool  # the text was cut to fit the model's limit
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass
+class Batch:
+    """Right- or left-padded tensors for one forward pass. Position ids follow the attention mask, so a
+    text gets the same positions whatever the padding side or the other texts in the batch."""
+
+    input_ids: torch.Tensor  # (B, T) long
+    attention_mask: torch.Tensor  # (B, T) long, 1 = real token
+    position_ids: torch.Tensor  # (B, T) long, 0.. along real tokens
+    segments: torch.Tensor  # (B, T) long, -1 = pad
+    padding_side: str
+
+    @property
+    def last_index(self) -> torch.Tensor:
+        """(B,) index of each row's final real token, for either padding side."""
+        T = self.attention_mask.shape[1]
+        pos = torch.arange(T, device=self.attention_mask.device).expand_as(self.attention_mask)
+        return torch.where(self.attention_mask.bool(), pos, -1).max(dim=1).values
+
+    def model_inputs(self) -> dict:
+        return {"input_ids": self.input_ids, "attention_mask": self.attention_mask, "position_ids": self.position_ids}
+
+
+def check_texts(texts) -> list[str]:
+    """Validate user texts: a non-empty list of strings, each with some visible characters."""
+    if isinstance(texts, str):
+        texts = [texts]
+    texts = list(texts)
+    if not texts:
+        raise UserError("No texts were given: enter at least one text.")
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise UserError(f"Text {i + 1} is not a string ({type(t).__name__}).")
+        if not t.strip():
+            raise UserError(f"Text {i + 1} is empty or only whitespace: every text needs some words.")
+        if not has_visible_text(t):
+            raise UserError(f"Text {i + 1} holds only NUL bytes or other control characters: every text needs "
+                            "some words.")
+    return texts
+
+
+def encode_template(tokenizer, template: str, text: str, max_length: int) -> Encoded:
+    """Tokenize `template` with every `{text}` replaced by `text`, labelling tokens by segment.
+
+    If the result is longer than `max_length`, the text (not the template) is cut at a token boundary so
+    that the prompt's instruction survives, and `truncated` is set.
+    """
+    copies = template.count(PLACEHOLDER)
+    if copies > MAX_COPIES:
+        raise UserError(f"The template repeats {PLACEHOLDER} {copies} times; at most {MAX_COPIES} copies are allowed.")
+    enc = _encode(tokenizer, template, text)
+    if len(enc.ids) <= max_length:
+        return enc
+    # Cut the text to the tokens that fit, measured on the text alone, then re-tokenize the prompt.
+    overflow = len(enc.ids) - max_length
+    text_ids = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    n_keep = len(text_ids["input_ids"]) - -(-overflow // max(copies, 1)) - 1  # ceil, plus one for merges
+    if copies == 0 or n_keep < 1:
+        raise UserError(f"The prompt template alone is longer than the model's limit of {max_length} tokens.")
+    while n_keep >= 1:
+        cut = text[: text_ids["offset_mapping"][n_keep - 1][1]]
+        enc = _encode(tokenizer, template, cut)
+        if len(enc.ids) <= max_length:
+            return Encoded(enc.ids, enc.segments, truncated=True)
+        n_keep -= 1
+    raise UserError(f"Could not fit the text into the model's limit of {max_length} tokens.")
+
+
+def tokenize_prompt(tokenizer, template: str, text: str) -> list[tuple[int, int, int, int] | None]:
+    """Tokenize `template` with every `{text}` filled in, exactly as the methods do. For each token: its id and,
+    when it covers characters of the k-th copy of `text` (k >= 1), (id, k, start, end) of those characters within
+    the copy; (id, 0, 0, 0) for template and special tokens. Any overlap counts: a token merged across the
+    boundary of a copy belongs to it."""
+    parts = template.split(PLACEHOLDER)
+    full, copies = parts[0], []
+    for part in parts[1:]:
+        copies.append((len(full), len(full) + len(text)))
+        full += text + part
+    out = tokenizer(full, add_special_tokens=True, return_offsets_mapping=True)
+    special = set(tokenizer.all_special_ids)
+    tokens = []
+    for tid, (a, b) in zip(out["input_ids"], out["offset_mapping"]):
+        hit = (tid, 0, 0, 0)
+        if tid not in special and b > a:
+            for k, (s0, s1) in enumerate(copies, start=1):
+                if a < s1 and b > s0:
+                    hit = (tid, k, max(a, s0) - s0, min(b, s1) - s0)
+                    break
+        tokens.append(hit)
+    return tokens
+
+
+def _encode(tokenizer, template: str, text: str) -> Encoded:
+    tokens = tokenize_prompt(tokenizer, template, text)
+    ids = np.asarray([t[0] for t in tokens], dtype=np.int64)
+    segments = np.asarray([t[1] for t in tokens], dtype=np.int8)  # 0 template/special, k = k-th copy of the text
+    return Encoded(ids, segments, truncated=False)
+
+
+def encode_texts(tokenizer, template: str, texts: list[str], max_length: int) -> list[Encoded]:
+    """Encode many texts; warn once (TruncationWarning) if any had to be cut."""
+    encoded = [encode_template(tokenizer, template, t, max_length) for t in texts]
+    n_cut = sum(e.truncated for e in encoded)
+    if n_cut:
+        warnings.warn(
+            f"{n_cut} of {len(texts)} text(s) exceeded the model's limit of {max_length} tokens and were truncated.",
+            TruncationWarning,
+            stacklevel=2,
+        )
+    return encoded
+
+
+def collate(items: list[Encoded], pad_id: int, padding_side: str = "right") -> Batch:
+    """Pad a list of encoded texts into one batch."""
+    if padding_side not in ("right", "left"):
+        raise ValueError(f"padding_side must be 'right' or 'left', not {padding_side!r}")
+    B, T = len(items), max(len(e) for e in items)
+    ids = torch.full((B, T), pad_id, dtype=torch.long)
+    mask = torch.zeros((B, T), dtype=torch.long)
+    seg = torch.full((B, T), PAD, dtype=torch.long)
+    for b, e in enumerate(items):
+        n = len(e)
+        sl = slice(0, n) if padding_side == "right" else slice(T - n, T)
+        ids[b, sl] = torch.from_numpy(e.ids)
+        mask[b, sl] = 1
+        seg[b, sl] = torch.from_numpy(e.segments.astype(np.int64))
+    pos = (mask.cumsum(dim=1) - 1).clamp(min=0)  # (B, T): 0.. over real tokens, 0 on left pads
+    return Batch(ids, mask, pos, seg, padding_side)
+
+
+def batches_by_length(lengths: list[int], batch_size: int) -> list[list[int]]:
+    """Indices grouped into batches of similar length (longest first), so little compute goes to padding."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]

@@ -1,0 +1,1 @@
+"""Data: built-in corpora, user files, the one registry of data sets, synthetic personas."""

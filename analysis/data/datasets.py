@@ -1,0 +1,150 @@
+"""The one registry of built-in data sets: id (command line), label (menus), kind, loader. The command line, every
+page and the benchmark list and load data sets through it, and `texts_of` / `pairs_of` also read user files.
+
+Kinds: "texts" (a corpus), "labelled" (texts with labels: a classification probe), "pairs" (similarity pairs
+with gold scores: STS), "retrieval" (a BEIR folder; only from files), "qa" (context-compression questions:
+`analysis.data.personas.QA` items; read as texts they are their paragraphs, labelled by fact key). Every kind can be
+read as texts: pairs give their distinct sentences in order of appearance.
+
+    from analysis.data.datasets import available, texts_of
+    [d.id for d in available()]             # ['demo-sentences', 'ambiguous', 'polarity', 'lee', 'demo', ...]
+    texts = texts_of("stsb-dev")            # 2,910 distinct STS-B dev sentences, labelled by genre
+    texts = texts_of("notes.csv")           # a user file: .txt, .csv/.tsv with `text`, or pairs
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.data import corpora
+from analysis.data.corpora import Pairs, Texts
+from analysis.core.errors import UserError
+from analysis.data.files import read_sts, read_texts
+
+KINDS = ("texts", "labelled", "pairs", "retrieval", "qa")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    id: str  # command-line name
+    label: str  # menu name
+    kind: str  # one of KINDS
+    loader: Callable[[], Texts | Pairs]
+    short: str  # column name in benchmark tables
+    texts_label: str | None = None  # menu name of its texts in text pickers (None: not offered there)
+    present: Callable[[], bool] = lambda: True  # False when its files are not on this machine
+
+    def load(self) -> Texts | Pairs:
+        if not self.present():
+            raise UserError(f"{self.label} is not available on this machine (STS-B lives in ../shared/data).")
+        return self.loader()
+
+    def texts(self) -> Texts:
+        """Its texts: a corpus as it is, pairs as their distinct sentences (labelled by genre when known)."""
+        data = self.load()
+        if self.kind == "qa":
+            return Texts(self.label, [" ".join(q.context) for q in data], [q.key for q in data])
+        return corpora.pair_texts(data, self.texts_label or self.label) if isinstance(data, Pairs) else data
+
+
+@functools.lru_cache(maxsize=8)
+def _read_stsb(path: str, name: str) -> Pairs:
+    return read_sts(path, name=name)
+
+
+def stsb_pairs(split: str) -> Pairs:
+    """STS-B pairs of one split from the shared data folder (cached); a UserError when it is not there."""
+    path = corpora.shared_stsb(split)
+    if path is None:
+        raise UserError(f"STS-B {split} is not available here (../shared/data/stsbenchmark/sts-{split}.csv).")
+    return _read_stsb(str(path), f"STS-B {split}")
+
+
+def _stsb(split: str) -> Dataset:
+    return Dataset(f"stsb-{split}", f"STS-B {split}", "pairs", functools.partial(stsb_pairs, split),
+                   f"STS-B {split}", f"STS-B {split} sentences" if split == "dev" else None,
+                   lambda: corpora.shared_stsb(split) is not None)
+
+
+REGISTRY: tuple[Dataset, ...] = (  # menu order
+    Dataset("demo-sentences", "Demo sentences", "texts", functools.partial(corpora.demo_texts, "all"),
+            "Demo sentences", "Demo sentences"),
+    Dataset("ambiguous", "Demo: ambiguous words", "texts", functools.partial(corpora.demo_texts, "ambiguous"),
+            "Ambiguous", "Demo: ambiguous words"),
+    Dataset("polarity", "Polarity sentences", "labelled", corpora.polarity, "Polarity", "Polarity sentences"),
+    Dataset("lee", "Lee corpus (human ratings)", "pairs", corpora.lee_pairs, "Lee", "Lee corpus documents"),
+    Dataset("demo", "Demo paraphrase pairs", "pairs", corpora.demo_pairs, "Demo pairs"),
+    _stsb("dev"),
+    _stsb("train"),
+    Dataset("topics", "Demo: topics", "labelled", functools.partial(corpora.demo_texts, "topics"), "Topics"),
+    Dataset("personas", "Personas: held-out questions", "qa", lambda: _personas("heldout"), "Personas"),
+    Dataset("personas-validation", "Personas: validation questions", "qa", lambda: _personas("validation"),
+            "Personas val"),
+)
+
+
+def _personas(split: str) -> list:
+    """200 seeded context-compression questions (40 per fact key) about people of one split."""
+    from analysis.data import personas
+
+    return personas.generate(split, 200)
+_BY_ID = {d.id: d for d in REGISTRY}
+
+
+def available(kind: str | None = None) -> list[Dataset]:
+    """The data sets present on this machine, in registry order; only one kind when given."""
+    return [d for d in REGISTRY if (kind is None or d.kind == kind) and d.present()]
+
+
+def get(dataset_id: str) -> Dataset:
+    if dataset_id not in _BY_ID:
+        raise UserError(f"Unknown data set {dataset_id!r}: use one of {', '.join(_BY_ID)}, or a file.")
+    return _BY_ID[dataset_id]
+
+
+def ids(kind: str | None = None) -> list[str]:
+    return [d.id for d in REGISTRY if kind is None or d.kind == kind]
+
+
+def text_menu() -> dict[str, Callable[[], Texts]]:
+    """Menu name -> loader of the texts, for every present data set that text pickers offer."""
+    return {d.texts_label: d.texts for d in available() if d.texts_label}
+
+
+def pair_menu() -> dict[str, Callable[[], Pairs]]:
+    """Menu name -> loader, for every present pair set."""
+    return {d.label: d.load for d in available("pairs")}
+
+
+def texts_of(spec: str, limit: int | None = None) -> Texts:
+    """Texts from a built-in id or a file of any readable format (`analysis.data.files.read_texts`)."""
+    if limit is not None and limit < 1:
+        raise UserError(f"The limit must be a positive number of texts, got {limit}.")
+    if spec in _BY_ID:
+        texts = get(spec).texts()
+        return texts if limit is None else texts.head(limit)
+    return read_texts(_existing(spec), limit=limit)
+
+
+def pairs_of(spec: str, limit: int | None = None) -> Pairs:
+    """Similarity pairs from a built-in pair set's id or an STS file (STS-B format, or sentence1, sentence2, score)."""
+    if limit is not None and limit < 1:
+        raise UserError(f"The limit must be a positive number of pairs, got {limit}.")
+    if spec in _BY_ID:
+        d = get(spec)
+        if d.kind != "pairs":
+            raise UserError(f"{spec} is not a set of similarity pairs: use one of {', '.join(ids('pairs'))} or an "
+                            "STS file.")
+        pairs = d.load()
+        return pairs if limit is None else pairs.head(limit)
+    return read_sts(_existing(spec), limit=limit)
+
+
+def _existing(spec: str) -> Path:
+    path = Path(spec).expanduser()
+    if not path.exists() and not path.suffix:
+        raise UserError(f"Unknown data set {spec!r}: use one of {', '.join(_BY_ID)}, or a file.")
+    return path

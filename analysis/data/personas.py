@@ -1,0 +1,248 @@
+"""Synthetic personas for context-compression experiments: short paragraphs of facts about one invented
+person, and questions whose answers are those facts.
+
+A persona is (first name, surname, profession, employer, city, country). Its paragraph has one sentence per
+fact key (a dozen templates, two or three per key), shuffled, plus distractor sentences that carry no fact.
+The five fact keys are `KEYS`. Train and held-out personas never share a full name, so no (person, key, value)
+combination of the held-out split was ever seen in training; the *values* (cities, jobs, ...) are shared on
+purpose: the system must read which value this person has, not invent new words.
+
+    from analysis.data.personas import generate
+    qa = generate("heldout", n=200)                     # list[QA], seeded, the same on every machine
+    qa[0].context, qa[0].question, qa[0].answer, qa[0].key
+
+Everything is a pure function of (split, n, seed, distractors): the same call always returns the same items.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+
+KEYS = ("name", "profession", "employer", "city", "country")
+SPLITS = ("train", "validation", "heldout")
+
+FIRST_NAMES = (
+    "Maria", "James", "Aisha", "Lukas", "Sofia", "Kenji", "Amara", "Oliver", "Ingrid", "Mateo", "Priya", "Tomasz",
+    "Chloe", "Rafael", "Hana", "Emeka", "Greta", "Dmitri", "Leila", "Samuel", "Yuki", "Nadia", "Arjun", "Elena",
+    "Kwame", "Freya", "Omar", "Clara", "Viktor", "Zainab", "Hugo", "Mei", "Tariq", "Astrid", "Diego", "Nora",
+)
+SURNAMES = (
+    "Kowalczyk", "Okafor", "Lindqvist", "Fernandes", "Nakamura", "Brennan", "Haddad", "Moreau", "Petrov",
+    "Castillo", "Achterberg", "Mensah", "Rossi", "Novak", "Gupta", "Schneider", "Duarte", "Olsen", "Tanaka",
+    "Abernathy", "Kaur", "Dubois", "Halvorsen", "Mbeki", "Quintero", "Yilmaz", "Whitfield", "Sorensen", "Azikiwe",
+    "Varga", "Delacroix", "Nguyen", "Ferreira", "Koval", "Baptiste", "Lindgren",
+)
+PROFESSIONS = (
+    "nurse", "carpenter", "pharmacist", "architect", "librarian", "electrician", "veterinarian", "accountant",
+    "firefighter", "translator", "dentist", "plumber", "journalist", "geologist", "baker", "pilot", "lawyer",
+    "photographer", "chemist", "teacher", "surveyor", "florist", "optician", "welder",
+)
+EMPLOYERS = (
+    "Brightline Systems", "Harbor Logistics", "Northwind Foods", "Cobalt Health", "Redwood Bank", "Pioneer Rail",
+    "Silverleaf Media", "Atlas Mining", "Bluewater Energy", "Crescent Hotels", "Evergreen Pharma", "Falcon Air",
+    "Granite Insurance", "Horizon Telecom", "Ironbridge Steel", "Juniper Labs", "Keystone Motors", "Lakeside Clinic",
+    "Meridian Press", "Nimbus Software",
+)
+CITIES = (
+    "Lyon", "Porto", "Krakow", "Osaka", "Melbourne", "Toronto", "Nairobi", "Seville", "Bergen", "Leipzig", "Denver",
+    "Valparaiso", "Tampere", "Glasgow", "Bologna", "Ghent", "Cordoba", "Busan", "Hamilton", "Salzburg",
+)
+COUNTRIES = (
+    "Peru", "Norway", "Ghana", "Portugal", "Vietnam", "Canada", "Hungary", "Morocco", "Chile", "Ireland", "Kenya",
+    "Poland", "Brazil", "Finland", "Egypt", "Austria", "Mexico", "Greece", "Iceland", "Nigeria",
+)
+
+# Two or three templates per key (a dozen in all); {first}/{last} are the person's names.
+TEMPLATES = {
+    "name": ("This is {first} {last}.", "Everyone in the building knows {first} {last}.",
+             "The person in this story is called {first} {last}."),
+    "profession": ("{first} works as a {profession}.", "By trade, {first} is a {profession}.",
+                   "After years of training, {first} became a {profession}."),
+    "employer": ("{first} is employed by {employer}.", "Every weekday {first} goes to work at {employer}."),
+    "city": ("{first} lives in {city}.", "{first} rents a small flat in {city}."),
+    "country": ("{first} was born in {country}.", "{first} grew up in {country}."),
+}
+QUESTIONS = {
+    "name": ("What is the person's full name?", "Who is this paragraph about? Give the full name."),
+    "profession": ("What is {first}'s job?", "What does {first} do for a living?"),
+    "employer": ("Which company does {first} work for?", "Who employs {first}?"),
+    "city": ("In which city does {first} live?", "Where does {first} live?"),
+    "country": ("In which country was {first} born?", "Where was {first} born?"),
+}
+
+# Distractors: sentences with no fact about anyone, built from parts so the scaling curve can go to hundreds of
+# distinct ones. None of them contains a name, job, company, city or country from the lists above.
+_D_SUBJECTS = ("The old bridge", "A small cafe", "The morning train", "The city library", "A stray cat",
+               "The school choir", "The local market", "A heavy storm", "The garden hose", "The office printer",
+               "A delivery van", "The river ferry", "The night bus", "A school of fish", "The new museum wing")
+_D_PREDICATES = ("was closed for repairs", "was unusually quiet", "attracted a small crowd", "ran late again",
+                 "was painted bright yellow", "made a strange noise", "was mentioned in the newsletter",
+                 "looked different in the rain", "stayed open until midnight", "needed a new coat of paint",
+                 "was busier than usual", "appeared in an old photograph")
+_D_TIMES = ("on Tuesday", "last spring", "during the holidays", "that evening", "all week", "in early March",
+            "after the festival", "before dawn")
+
+
+@dataclass(frozen=True)
+class Persona:
+    first: str
+    last: str
+    profession: str
+    employer: str
+    city: str
+    country: str
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.first} {self.last}"
+
+    def value(self, key: str) -> str:
+        return self.full_name if key == "name" else getattr(self, key)
+
+
+@dataclass(frozen=True)
+class QA:
+    """One question about one context. `context` is a list of sentences (one pool each)."""
+
+    context: tuple[str, ...]
+    question: str
+    answer: str
+    key: str
+    identifier: str = ""  # the person the sentences are about (for the literal-identifier option)
+
+    def to_json(self) -> dict:
+        return {"context": list(self.context), "question": self.question, "answer": self.answer, "key": self.key,
+                "id": self.identifier}
+
+
+def name_split(first: str, last: str) -> str:
+    """Which split a full name belongs to: a fixed hash, so the splits never share a name (about 70/10/20)."""
+    h = int.from_bytes(hashlib.sha256(f"{first} {last}".encode()).digest()[:4], "big") % 10
+    return "train" if h < 7 else "validation" if h < 8 else "heldout"
+
+
+def _names(split: str) -> list[tuple[str, str]]:
+    return [(f, s) for f in FIRST_NAMES for s in SURNAMES if name_split(f, s) == split]
+
+
+def distractors(n: int, rng: random.Random) -> list[str]:
+    """`n` distinct distractor sentences (at most len(subjects) x len(predicates) x len(times))."""
+    cap = len(_D_SUBJECTS) * len(_D_PREDICATES) * len(_D_TIMES)
+    if n > cap:
+        raise ValueError(f"at most {cap} distinct distractors, asked for {n}")
+    picks = rng.sample(range(cap), n)
+    out = []
+    for p in picks:
+        s, rest = divmod(p, len(_D_PREDICATES) * len(_D_TIMES))
+        v, t = divmod(rest, len(_D_TIMES))
+        out.append(f"{_D_SUBJECTS[s]} {_D_PREDICATES[v]} {_D_TIMES[t]}.")
+    return out
+
+
+def persona_sentences(p: Persona, rng: random.Random, templates: dict = TEMPLATES) -> list[str]:
+    """One sentence per fact key from `templates`, the name sentence first, the others shuffled."""
+    facts = {k: rng.choice(templates[k]).format(first=p.first, last=p.last, profession=p.profession,
+                                                  employer=p.employer, city=p.city, country=p.country)
+             for k in KEYS}
+    rest = [facts[k] for k in KEYS[1:]]
+    rng.shuffle(rest)
+    return [facts["name"]] + rest
+
+
+def random_persona(rng: random.Random, split: str) -> Persona:
+    first, last = rng.choice(_names(split))
+    return Persona(first, last, rng.choice(PROFESSIONS), rng.choice(EMPLOYERS), rng.choice(CITIES),
+                   rng.choice(COUNTRIES))
+
+
+def paragraph(p: Persona, rng: random.Random, n_distractors: int = 0) -> list[str]:
+    """The persona's fact sentences with `n_distractors` distractors inserted at random places (the name
+    sentence stays first)."""
+    sents = persona_sentences(p, rng)
+    for d in distractors(n_distractors, rng):
+        sents.insert(rng.randint(1, len(sents)), d)
+    return sents
+
+
+def generate(split: str = "heldout", n: int = 200, *, seed: int = 0, distractors_range: tuple[int, int] = (0, 2),
+             keys: tuple[str, ...] = KEYS) -> list[QA]:
+    """`n` question-answer items of `split`, cycling through `keys` so every key gets n/len(keys) items.
+
+    Args:
+        split: "train", "validation" (held-in, for early stopping) or "heldout" (never seen names).
+        distractors_range: (lo, hi) distractor sentences per paragraph, inclusive.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose from {SPLITS}")
+    rng = random.Random(f"{split}:{seed}:{distractors_range}")
+    out = []
+    for i in range(n):
+        p = random_persona(rng, split)
+        key = keys[i % len(keys)]
+        ctx = paragraph(p, rng, rng.randint(*distractors_range))
+        q = rng.choice(QUESTIONS[key]).format(first=p.first)
+        out.append(QA(tuple(ctx), q, p.value(key), key, p.full_name))
+    return out
+
+
+def generate_scaled(split: str = "heldout", n: int = 100, *, total_sentences: int = 20, seed: int = 0) -> list[QA]:
+    """Like `generate`, but every context is padded with distractors to exactly `total_sentences` sentences (at
+    least the five fact sentences): the scaling curve's data. The persona and question of item i do not depend on
+    `total_sentences`, so points of the curve differ only in the distractors."""
+    if total_sentences < len(KEYS):
+        raise ValueError(f"a persona needs at least {len(KEYS)} sentences, not {total_sentences}")
+    base = generate(split, n, seed=seed, distractors_range=(0, 0))
+    out = []
+    for i, qa in enumerate(base):
+        rng = random.Random(f"scaled:{split}:{seed}:{i}:{total_sentences}")
+        sents = list(qa.context)
+        for d in distractors(total_sentences - len(sents), rng):
+            sents.insert(rng.randint(1, len(sents)), d)
+        out.append(QA(tuple(sents), qa.question, qa.answer, qa.key, qa.identifier))
+    return out
+
+
+# Out-of-distribution probes: phrasings and values that no split ever uses. Held-out names keep the person
+# unseen; "phrasing" swaps every template for an unseen one, "values" swaps every value (and the name) for unseen
+# words, "both" does both. They ask whether the trained system reads a pool or recognises a memorised sentence
+# shape and value list.
+OOD_KINDS = ("phrasing", "values", "both")
+OOD_TEMPLATES = {
+    "name": ("Meet {first} {last}.", "Our neighbour {first} {last} says hello."),
+    "profession": ("{first} earns a living as a {profession}.", "{first}'s occupation: {profession}."),
+    "employer": ("{first} has a contract with {employer}.", "The payslips {first} gets come from {employer}."),
+    "city": ("Home for {first} is {city}.", "{first}'s address is in {city}."),
+    "country": ("{first}'s birthplace is {country}.", "{first} came into the world in {country}."),
+}
+OOD_FIRST = ("Ottilie", "Bartholomew", "Xiomara", "Leopold", "Saoirse", "Thaddeus", "Imogen", "Caspian")
+OOD_LAST = ("Marchetti", "Vandermeer", "Oyelaran", "Blackwood", "Szabo", "Ekstrom", "Ramaswamy", "Thornbury")
+OOD_VALUES = {
+    "profession": ("cartographer", "beekeeper", "locksmith", "sommelier", "glassblower", "astronomer"),
+    "employer": ("Quarry Textiles", "Saffron Robotics", "Tidewater Shipping", "Larkspur Foods", "Obsidian Games"),
+    "city": ("Utrecht", "Adelaide", "Winnipeg", "Tbilisi", "Cusco", "Trondheim"),
+    "country": ("Latvia", "Uruguay", "Nepal", "Tunisia", "Mongolia", "Jamaica"),
+}
+
+
+def generate_ood(kind: str, n: int = 50, *, seed: int = 0) -> list[QA]:
+    """`n` items like `generate("heldout", n)` but with unseen phrasings ("phrasing"), unseen values and names
+    ("values"), or both ("both"); questions keep the usual templates, so only the context is new."""
+    if kind not in OOD_KINDS:
+        raise ValueError(f"unknown OOD kind {kind!r}; choose from {OOD_KINDS}")
+    rng = random.Random(f"ood:{kind}:{seed}")
+    new_words, new_phrasing = kind in ("values", "both"), kind in ("phrasing", "both")
+    out = []
+    for i in range(n):
+        p = random_persona(rng, "heldout")
+        if new_words:
+            p = Persona(rng.choice(OOD_FIRST), rng.choice(OOD_LAST),
+                        *(rng.choice(OOD_VALUES[k]) for k in ("profession", "employer", "city", "country")))
+        sents = persona_sentences(p, rng, OOD_TEMPLATES if new_phrasing else TEMPLATES)
+        for d in distractors(rng.randint(0, 2), rng):
+            sents.insert(rng.randint(1, len(sents)), d)
+        key = KEYS[i % len(KEYS)]
+        q = rng.choice(QUESTIONS[key]).format(first=p.first)
+        out.append(QA(tuple(sents), q, p.value(key), key, p.full_name))
+    return out

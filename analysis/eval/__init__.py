@@ -1,0 +1,1 @@
+"""Evaluation: metrics, STS scoring, benchmark tasks, the MTEB-style encoder."""

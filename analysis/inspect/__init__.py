@@ -1,0 +1,1 @@
+"""Looking inside: attention, Jacobian sensitivity, geometry, intrinsic dimension, soft-token generation."""

@@ -1,0 +1,1 @@
+"""Loading models: the decoder backbones (built-in, Hugging Face folders, GGUF), tiny random ones for tests, the small sentence encoder."""

@@ -1,0 +1,124 @@
+"""The sweep's Ray executor: cells grouped by start, sent as tasks to actors that load the model once each.
+
+Ray is optional (`pip install -r requirements-cluster.txt`) and imported only here, only when asked. Results
+come back to the driver, which stores them (`cache.sweep`), so a partly finished distributed sweep resumes
+locally and the other way round. Every worker must be able to import this project and load the same model
+(the driver checks the identity each worker reports against its own before storing anything).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from typing import Callable
+
+from analysis.core.errors import UserError
+from analysis.core.paths import REPO
+from analysis.sweep.windows import Cell
+
+OBJECT_STORE_MB = 100  # results are a few floats per cell; keep Ray's shared memory small on a shared machine
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise UserError("The ray executor needs Ray, which is not installed: pip install -r requirements-cluster.txt "
+                        "(or use --executor local).") from None
+    return ray
+
+
+def available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class SweepWorker:
+    """One per Ray worker: loads the model once, runs the prompt-only pass once, then scores start groups."""
+
+    def __init__(self, model, pairs, starts, base, batch_size, memory_mb, threads=1):
+        import torch
+
+        from analysis.sweep.runner import SuffixRunner, pair_scorer
+
+        torch.set_num_threads(threads)
+        if callable(model):  # a factory (tests use tiny models), else a name for load_backbone
+            self.backbone = model()
+        else:
+            from analysis.models.backbone import load_backbone
+
+            self.backbone = load_backbone(model)
+        texts, self.score = pair_scorer(pairs)
+        self.runner = SuffixRunner(self.backbone, texts, starts, base=base, batch_size=batch_size,
+                                   memory_mb=memory_mb)
+
+    def run(self, cells: list[dict]) -> dict:
+        import time
+
+        fresh = self.runner._groups is None
+        self.runner.prepare()
+        out = {"identity": self.backbone.identity, "results": []}
+        if fresh:  # this worker's prompt-only pass: report its reference score once
+            out["prompt_only"] = float(self.score(self.runner.prompt_only()))
+            out["prefix_seconds"] = self.runner.prefix_seconds
+        for c in cells:
+            began = time.perf_counter()
+            rho = float(self.score(self.runner.embed(Cell(**c))))
+            out["results"].append((c, rho, time.perf_counter() - began))
+        return out
+
+
+def score_ray(model, identity: str, pairs, cells: list[Cell], *, base: dict | None, batch_size: int,
+              memory_mb: float, address: str | None = None, workers: int | None = None,
+              on_prefix: Callable[[float, float], None] | None = None,
+              on_cell: Callable | None = None) -> None:
+    """Score `cells` on Ray actors; calls on_prefix once and on_cell(CellResult) per cell on the driver.
+
+    Args:
+        model: what each worker loads: a model name for `load_backbone`, or a picklable factory.
+        identity: the driver's model identity; a worker that loaded other weights is an error.
+        address: a running Ray cluster ("auto", "ray://host:10001", "host:6379"); None = the one this process
+            already joined, else a local one started here with the cores available.
+        workers: actors to start (default: one per CPU the cluster offers, at most one per start).
+    """
+    from analysis.sweep.runner import CellResult
+
+    ray = import_ray()
+    started = False
+    if not ray.is_initialized():
+        root = str(REPO)
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=available_cpus(), object_store_memory=OBJECT_STORE_MB * 2**20, include_dashboard=False,
+                     log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": root}})
+        started = True
+    actors = []
+    try:
+        from ray.util import ActorPool
+
+        groups: dict[int, list[dict]] = {}
+        for c in cells:
+            groups.setdefault(c.start, []).append(asdict(c))
+        order = sorted(groups)  # low starts first: the longest tasks start early
+        n = workers or max(1, min(int(ray.cluster_resources().get("CPU", 1)), len(order)))
+        Worker = ray.remote(num_cpus=1)(SweepWorker)
+        actors = [Worker.remote(model, pairs, order, base, batch_size, memory_mb) for _ in range(n)]
+        reported = False
+        for out in ActorPool(actors).map_unordered(lambda a, g: a.run.remote(g), [groups[s] for s in order]):
+            if out["identity"] != identity:
+                raise UserError(f"A Ray worker loaded {out['identity']}, not the driver's {identity}: every node "
+                                "needs the same model and project version.")
+            if "prompt_only" in out and not reported and on_prefix is not None:
+                on_prefix(out["prompt_only"], out["prefix_seconds"])
+                reported = True
+            for c, rho, seconds in out["results"]:
+                if on_cell is not None:
+                    on_cell(CellResult(Cell(**c), rho, seconds))
+    finally:
+        for a in actors:
+            ray.kill(a)
+        if started:
+            ray.shutdown()

@@ -1,0 +1,1 @@
+"""Trained weights on disk: artefact folders (safetensors + manifest), shipped-weights lookup, adapters."""

@@ -1,0 +1,168 @@
+"""Apply a trained PEFT adapter (e.g. a GIRCSE LoRA) from a local folder.
+
+The adapter is merged into a *copy* of the model (`merge_and_unload`), so the result is an ordinary
+decoder: hooks, attention functions and traces work unchanged, and the shared base model is never touched.
+The new backbone's identity adds a hash of the adapter's files, so cached results of the frozen model and
+of every adapter version stay apart. Loading is memoised per (backbone, adapter content).
+
+    tuned = load_adapter(backbone, "~/gircse-lora")   # Backbone
+    tuned = resolve_adapter(backbone, "shipped")       # the adapter this repository trained for the model, if any
+
+`adapter` parameters take "shipped" (the GIRCSE adapter trained by `python -m analysis train gircse` and
+committed under analysis/artefacts/gircse/<model>/; models without one stay frozen), "none" (frozen) or a folder.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import threading
+import weakref
+from pathlib import Path
+
+from analysis.models.backbone import Backbone
+from analysis.core.errors import UserError
+from analysis.core.paths import ARTEFACTS
+
+CONFIG = "adapter_config.json"
+WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin", "weights.safetensors")  # peft's, or our artefact's
+MANIFEST = "manifest.json"  # an artefact of `python -m analysis train gircse` (analysis.weights.artefacts)
+_SPEC = re.compile(r"^(?P<path>.+)@(?P<fp>[0-9a-f]{16})$")  # "folder@fingerprint", see adapter_spec
+SHIPPED, NONE = "shipped", "none"
+
+_memo: "weakref.WeakKeyDictionary[Backbone, dict[str, Backbone]]" = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def adapter_folder(path: str) -> Path:
+    """The adapter folder named by `path` (a folder or a spec from `adapter_spec`), checked; else UserError."""
+    m = _SPEC.match(str(path).strip())
+    folder = Path(m["path"] if m else str(path).strip()).expanduser()
+    if not str(path).strip():
+        raise UserError("No adapter folder was given.")
+    if not folder.is_dir():
+        raise UserError(f"Adapter folder '{folder}' does not exist.")
+    if not (folder / CONFIG).is_file():
+        raise UserError(f"'{folder}' is not a PEFT adapter folder: it has no {CONFIG} (save one with "
+                        "peft's `save_pretrained`).")
+    try:
+        config = json.loads((folder / CONFIG).read_text())
+    except (OSError, ValueError) as err:
+        raise UserError(f"'{folder}/{CONFIG}' could not be read as JSON: {err}") from err
+    if not isinstance(config, dict) or "peft_type" not in config:
+        raise UserError(f"'{folder}/{CONFIG}' has no peft_type: not a PEFT adapter configuration.")
+    if not any((folder / w).is_file() for w in WEIGHTS):
+        raise UserError(f"'{folder}' has an adapter configuration but no weights ({' or '.join(WEIGHTS)}).")
+    return folder.resolve()
+
+
+def adapter_fingerprint(folder: Path) -> str:
+    """sha256 (16 hex digits) of the configuration and the weight files' bytes: LoRA files are small."""
+    h = hashlib.sha256()
+    for name in (CONFIG, *WEIGHTS, MANIFEST):
+        f = folder / name
+        if f.is_file():
+            h.update(name.encode())
+            with open(f, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def model_short_name(facts) -> str:
+    """Folder name of a model's shipped artefacts (analysis/artefacts/<method>/<name>/)."""
+    from analysis.models.backbone import DEFAULT_NAME
+
+    if facts.name == DEFAULT_NAME:
+        return "smollm2-135m"  # as analysis.methods.causal2vec.SHIPPED_MODEL
+    return re.sub(r"[^a-z0-9]+", "-", facts.name.lower()).strip("-")
+
+
+def shipped_folder(facts, method: str = "gircse") -> Path | None:
+    """The adapter this repository ships for the model described by `facts`, or None."""
+    folder = ARTEFACTS / method / model_short_name(facts)
+    return folder if (folder / CONFIG).is_file() else None
+
+
+def _shipped_fingerprint(method: str = "gircse") -> str:
+    """One fingerprint over every shipped adapter of `method`: cache keys change whenever one is retrained."""
+    h = hashlib.sha256()
+    for folder in sorted(p for p in (ARTEFACTS / method).glob("*") if (p / CONFIG).is_file()):
+        h.update(f"{folder.name}:{adapter_fingerprint(folder)};".encode())
+    return h.hexdigest()[:16]
+
+
+def adapter_spec(path: str) -> str:
+    """Canonical form of an `adapter` parameter, what cache keys record: "none" (also for ""), "shipped@<digest
+    of the shipped adapters>", or "absolute-folder@fingerprint" for a folder (or an older spec of it)."""
+    value = str(path).strip()
+    if value.lower() in ("", NONE):
+        return NONE
+    if value == SHIPPED or value.startswith(SHIPPED + "@"):
+        return f"{SHIPPED}@{_shipped_fingerprint()}"
+    folder = adapter_folder(path)
+    return f"{folder}@{adapter_fingerprint(folder)}"
+
+
+def resolve_adapter(backbone: Backbone, adapter: str) -> Backbone:
+    """The backbone an `adapter` parameter asks for: the same object for "none" (and for "shipped" on a model
+    without a shipped adapter), else a merged copy (`load_adapter`, memoised)."""
+    spec = adapter_spec(adapter)
+    if spec == NONE:
+        return backbone
+    if spec.startswith(SHIPPED + "@"):
+        folder = shipped_folder(backbone.facts)
+        return backbone if folder is None else load_adapter(backbone, str(folder))
+    return load_adapter(backbone, spec)
+
+
+def load_adapter(backbone: Backbone, path: str) -> Backbone:
+    """A new Backbone whose model is a copy of `backbone.model` with the adapter in `path` merged.
+
+    Raises:
+        UserError: the folder is not a PEFT adapter, or it does not fit this model.
+    """
+    folder = adapter_folder(path)
+    fingerprint = adapter_fingerprint(folder)
+    key = f"{folder}@{fingerprint}"
+    with _lock:
+        done = _memo.get(backbone, {}).get(key)
+        if done is not None:
+            return done
+        from peft import PeftModel
+
+        with backbone.lock:  # nobody hooks the base model while we copy it
+            model = copy.deepcopy(backbone.model)
+        try:
+            if (folder / MANIFEST).is_file():  # trained here: check it was trained for this very model
+                merged = _artefact_model(model, folder, backbone.identity)
+            else:
+                merged = PeftModel.from_pretrained(model, str(folder), is_trainable=False).merge_and_unload()
+        except UserError:
+            raise
+        except (OSError, ValueError, KeyError, RuntimeError, AttributeError, TypeError) as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise UserError(f"The adapter in '{folder}' does not fit {backbone.facts.name}: {first}") from err
+        merged.eval()
+        merged.requires_grad_(False)
+        tuned = Backbone(merged, backbone.tokenizer, backbone.facts, f"{backbone.identity}+adapter:{fingerprint}")
+        _memo.setdefault(backbone, {})[key] = tuned
+        return tuned
+
+
+def _artefact_model(model, folder: Path, identity: str):
+    """Merge an artefact adapter (weights.safetensors + manifest.json + adapter_config.json) into `model`,
+    after checking the manifest names this model (one UserError sentence otherwise)."""
+    from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
+
+    from analysis.weights.artefacts import load_artefact
+
+    tensors, _ = load_artefact(folder, method="gircse", model_identity=identity)
+    config = LoraConfig.from_pretrained(str(folder))
+    peft_model = get_peft_model(model, config)
+    result = set_peft_model_state_dict(peft_model, tensors)
+    if getattr(result, "unexpected_keys", None):
+        raise ValueError(f"unexpected adapter weights {result.unexpected_keys[:3]}")
+    return peft_model.merge_and_unload()

@@ -1,0 +1,113 @@
+"""Trained weights on disk: `weights.safetensors` + `manifest.json`, one folder per artefact.
+
+    save_artefact(folder, {"w1": w1, ...}, {"method": "causal2vec", "model_identity": bb.identity, ...})
+    tensors, manifest = load_artefact(folder, method="causal2vec", model_identity=bb.identity, encoder=enc)
+    key_part = artefact_digest(folder)   # goes into cache keys: code_version() only covers .py files
+
+The manifest records what produced the weights (method, model identity, encoder, data digest, steps, seed,
+hyperparameters, code version, validation curve, final scores, wall time, command line). Loading checks the
+method, model and encoder, so a bridge trained for one model is never silently used with another.
+Shipped artefacts live under `analysis/artefacts/<method>/<model-short-name>/` (`shipped_dir`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from analysis.core.errors import UserError
+from analysis.core.paths import ARTEFACTS, file_sha256
+
+WEIGHTS, MANIFEST = "weights.safetensors", "manifest.json"
+
+
+def shipped_dir(method: str, model_short_name: str) -> Path:
+    """Where the repository's own trained weights for `method` on a model live."""
+    return ARTEFACTS / method / model_short_name
+
+
+def save_artefact(folder, tensors: dict, manifest: dict) -> Path:
+    """Write the weights and the manifest (adds code_version, created, command_line, weights_sha256 when absent).
+
+    Both files are written under temporary names and renamed, so a reader never sees half an artefact."""
+    from safetensors.torch import save_file
+
+    from analysis import code_version
+
+    if "method" not in manifest:
+        raise ValueError("an artefact manifest needs at least 'method'")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp_w = folder / f".{WEIGHTS}.tmp{os.getpid()}"
+    save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, str(tmp_w),
+              metadata={"method": str(manifest["method"])})
+    full = {"code_version": code_version(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "command_line": " ".join(["python -m analysis", *sys.argv[1:]]) if sys.argv[0].endswith("__main__.py")
+            else " ".join(sys.argv), **manifest, "weights_sha256": file_sha256(tmp_w)}
+    tmp_m = folder / f".{MANIFEST}.tmp{os.getpid()}"
+    tmp_m.write_text(json.dumps(full, indent=1, sort_keys=False))
+    os.replace(tmp_w, folder / WEIGHTS)
+    os.replace(tmp_m, folder / MANIFEST)
+    return folder
+
+
+def read_manifest(folder) -> dict:
+    folder = Path(folder)
+    try:
+        return json.loads((folder / MANIFEST).read_text())
+    except FileNotFoundError as err:
+        raise UserError(f"{folder} is not a trained artefact: it has no {MANIFEST}.") from err
+    except (OSError, ValueError) as err:
+        raise UserError(f"the manifest in {folder} is unreadable ({err}).") from err
+
+
+def load_artefact(folder, *, method: str, model_identity: str | None = None, encoder: str | None = None):
+    """(tensors, manifest) of the artefact in `folder`, after checking it was trained for this method, model
+    (when `model_identity` is given) and encoder (when `encoder` is given); a mismatch raises one UserError."""
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    if manifest.get("method") != method:
+        raise UserError(f"{folder} holds weights for the method '{manifest.get('method')}', not '{method}'.")
+    if model_identity is not None and manifest.get("model_identity") != model_identity:
+        raise UserError(f"{folder} was trained for the model '{manifest.get('model_identity')}', not for the "
+                        f"loaded model '{model_identity}'.")
+    if encoder is not None and manifest.get("encoder") != encoder:
+        raise UserError(f"{folder} was trained with the encoder '{manifest.get('encoder')}', not '{encoder}'.")
+    try:
+        tensors = load_file(str(folder / WEIGHTS))
+    except (OSError, ValueError) as err:
+        raise UserError(f"the weights in {folder} are missing or unreadable ({err}).") from err
+    if manifest.get("weights_sha256") not in (None, file_sha256(folder / WEIGHTS)):
+        raise UserError(f"the weights in {folder} do not match their manifest (damaged or replaced).")
+    return tensors, manifest
+
+
+def artefact_digest(folder) -> str:
+    """sha256 (hex, 16 chars) of the weights and the manifest: a cache-key part that changes with the weights."""
+    folder = Path(folder)
+    h = hashlib.sha256()
+    for name in (WEIGHTS, MANIFEST):
+        path = folder / name
+        if not path.exists():
+            raise UserError(f"{folder} is not a trained artefact: it has no {name}.")
+        h.update(name.encode())
+        h.update(file_sha256(path).encode())
+    return h.hexdigest()[:16]
+
+
+def copy_artefact(src, dst) -> Path:
+    """Copy an artefact folder (weights + manifest only)."""
+    src, dst = Path(src), Path(dst)
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in (WEIGHTS, MANIFEST):
+        shutil.copy2(src / name, dst / name)
+    return dst
+
+

@@ -1,0 +1,136 @@
+"""Options and steps shared by the commands: --model/--device/--dtype on every command (`add_model_arguments`),
+--method/--param/--batch-size/--no-cache for those that embed texts with a method (`embed`, `sts`, ...), building
+the method, loading the model, and encoding through the compute cache with warnings turned into one stderr line
+each."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from analysis.core.errors import UserError
+
+
+def add_method_arguments(parser) -> None:
+    parser.add_argument("--method", required=True, help="embedding method name (see `list_methods()`), e.g. prompteol")
+    parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="method parameter, e.g. --param layer=20 (repeatable)")
+    add_model_arguments(parser)
+    parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass (default 16)")
+    parser.add_argument("--no-cache", action="store_true", help="always compute; neither read nor write the cache")
+
+
+MODEL_HELP = ("a built-in model (default = smollm2-135m, gemma3-270m), a Hugging Face id in the local cache, a "
+              "model folder, or a .gguf file (converted once)")
+
+
+def add_model_arguments(parser, *, many: bool = False) -> None:
+    """--model (or --models for commands that compare several), --device and --dtype."""
+    from analysis.models.backbone import DEVICES, DTYPES
+
+    if many:
+        parser.add_argument("--models", default="default", help="comma-separated models, each " + MODEL_HELP)
+    else:
+        parser.add_argument("--model", default="default", help=MODEL_HELP)
+    parser.add_argument("--device", default="cpu", choices=DEVICES,
+                        help="where the model runs (default cpu); auto = CUDA, else MPS, else CPU, and a model too "
+                             "large for one GPU is split over the GPUs and the CPU by accelerate (device_map=auto)")
+    parser.add_argument("--dtype", default="float32", choices=DTYPES,
+                        help="weights and activations (default float32: exact, what every published number here "
+                             "uses); bfloat16 halves memory and is faster on hardware with bfloat16 units")
+
+
+def method_from_args(args):
+    """The configured method; raises UserError for an unknown name or a bad parameter (before any model loads)."""
+    from analysis.methods import get_method, parse_params
+
+    if args.batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {args.batch_size}.")
+    return get_method(args.method, **parse_params(args.method, args.param))
+
+
+def load_model(name_or_args, name: str | None = None):
+    """The model named by args.model (or `name`), on args.device in args.dtype. A plain name: float32 on the CPU."""
+    from transformers.utils import logging as hf_logging
+
+    from analysis.models.backbone import load_backbone
+
+    hf_logging.disable_progress_bar()  # stdout carries one JSON line; keep stderr for messages
+    if isinstance(name_or_args, str):
+        return load_backbone(name_or_args)
+    args = name_or_args
+    return load_backbone(name or args.model, device=getattr(args, "device", "cpu"),
+                         dtype=getattr(args, "dtype", "float32"))
+
+
+def ready(args, backbone, method):
+    """The method ready to run: KV-Embedding's `layers=auto` window from the compute cache (computed into it once
+    per model and prompt); with --no-cache computed in memory and not stored."""
+    if getattr(args, "no_cache", False) or not getattr(method, "needs_window", lambda b: False)(backbone):
+        return method
+    from cache import default_store, resolve_method
+
+    return resolve_method(default_store(), backbone, method)
+
+
+def params_dict(method) -> dict:
+    return dataclasses.asdict(method.params)
+
+
+class _FixedBatch:
+    """A method seen by the cache with a fixed batch size. The batch size is left out of the cache key on
+    purpose: results do not depend on it (tested to 1e-4), so the app and the command line share entries."""
+
+    def __init__(self, method, batch_size: int):
+        self.method, self.batch_size = method, batch_size
+        self.name, self.params = method.name, method.params
+        self.seconds = None  # time of our own encode call, if the cache made one
+
+    def encode(self, backbone, texts, **kwargs):
+        start = time.perf_counter()
+        emb = self.method.encode(backbone, texts, batch_size=self.batch_size, **kwargs)
+        self.seconds = time.perf_counter() - start
+        return emb
+
+
+def encode(args, backbone, method, texts: list[str]) -> tuple[np.ndarray, dict]:
+    """Embed `texts`; returns (emb (n, d) float32, {"seconds", "cached", "warnings"}).
+
+    `seconds` is the time the embeddings took to compute; on a cache hit, the time recorded when they were
+    computed (the lookup itself is in `lookup_seconds`). Warnings (e.g. truncation) go to stderr as one
+    `warning: ...` line each, on hits too."""
+    progress = _stderr_progress(method.name) if sys.stderr.isatty() else None
+    fixed = _FixedBatch(ready(args, backbone, method), args.batch_size)
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if args.no_cache:
+            emb, hit, meta = fixed.encode(backbone, texts, progress=progress), False, {}
+        else:
+            from cache import cached_encode, default_store
+
+            emb, meta, hit = cached_encode(default_store(), backbone, fixed, texts, progress=progress)
+    wall = time.perf_counter() - start
+    if progress is not None:
+        print(file=sys.stderr)
+    messages = list(dict.fromkeys([str(w.message) for w in caught] + list(meta.get("warnings") or [])))
+    for m in messages:
+        print(f"warning: {m}", file=sys.stderr)
+    # Our own encode time when we computed (the cache's record may be another process's that won the race to
+    # store the same entry); on a hit, the time recorded when the entry was computed.
+    seconds = fixed.seconds if fixed.seconds is not None else float(meta.get("seconds", wall))
+    info = {"seconds": seconds, "cached": hit, "warnings": messages}
+    if hit:
+        info["lookup_seconds"] = wall
+    return np.asarray(emb, dtype=np.float32), info
+
+
+def _stderr_progress(label: str):
+    def progress(done: int, total: int) -> None:
+        print(f"\r{label}: {done}/{total} texts", end="", file=sys.stderr, flush=True)
+
+    return progress

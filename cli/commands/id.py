@@ -1,0 +1,80 @@
+"""`python -m analysis id --data PATH [--limit N] [--readout last|mean] [--method NAME] [--bootstrap B]`: the
+TwoNN intrinsic-dimension trajectory over hidden states 0..L and the window KV-Embedding's rules select."""
+
+from __future__ import annotations
+
+import time
+
+from cli.commands._common import add_method_arguments, load_model, method_from_args, ready
+from analysis.data.datasets import ids, texts_of
+from analysis.core.errors import UserError
+
+HELP = ("Intrinsic dimension (TwoNN) of every hidden state over a corpus, with bootstrap bands, and the layer "
+        "window KV-Embedding's selection rules pick (JSON). Hidden state 0 = embeddings; decoder layer l "
+        "produces hidden state l+1; window layer k = re-route in decoder layer k.")
+
+
+def add_arguments(parser) -> None:
+    add_method_arguments(parser)
+    parser.set_defaults(method="kv_embedding")
+    for action in parser._actions:
+        if action.dest == "method":
+            action.required = False
+            action.help = ("method whose prompt and intervention are applied (default kv_embedding, with "
+                           "layers=none unless --param layers=... is given: the prompt-only states the paper uses)")
+    parser.add_argument("--data", required=True, help="a .txt (one text per line), a .csv/.tsv with a `text` column, "
+                        "similarity pairs (STS-B format or sentence1, sentence2, score: their distinct sentences), "
+                        f"or a built-in set: {', '.join(ids())}")
+    parser.add_argument("--limit", type=int, default=1000, help="use the first N texts (default 1000)")
+    parser.add_argument("--readout", choices=["last", "mean"], default="last",
+                        help="final-token states (default) or the mean over the text")
+    parser.add_argument("--bootstrap", type=int, default=20, help="bootstrap resamples for the bands (0 = none)")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def run(args) -> dict:
+    from analysis.inspect import intrinsic_dim as idm
+
+    if args.method == "kv_embedding" and not any(p.strip().startswith("layers=") for p in args.param):
+        args.param = [*args.param, "layers=none"]
+    method = method_from_args(args)
+    if args.bootstrap < 0:
+        raise UserError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
+    texts = texts_of(args.data, args.limit).texts
+    backbone = load_model(args)
+    method = ready(args, backbone, method)
+    start = time.perf_counter()
+
+    def compute():
+        df = idm.trajectory(backbone, method, texts, args.readout, bootstrap=args.bootstrap, seed=args.seed,
+                            batch_size=args.batch_size)
+        return idm.to_arrays(df), {"seconds": time.perf_counter() - start}
+
+    if args.no_cache:
+        arrays, hit = compute()[0], False
+    else:
+        from cache import default_store
+        from cache.keys import trajectory_parts
+
+        entry, hit = default_store().get_or_compute(
+            trajectory_parts(backbone, method, texts, args.readout, args.bootstrap, args.seed), compute,
+            namespace="intrinsic_dim")
+        arrays = entry.arrays
+    df = idm.from_arrays(arrays)
+    sel = idm.select_window(df["id"].to_numpy(), backbone.facts.n_layers)
+    rows = df.to_dict(orient="records")  # NaN (an undefined layer) is written as null by __main__.to_json
+    return {
+        "model": backbone.identity,
+        "method": method.name,
+        "params": {k: getattr(method.params, k) for k in method.params.__dataclass_fields__},
+        "data": str(args.data),
+        "n_texts": len(texts),
+        "readout": args.readout,
+        "bootstrap": args.bootstrap,
+        "convention": "hidden state 0 = embeddings; decoder layer l produces hidden state l+1; "
+                      "window layer k = re-route in decoder layer k (it reads hidden state k)",
+        "trajectory": rows,
+        "selection": sel.as_dict(),
+        "seconds": round(time.perf_counter() - start, 3),
+        "cached": hit,
+    }

@@ -1,0 +1,44 @@
+"""`python -m analysis sts --method NAME [--param k=v ...] --data sts-dev.csv [--limit N]`: Spearman on STS pairs."""
+
+from __future__ import annotations
+
+import math
+
+from cli.commands._common import add_method_arguments, encode, load_model, method_from_args
+
+HELP = ("Score a method on STS-Benchmark-format pairs (tab-separated: gold in column 5, sentences in 6 and 7): "
+        "Spearman correlation of cosine similarity with the gold scores.")
+
+
+def add_arguments(parser) -> None:
+    add_method_arguments(parser)
+    parser.add_argument("--data", required=True, help="STS-B file (e.g. ../shared/data/stsbenchmark/sts-dev.csv), "
+                        "a table with sentence1, sentence2, score columns, or a built-in pair set "
+                        "(demo, lee, stsb-dev, stsb-train)")
+    parser.add_argument("--limit", type=int, default=None, help="use only the first N pairs")
+
+
+def run(args) -> dict:
+    from analysis.data.datasets import pairs_of
+    from analysis.eval.sts import check_pairs, sts_spearman
+
+    method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
+    pairs = pairs_of(args.data, args.limit)
+    check_pairs(pairs)
+    backbone = load_model(args)
+    info = {}
+
+    def cached_encode(texts, progress):
+        emb, meta = encode(args, backbone, method, texts)
+        info.update(meta)
+        return emb
+
+    result = sts_spearman(backbone, method, pairs, encode=cached_encode)
+    rho = result["spearman"]
+    return {
+        **result,
+        "spearman": None if math.isnan(rho) else round(rho, 6),  # JSON has no NaN
+        "seconds": round(info["seconds"], 3),
+        "cached": info["cached"],
+        "data": str(args.data),
+    }

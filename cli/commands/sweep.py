@@ -1,0 +1,156 @@
+"""`python -m analysis sweep --data stsb-dev --limit 200 --starts 1-29:4 --widths 4 --biases 1,16`: the Layer
+explorer's sweep of KV-Embedding's re-routing window (start x width x bias) at the cost floor, resumable
+through the same cache entries as the page, locally or on a Ray cluster (`--executor ray [--address ...]`)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict
+
+from analysis.core.errors import UserError
+
+HELP = ("Score KV-Embedding's re-routing windows (start x width x bias [x rerotate]) by Spearman on labelled pairs, "
+        "next to the prompt-only forward, PromptEOL and the window the intrinsic-dimension rule picks (JSON). "
+        "Per-cell progress on stderr; every cell is cached as it finishes, so a stopped sweep resumes.")
+
+REROTATE = {"false": [False], "true": [True], "both": [False, True]}
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--data", default="stsb-dev", help="a built-in pair set (stsb-dev, lee, ...) or an STS file")
+    parser.add_argument("--limit", type=int, default=200, help="first N pairs (default 200)")
+    parser.add_argument("--starts", default=None, help="window starts (decoder layers): '1,5,9', '1-29' or '1-29:4' "
+                        "(every 4th); default every 4th from 1")
+    parser.add_argument("--widths", default=None, help="window widths in layers, e.g. '1-8' (default: the paper's "
+                        "floor(0.1 L) + 1)")
+    parser.add_argument("--biases", default="1", help="pre-softmax biases, e.g. '0,1,3' (default 1, the paper's)")
+    parser.add_argument("--rerotate", default="false", help="re-rotate the re-routed key: false, true or both")
+    parser.add_argument("--prompt", default="document", choices=["document", "query"])
+    parser.add_argument("--pooling", default="hybrid", choices=["hybrid", "last", "mean"])
+    parser.add_argument("--model", default="default",
+                        help="'default', a Hugging Face id in the local cache, or a folder")
+    parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass (default 16)")
+    parser.add_argument("--memory-mb", type=float, default=None, help="stored prefix states above this spill to the "
+                        "cache folder (default 512)")
+    parser.add_argument("--no-cache", action="store_true", help="always compute; neither read nor write the cache")
+    parser.add_argument("--executor", default="local", help="local (this process) or ray")
+    parser.add_argument("--address", default=None, help="with --executor ray: a running cluster ('auto', "
+                        "'ray://host:10001'); default: start a local one with the cores available")
+
+
+def parse_ints(raw: str, what: str) -> list[int]:
+    """'1,5,9', '1-29' or '1-29:4' -> sorted ints."""
+    out = set()
+    for part in str(raw).replace(" ", "").split(","):
+        if not part:
+            continue
+        span, _, step = part.partition(":")
+        lo, dash, hi = span.partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()) or (step and not step.isdigit()):
+            raise UserError(f"--{what}: {part!r} is not a number, a range like 1-29 or a stepped range like 1-29:4.")
+        lo_i, hi_i = int(lo), int(hi) if dash else int(lo)
+        if hi_i < lo_i or (step and int(step) < 1):
+            raise UserError(f"--{what}: {part!r} is an empty range.")
+        out.update(range(lo_i, hi_i + 1, int(step) if step else 1))
+    if not out:
+        raise UserError(f"--{what} names no value.")
+    return sorted(out)
+
+
+def load_pairs(data: str, limit: int):
+    from analysis.data.datasets import pairs_of
+
+    if limit < 2:
+        raise UserError(f"--limit must be at least 2 pairs, got {limit}.")
+    return pairs_of(data, limit)
+
+
+def run(args) -> dict:
+    from analysis.sweep import windows
+    from cli.commands._common import load_model
+    from analysis.methods import get_method
+
+    began = time.perf_counter()
+    if args.executor not in ("local", "ray"):
+        raise UserError(f"--executor must be local or ray, not {args.executor!r}.")
+    if args.rerotate not in REROTATE:
+        raise UserError(f"--rerotate must be false, true or both, not {args.rerotate!r}.")
+    if args.batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {args.batch_size}.")
+    try:
+        biases = sorted({float(b) for b in args.biases.split(",") if b.strip()})
+    except ValueError:
+        raise UserError(f"--biases: {args.biases!r} is not a comma-separated list of numbers.") from None
+    if args.executor == "ray":
+        from analysis.sweep.ray_executor import import_ray
+
+        import_ray()  # missing Ray: one sentence before any model loads
+    pairs = load_pairs(args.data, args.limit)
+    backbone = load_model(args.model)
+    L = backbone.facts.n_layers
+    starts = parse_ints(args.starts, "starts") if args.starts else list(range(1, L, 4))
+    widths = parse_ints(args.widths, "widths") if args.widths else [windows.paper_width(L)]
+    cells = windows.grid(L, starts, widths, biases, REROTATE[args.rerotate])
+    base = {"prompt": args.prompt, "pooling": args.pooling}
+
+    from cache import auto_window, default_store
+    from cache.sweep import cached_sweep
+
+    store = None if args.no_cache else default_store()
+    method = get_method("kv_embedding", **base)
+    if store is None:
+        from analysis.inspect.intrinsic_dim import auto_trajectory
+
+        sel, ids = auto_trajectory(backbone, method.prompt_only())
+    else:
+        sel, ids = auto_window(store, backbone, method)
+    id_cell = windows.Cell(sel.start, len(sel.layers), 1.0) if sel.layers else None  # the paper's bias
+    work = cells + ([id_cell] if id_cell is not None and id_cell not in cells else [])
+
+    def progress(done, total, info):
+        eta = info.get("eta_seconds")
+        tail = "cached" if info["cached"] else f"{info['seconds']:.1f} s" + (
+            f", about {_duration(eta)} left" if eta is not None else "")
+        print(f"[{done}/{total}] {info['cell']}: rho={info['spearman']:.4f} ({tail})", file=sys.stderr, flush=True)
+
+    print(f"{len(work)} cell(s) on {len(pairs)} pairs, executor {args.executor}", file=sys.stderr, flush=True)
+    result = cached_sweep(store, backbone, pairs, work, base=base, executor=args.executor, address=args.address,
+                          model=args.model, batch_size=args.batch_size, memory_mb=args.memory_mb, progress=progress)
+    promptEOL = _promptEOL(store, backbone, pairs, args.batch_size)
+    refs = {"prompt only": result.prompt_only, "PromptEOL": promptEOL}
+    rows = [{**asdict(c), "layers": list(c.layers(L)), "spearman": result.scores[c]} for c in cells]
+    id_score = result.scores.get(id_cell) if id_cell is not None else None
+    summary = windows.summary(rows, L, sel.layers, id_score, refs)
+    if id_cell is not None:
+        summary["id_window"]["cell"] = asdict(id_cell)
+    return {
+        "model": backbone.identity, "data": args.data, "pairs": len(pairs), "cells": len(cells),
+        "executor": args.executor, "rows": rows, "references": refs, "id_window": summary.get("id_window"),
+        "best": summary["best"], "id_selection": sel.as_dict(), "id_trajectory": ids,
+        "computed": result.computed, "cached": result.cached, "floor_forwards": round(result.floor, 3),
+        "seconds": round(time.perf_counter() - began, 3),
+    }
+
+
+def _promptEOL(store, backbone, pairs, batch_size: int) -> float:
+    """PromptEOL's Spearman on the same pairs (one full forward), under the page's cache key."""
+    import numpy as np
+
+    from analysis.sweep import windows
+    from analysis.methods import get_method
+    from cache.keys import sts_score_parts
+
+    method = get_method("prompteol")
+
+    def compute():
+        return {"spearman": np.array([windows.spearman_of(backbone, method, pairs, batch_size=batch_size)])}, {}
+
+    if store is None:
+        return float(compute()[0]["spearman"][0])
+    entry, _ = store.get_or_compute(sts_score_parts(backbone, pairs, method), compute, namespace="kv_explorer")
+    return float(entry.arrays["spearman"][0])
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
