@@ -93,7 +93,7 @@ def test_read_sts_extra_fields_and_quotes(tmp_path):
     assert pairs.left[1] == 'It\'s a "quoted" word.'
     assert pairs.right[2] == 'A man plays "a flute".'
     np.testing.assert_array_equal(pairs.scores, [4.0, 0.5, 2.25])
-    assert pairs.genres == ["main-news", "main-forums", "main-captions"]
+    assert pairs.genres == ["main-news/MSRpar", "main-forums/deft-forum", "main-captions/MSRvid"]
 
 
 def test_read_sts_limit_and_bytes():

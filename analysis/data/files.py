@@ -171,7 +171,8 @@ def _is_pairs(text: str) -> bool:
 def read_sts(path_or_bytes: PathOrBytes, *, name: str | None = None, limit: int | None = None) -> Pairs:
     """Similarity pairs from an STS-Benchmark file or from a table with sentence1, sentence2, score.
 
-    STS-B format: tab-separated, no header, no quoting; genre in column 1, gold score (0-5) in
+    STS-B format: tab-separated, no header, no quoting; genre and source in columns 1-2 (kept as
+    "genre/source", the strata of a sample), gold score (0-5) in
     column 5, the sentences in columns 6 and 7; trailing extra fields are ignored. A table is
     recognised by its header (csv or tab-separated; an optional `genre` column is kept). Scores are
     kept as they are (not rescaled). `name` names the result and, for bytes, the file in messages.
@@ -211,7 +212,7 @@ def read_sts(path_or_bytes: PathOrBytes, *, name: str | None = None, limit: int 
                 f"with sentence1, sentence2 and score, found {len(fields)} field(s)."
             )
         scores.append(_parse_score(fields[4], display, lineno))
-        genres.append(fields[0].strip())
+        genres.append(f"{fields[0].strip()}/{fields[1].strip()}")  # genre/source: STS-B's strata (MSRvid, images, ...)
         left.append(fields[5].strip())
         right.append(fields[6].strip())
     return Pairs(name, left, right, np.array(scores), genres)
