@@ -80,7 +80,7 @@ with ui.user_errors():
             bar.progress(step / total, text=f"step {step}/{total} · loss {info['loss']:.3f}{score}")
 
         summary = live_run(backbone, name, steps, progress=progress)
-        st.success(f"Done: best dev-subset Spearman {summary['dev_subset_spearman']:.3f} at step "
+        st.success(f"Done: best selection Spearman {summary['selection_spearman']:.3f} at step "
                    f"{summary['best_step']}; bridge in {summary['out']}.")
     elif stop:
         st.info("Stopped; Start continues from the last checkpoint.")

@@ -143,29 +143,42 @@ def toy_pairs(n=48, seed=0):
     return Pairs("toy", left, right, scores)
 
 
-@pytest.mark.parametrize("lora_rank,train_readout", [(0, "contextual"), (4, "contextual"), (0, "concat")])
-def test_a_few_training_steps_lower_the_loss(tmp_path, hash_encoder, lora_rank, train_readout):
+@pytest.mark.parametrize("lora_rank,train_readout,loss", [(0, "contextual", "both"), (4, "concat", "infonce"),
+                                                           (0, "concat", "infonce")])
+def test_a_few_training_steps_lower_the_loss(tmp_path, hash_encoder, lora_rank, train_readout, loss):
     from analysis.weights.artefacts import load_artefact
     from analysis.training.causal2vec import train_bridge
 
     bb = tiny_backbone("llama")
-    pairs = toy_pairs(8)  # one batch = the whole set (permuted): the loss is measured on the same data each step
+    pairs = toy_pairs(16)  # 8 positives = one InfoNCE batch: the loss is measured on the same data each step
     summary = train_bridge(bb, out=tmp_path / "best", work=tmp_path / "run", steps=12, batch_size=8,
                            lora_rank=lora_rank, lr=3e-3, eval_every=6, eval_pairs=10, train_pairs=pairs,
-                           dev_pairs=pairs, encoder=hash_encoder, train_readout=train_readout)
+                           dev_pairs=toy_pairs(40, seed=1), encoder=hash_encoder, train_readout=train_readout,
+                           loss=loss, hard_negatives=2, instruction="Query: ")
     tensors, manifest = load_artefact(tmp_path / "best", method="causal2vec", model_identity=bb.identity,
                                       encoder="hash-encoder")
     losses = [l for _, l in manifest["curves"]["loss"]]
     assert summary["steps_done"] == 12 and len(losses) == 12
     assert np.mean(losses[-3:]) < 0.7 * losses[0], losses
     assert manifest["lora"] is None if not lora_rank else manifest["lora"]["rank"] == lora_rank
-    if lora_rank:  # LoRA's B matrices start at zero: non-zero means gradients reached them
-        bs = [v for k, v in tensors.items() if "lora_B" in k]
-        assert bs and all(v.abs().sum() > 0 for v in bs)
-    # the trained folder is a bridge the method accepts, on the same model, and its digest is in the params
+    assert "report_spearman" in summary and manifest["data"]["selection"] != manifest["data"]["report"]
+    # the trained folder is a bridge the method accepts, on the same model, and its digest is in the params;
+    # the instruction it was trained with is read back from the manifest
     m = get_method("causal2vec", bridge=str(tmp_path / "best"))
     assert m.params.bridge_digest != get_method("causal2vec", bridge="untrained").params.bridge_digest
+    assert m.params.instruction == "Query: "
     assert m.encode(bb, TEXTS).shape == (3, 2 * bb.facts.hidden_size)
+    if lora_rank:  # LoRA's B matrices start at zero: non-zero means gradients reached the decoder, and the EOS
+        bs = [v for k, v in tensors.items() if "lora_B" in k]  # state (the half that reads the text) moved
+        assert bs and all(v.abs().sum() > 0 for v in bs)
+        frozen = dict(manifest, lora=None)
+        eos = get_method("causal2vec", bridge=str(tmp_path / "best"), readout="eos").encode(bb, TEXTS)
+        no_lora = tmp_path / "no_lora"
+        from analysis.weights.artefacts import save_artefact
+
+        save_artefact(no_lora, {k: v for k, v in tensors.items() if k.startswith("bridge.")}, frozen)
+        eos_frozen = get_method("causal2vec", bridge=str(no_lora), readout="eos").encode(bb, TEXTS)
+        assert np.abs(eos - eos_frozen).max() > 1e-3
     with pytest.raises(UserError, match="trained for the model"):
         get_method("causal2vec", bridge=str(tmp_path / "best")).encode(tiny_backbone("qwen2"), TEXTS)
 

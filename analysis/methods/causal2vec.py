@@ -86,8 +86,8 @@ class Causal2VecParams:
     readout: str = param("concat", "concat = final states of the contextual token and of EOS side by side (paper); "
                          "eos, contextual, mean = ablations; direct = the paper's control: the plain decoder's EOS "
                          "state next to the encoder vector, no contextual token.", choices=list(READOUTS))
-    instruction: str = param("", "Text before the contextual token. Empty by default: every token costs time on a "
-                             "CPU, and the shipped bridge was trained without one.")
+    instruction: str = param("auto", "Text before the contextual token. auto = the instruction the bridge was trained "
+                             "with (its manifest says; none for the untrained bridge and the direct control).")
     layer: int = param(-1, "Hidden state read out; the paper uses the final layer.")
     bridge_digest: str = param("", "Digest of the bridge weights, filled in automatically (cache keys).", hidden=True)
 
@@ -171,7 +171,19 @@ class Causal2Vec(EmbeddingMethod):
     _memo_lock = threading.Lock()
 
     def validate(self, params):
-        return dataclasses.replace(params, bridge_digest=self._digest(params))
+        return dataclasses.replace(params, bridge_digest=self._digest(params),
+                                   instruction=self._instruction(params))
+
+    def _instruction(self, params) -> str:
+        """`auto` -> the instruction recorded by the trainer in the bridge's manifest ("" when there is none)."""
+        if params.instruction != "auto":
+            return params.instruction
+        folder = None if params.readout == "direct" else self.bridge_folder(params)
+        if folder is None or not (folder / "manifest.json").is_file():
+            return ""
+        from analysis.weights.artefacts import read_manifest
+
+        return read_manifest(folder).get("hyperparameters", {}).get("instruction", "") or ""
 
     def _digest(self, params) -> str:
         from analysis.models.minilm import encoder_identity
