@@ -14,6 +14,7 @@ import cache
 import ui
 from analysis.sweep import windows
 from analysis.models.backbone import BUILTIN, DEFAULT_NAME
+from analysis.data import datasets
 from analysis.data.corpora import shared_stsb
 from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method, list_methods
@@ -88,7 +89,7 @@ with ui.user_errors():
 
     st.subheader("Methods × models (STS-B dev, from the cache)")
     if shared_stsb("dev") is None:
-        st.info("STS-B dev is not available (../shared/data/stsbenchmark), so there is no table to show.")
+        st.info(ui.md(datasets.get("stsb-dev").missing()))
     else:
         limit = st.select_slider("First N pairs", [200, 500, 1500], value=200, key="cmp_limit")
         task = load_task("stsb-dev", None if limit == 1500 else int(limit))

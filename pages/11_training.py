@@ -12,6 +12,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import ui
+from analysis.data import datasets
 from analysis.data.corpora import shared_stsb
 from analysis.methods.causal2vec import shipped_folder
 from analysis.weights.artefacts import read_manifest
@@ -57,7 +58,7 @@ with ui.user_errors():
 
     st.subheader("A live run")
     if shared_stsb("train") is None or shared_stsb("dev") is None:
-        st.info("A live run needs STS-B train and dev in the shared data folder (../shared/data/stsbenchmark).")
+        st.info(ui.md("A live run needs STS-B train and dev. " + datasets.get("stsb-train").missing()))
         st.stop()
     st.caption("Batch of 8 pairs, validation on 60 dev pairs every 5 steps, MLP only. A step takes a few seconds on "
                "a 2-core CPU. **Stop** ends the run at once; **Start** again continues from the last validation "

@@ -330,7 +330,7 @@ def test_registry_ids_are_unique_and_every_set_reads_as_texts(monkeypatch, tmp_p
     ids = [d.id for d in datasets.REGISTRY]
     assert len(ids) == len(set(ids)) and {d.kind for d in datasets.REGISTRY} <= set(datasets.KINDS)
     assert "stsb-dev" not in [d.id for d in datasets.available()]
-    with pytest.raises(UserError, match="not available on this machine"):
+    with pytest.raises(UserError, match="is not on this machine: run `python -m analysis data fetch stsb`"):
         datasets.texts_of("stsb-dev")
     for d in datasets.available():
         texts = datasets.texts_of(d.id, limit=5)

@@ -1,4 +1,4 @@
-"""Where things live on disk: the one cache root (results and converted models) and the shared data folder.
+"""Where things live on disk: the one cache root (results and converted models) and the data folder.
 
 The library writes only converted model weights (`backbone`), under `cache_root() / "models"`; every other file
 on disk goes through `cache.Store`, whose default root is this same function.
@@ -21,13 +21,18 @@ def cache_root() -> Path:
     return Path(env).expanduser() if env else REPO / "cache" / "store"
 
 
+def data_dir() -> Path:
+    """The data folder, where the public data sets live (`analysis.data.fetch` stores and finds them there):
+    EMBEDSCOPE_DATA; else EMBEDSCOPE_SHARED_DATA, its older name, still read so existing set-ups keep working;
+    else <repo>/../shared/data, the development machine's shared folder (absent elsewhere, hence the variable)."""
+    env = os.environ.get("EMBEDSCOPE_DATA") or os.environ.get("EMBEDSCOPE_SHARED_DATA")
+    return Path(env).expanduser() if env else REPO.parent / "shared" / "data"
+
+
 def shared_data_dirs() -> list[Path]:
-    """Folders that may hold stsbenchmark/ files: EMBEDSCOPE_SHARED_DATA (the shared data folder or the
-    stsbenchmark folder itself), else <repo>/../shared/data/stsbenchmark."""
-    env = os.environ.get("EMBEDSCOPE_SHARED_DATA")
-    if env:
-        return [Path(env) / "stsbenchmark", Path(env)]
-    return [REPO.parent / "shared" / "data" / "stsbenchmark"]
+    """Folders that may hold the STS-B files sts-{split}.csv: <data folder>/stsbenchmark, or the data folder
+    itself (the variable may name the stsbenchmark folder directly)."""
+    return [data_dir() / "stsbenchmark", data_dir()]
 
 
 def file_sha256(path) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.data import corpora
+from analysis.data import corpora, fetch
 from analysis.data.corpora import Pairs, Texts
 from analysis.core.errors import UserError
 from analysis.data.files import read_sts, read_texts
@@ -36,10 +36,19 @@ class Dataset:
     short: str  # column name in benchmark tables
     texts_label: str | None = None  # menu name of its texts in text pickers (None: not offered there)
     present: Callable[[], bool] = lambda: True  # False when its files are not on this machine
+    fetch_name: str | None = None  # its `python -m analysis data fetch` name, when downloaded into the data folder
+    origin: str = "built in"  # where it comes from, when it is not fetched
+
+    def how_to_get(self) -> str:
+        return fetch.how_to_get(self.fetch_name) if self.fetch_name else self.origin
+
+    def missing(self) -> str:
+        """One sentence for a page or a command that needs this set and does not find it."""
+        return f"{self.label} is not on this machine: {self.how_to_get()}."
 
     def load(self) -> Texts | Pairs:
         if not self.present():
-            raise UserError(f"{self.label} is not available on this machine (STS-B lives in ../shared/data).")
+            raise UserError(self.missing())
         return self.loader()
 
     def texts(self) -> Texts:
@@ -59,14 +68,23 @@ def stsb_pairs(split: str) -> Pairs:
     """STS-B pairs of one split from the shared data folder (cached); a UserError when it is not there."""
     path = corpora.shared_stsb(split)
     if path is None:
-        raise UserError(f"STS-B {split} is not available here (../shared/data/stsbenchmark/sts-{split}.csv).")
+        raise UserError(get(f"stsb-{split}").missing())
     return _read_stsb(str(path), f"STS-B {split}")
 
 
 def _stsb(split: str) -> Dataset:
     return Dataset(f"stsb-{split}", f"STS-B {split}", "pairs", functools.partial(stsb_pairs, split),
                    f"STS-B {split}", f"STS-B {split} sentences" if split == "dev" else None,
-                   lambda: corpora.shared_stsb(split) is not None)
+                   lambda: corpora.shared_stsb(split) is not None, fetch_name="stsb")
+
+
+def _fetched(name: str, label: str, short: str) -> Dataset:
+    """A pair set that `python -m analysis data fetch NAME` stores in the data folder."""
+    return Dataset(name, label, "pairs", functools.partial(fetch.pairs, name), short,
+                   present=functools.partial(fetch.present, name), fetch_name=name)
+
+
+GENSIM = "gensim's bundled test data (pip install gensim)"
 
 
 REGISTRY: tuple[Dataset, ...] = (  # menu order
@@ -74,15 +92,20 @@ REGISTRY: tuple[Dataset, ...] = (  # menu order
             "Demo sentences", "Demo sentences"),
     Dataset("ambiguous", "Demo: ambiguous words", "texts", functools.partial(corpora.demo_texts, "ambiguous"),
             "Ambiguous", "Demo: ambiguous words"),
-    Dataset("polarity", "Polarity sentences", "labelled", corpora.polarity, "Polarity", "Polarity sentences"),
-    Dataset("lee", "Lee corpus (human ratings)", "pairs", corpora.lee_pairs, "Lee", "Lee corpus documents"),
+    Dataset("polarity", "Polarity sentences", "labelled", corpora.polarity, "Polarity", "Polarity sentences",
+            origin=GENSIM),
+    Dataset("lee", "Lee corpus (human ratings)", "pairs", corpora.lee_pairs, "Lee", "Lee corpus documents",
+            origin=GENSIM),
     Dataset("demo", "Demo paraphrase pairs", "pairs", corpora.demo_pairs, "Demo pairs"),
     _stsb("dev"),
     _stsb("train"),
+    _fetched("sick", "SICK-R test", "SICK-R"),
+    *(_fetched(f"sts{year}", f"STS{year}", f"STS{year}") for year in fetch.SEMEVAL),
     Dataset("topics", "Demo: topics", "labelled", functools.partial(corpora.demo_texts, "topics"), "Topics"),
-    Dataset("personas", "Personas: held-out questions", "qa", lambda: _personas("heldout"), "Personas"),
+    Dataset("personas", "Personas: held-out questions", "qa", lambda: _personas("heldout"), "Personas",
+            origin="generated (seeded)"),
     Dataset("personas-validation", "Personas: validation questions", "qa", lambda: _personas("validation"),
-            "Personas val"),
+            "Personas val", origin="generated (seeded)"),
 )
 
 

@@ -218,6 +218,61 @@ def read_sts(path_or_bytes: PathOrBytes, *, name: str | None = None, limit: int 
     return Pairs(name, left, right, np.array(scores), genres)
 
 
+# ---- the public STS sets as their authors ship them (`analysis.data.fetch` stores them in the data folder) ---------
+SICK_COLUMNS = ("sentence_a", "sentence_b", "relatedness_score", "semeval_set")
+
+
+def read_sick(path, *, part: str = "TEST", name: str | None = None) -> Pairs:
+    """SICK relatedness pairs (SICK.txt of the authors' release: tab-separated with a header) of one SemEval
+    part (TRAIN, TRIAL or TEST); gold = relatedness_score (1-5). Genre = the corpus the sentences were taken
+    from (sentence_A_dataset: FLICKR or SEMEVAL; "A/B" when the two differ), the strata of a sample."""
+    text, display = _load(path, None)
+    header, rows = _read_table(text, display, allow_extra=True)
+    missing = [c for c in SICK_COLUMNS if c not in header]
+    if missing:
+        raise UserError(f"{display} is not SICK.txt: it has no {', '.join(missing)} column.")
+    a, b, score, semeval = (header.index(c) for c in SICK_COLUMNS)
+    da, db = (header.index(c) if c in header else None for c in ("sentence_a_dataset", "sentence_b_dataset"))
+    left, right, scores, genres = [], [], [], []
+    for lineno, fields in rows:
+        if fields[semeval].strip() != part:
+            continue
+        left.append(fields[a].strip())
+        right.append(fields[b].strip())
+        scores.append(_parse_score(fields[score], display, lineno))
+        ga, gb = (fields[i].strip() if i is not None else "SICK" for i in (da, db))
+        genres.append(ga if ga == gb else f"{ga}/{gb}")
+    if not left:
+        raise UserError(f"{display} has no pairs of the SemEval part {part}.")
+    return Pairs(name or f"SICK-R {part.lower()}", left, right, np.array(scores), genres)
+
+
+def read_semeval_sts(folder, subsets: tuple[str, ...], *, name: str | None = None) -> Pairs:
+    """One year of the SemEval STS tasks (2012-2016) from its folder: for each sub-set S, STS.input.S.txt (two
+    tab-separated sentences a line, extra columns ignored) and STS.gs.S.txt (the gold score of the same line;
+    empty where the organisers gave none, and those lines are skipped, as SentEval does). Genre = the sub-set."""
+    root = Path(folder)
+    left, right, scores, genres = [], [], [], []
+    for s in subsets:
+        inputs, _ = _load(root / f"STS.input.{s}.txt", None)
+        gold, _ = _load(root / f"STS.gs.{s}.txt", None)
+        inputs, gold = inputs.splitlines(), gold.splitlines()
+        if len(inputs) != len(gold):
+            raise UserError(f"{root.name}/STS.input.{s}.txt has {len(inputs)} lines but STS.gs.{s}.txt has "
+                            f"{len(gold)}: the two files must match line by line.")
+        for lineno, (line, g) in enumerate(zip(inputs, gold), start=1):
+            if not g.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) < 2:
+                raise UserError(f"STS.input.{s}.txt, line {lineno}: expected two tab-separated sentences.")
+            left.append(fields[0].strip())
+            right.append(fields[1].strip())
+            scores.append(_parse_score(g, f"STS.gs.{s}.txt", lineno))
+            genres.append(s)
+    return Pairs(name or root.name, left, right, np.array(scores), genres)
+
+
 # ---- BEIR retrieval folders -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Beir:

@@ -1,0 +1,60 @@
+"""`python -m analysis data list` and `python -m analysis data fetch stsb|sick|sts12|...|sts16|all`: which data sets
+this machine has and how to get the others; downloading the public ones into the data folder (EMBEDSCOPE_DATA)."""
+
+from __future__ import annotations
+
+import sys
+
+from analysis.core.errors import UserError
+
+HELP = ("List the data sets (present or not, and how to get each), or fetch the public STS sets into the data "
+        "folder (EMBEDSCOPE_DATA; default ../shared/data next to the repository): downloaded from the authors' "
+        "servers, checked (SHA-256 where known, else read by the same reader the tool uses), then stored.")
+
+
+def add_arguments(parser) -> None:
+    from analysis.data.fetch import SOURCES
+
+    parser.add_argument("action", choices=["list", "fetch"], help="list: every data set; fetch: download some")
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"with fetch: {', '.join(SOURCES)}, or all")
+    parser.add_argument("--base-url", default=None,
+                        help="fetch from a mirror serving the archives under their own names instead of the "
+                             "authors' servers, e.g. file:///home/me/downloads for archives downloaded by hand")
+    parser.add_argument("--force", action="store_true", help="fetch again even when the files are already there")
+
+
+def run(args):
+    from analysis.core.paths import data_dir
+
+    if args.action == "list":
+        if args.names:
+            raise UserError("data list takes no names; use data fetch NAME to download one.")
+        return {"data_folder": str(data_dir()), "sets": _rows()}
+    return {"data_folder": str(data_dir()), "fetched": [_fetch(n, args) for n in _names(args.names)]}
+
+
+def _names(names: list[str]) -> list[str]:
+    from analysis.data.fetch import SOURCES, source
+
+    if not names:
+        raise UserError(f"data fetch needs the sets to get: {', '.join(SOURCES)}, or all.")
+    chosen = list(SOURCES) if "all" in names else list(dict.fromkeys(names))
+    for n in chosen:
+        source(n)  # an unknown name fails before anything is downloaded
+    return chosen
+
+
+def _fetch(name: str, args) -> dict:
+    from analysis.data.fetch import fetch, source
+
+    print(f"{name}: {source(name).label} ...", file=sys.stderr, flush=True)
+    return fetch(name, base_url=args.base_url, force=args.force)
+
+
+def _rows() -> list[dict]:
+    from analysis.data.datasets import REGISTRY
+    from analysis.data.fetch import source
+
+    return [{"id": d.id, "label": d.label, "kind": d.kind, "present": d.present(), "get": d.how_to_get(),
+             **({"licence": source(d.fetch_name).licence} if d.fetch_name else {})} for d in REGISTRY]
