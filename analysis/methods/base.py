@@ -76,8 +76,8 @@ def check_params(method: str, params):
             _fail(method, f.name, f"must be one of {list(meta['choices'])}, not {value!r:.60}.")
         lo, hi = meta.get("min"), meta.get("max")
         if (lo is not None and value < lo) or (hi is not None and value > hi):
-            _fail(method, f.name, f"={value:g} is outside [{'' if lo is None else f'{lo:g}'}, "
-                                  f"{'' if hi is None else f'{hi:g}'}].")
+            allowed = f"at least {lo:g}" if hi is None else f"at most {hi:g}" if lo is None else f"{lo:g} to {hi:g}"
+            _fail(method, f.name, f"{value:g} is outside the allowed range ({allowed}).")
         if meta.get("kind") == "template" and not (meta.get("optional") and value == ""):
             lo_c, hi_c = meta.get("copies", (1, MAX_COPIES))
             n = value.count(PLACEHOLDER)

@@ -8,7 +8,11 @@ locally and the other way round. Every worker must be able to import this projec
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import os
+import re
+import socket
 from dataclasses import asdict
 from typing import Callable
 
@@ -17,6 +21,13 @@ from analysis.core.paths import REPO
 from analysis.sweep.windows import Cell
 
 OBJECT_STORE_MB = 100  # results are a few floats per cell; keep Ray's shared memory small on a shared machine
+# A cluster that does not answer within this is refused in one sentence. Ray itself retries for minutes (three
+# rounds of ~40 s against a silent port, each with C++ log lines on stderr), so the driver asks first.
+CONNECT_SECONDS = 5.0
+_ADDRESS = re.compile(r"(?:ray://)?(?P<host>[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\]):(?P<port>[0-9]{1,5})", re.ASCII)
+# What every HTTP/2 client sends first (RFC 9113, 3.4), then an empty SETTINGS frame; a gRPC server, as Ray's GCS
+# and Ray Client server are, answers with a SETTINGS frame of its own (frame type 4, the fourth byte of a frame).
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 
 
 def import_ray():
@@ -26,6 +37,33 @@ def import_ray():
         raise UserError("The ray executor needs Ray, which is not installed: pip install -r requirements-cluster.txt "
                         "(or use --executor local).") from None
     return ray
+
+
+def check_address(address: str | None) -> str | None:
+    """The `--address` of a running cluster, checked before any work: "auto", or host:port (Ray's own address,
+    port 6379 by default) or ray://host:port (Ray Client, which needs the `ray[client]` extra), answering as a
+    gRPC server within CONNECT_SECONDS. None stays None (a local cluster is started). Else one UserError."""
+    if address is None or address == "auto":
+        return address
+    match = _ADDRESS.fullmatch(address.strip())
+    if match is None or not 0 < int(match["port"]) < 65536:
+        raise UserError(f"--address {address!r:.80} is not auto, host:port or ray://host:port.")
+    if address.strip().startswith("ray://") and importlib.util.find_spec("grpc") is None:
+        raise UserError("A ray:// address needs Ray Client, which is not installed: pip install 'ray[client]==2.60.0' "
+                        "(or give the cluster's own address, host:6379).")
+    host, port = match["host"].strip("[]"), int(match["port"])
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_SECONDS) as conn:
+            conn.settimeout(CONNECT_SECONDS)
+            conn.sendall(_HTTP2_PREFACE)
+            answer = conn.recv(9)
+    except OSError as err:
+        why = f"no answer within {CONNECT_SECONDS:g} s" if isinstance(err, TimeoutError) else \
+            (err.strerror or type(err).__name__).lower()
+        raise UserError(f"No Ray cluster answers at {address.strip()} ({why}).") from None
+    if len(answer) < 4 or answer[3] != 4:
+        raise UserError(f"{address.strip()} answers, but not as a Ray cluster (no gRPC server there).")
+    return address.strip()
 
 
 def available_cpus() -> int:
@@ -90,7 +128,12 @@ def score_ray(model, identity: str, pairs, cells: list[Cell], *, base: dict | No
     if not ray.is_initialized():
         root = str(REPO)
         if address:
-            ray.init(address=address, log_to_driver=False)
+            check_address(address)  # again: the cluster may have gone since the command line checked it
+            try:
+                ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+            except ConnectionError as err:  # e.g. "auto" with no cluster running
+                first = str(err).strip().splitlines()[0] if str(err).strip() else "no cluster"
+                raise UserError(f"Could not join the Ray cluster at {address}: {first.rstrip('.')}.") from None
         else:
             ray.init(num_cpus=available_cpus(), object_store_memory=OBJECT_STORE_MB * 2**20, include_dashboard=False,
                      log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": root}})

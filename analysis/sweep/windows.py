@@ -46,25 +46,28 @@ def grid(n_layers: int, starts, widths, biases, rerotate=(False,)) -> list[Cell]
     from analysis.core.errors import UserError
 
     starts, widths = sorted({int(s) for s in starts}), sorted({int(w) for w in widths})
-    if not starts or not widths or not list(biases):
+    biases, rerotate = list(dict.fromkeys(float(b) for b in biases)), list(dict.fromkeys(bool(r) for r in rerotate))
+    if not starts or not widths or not biases:
         raise UserError("The sweep needs at least one start layer, one width and one bias.")
     if starts[0] < 0 or starts[-1] >= n_layers:
         raise UserError(f"Start layers must be decoder layers 0..{n_layers - 1}.")
     if widths[0] < 1:
         raise UserError("Widths must be at least 1 layer.")
+    from analysis.core import budgets
+
+    # counted before the cells are built: a width past the last layer adds no cell (it clips to the same set)
+    distinct = sum(len({min(w, n_layers - s) for w in widths}) for s in starts) * len(biases) * len(rerotate)
+    budgets.check("grid_cells", distinct, "the number of sweep cells (each embeds every text of the pairs)")
     cells, seen = [], set()
     for s in starts:
         for w in widths:
             for b in biases:
                 for r in rerotate:
-                    c = Cell(s, w, float(b), bool(r))
+                    c = Cell(s, w, b, r)
                     key = (c.layers(n_layers), c.bias, c.rerotate)
                     if key not in seen:
                         seen.add(key)
                         cells.append(c)
-    from analysis.core import budgets
-
-    budgets.check("grid_cells", len(cells), "the number of sweep cells (each embeds every text of the pairs)")
     return cells
 
 

@@ -4,6 +4,8 @@ through the same cache entries as the page, locally or on a Ray cluster (`--exec
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 import time
 from dataclasses import asdict
@@ -39,23 +41,74 @@ def add_arguments(parser) -> None:
                         "'ray://host:10001'); default: start a local one with the cores available")
 
 
-def parse_ints(raw: str, what: str) -> list[int]:
-    """'1,5,9', '1-29' or '1-29:4' -> sorted ints."""
+_SPAN = re.compile(r"(?P<lo>[0-9]+)(?:-(?P<hi>[0-9]+))?(?::(?P<step>[0-9]+))?", re.ASCII)
+
+
+def parse_ints(raw: str, what: str, most: int) -> list[int]:
+    """'1,5,9', '1-29' or '1-29:4' -> sorted ints, each at most `most`. Every range is checked from its ends before
+    it is expanded: `--widths 1-1000000000` is refused at once instead of building a billion-element list."""
     out = set()
     for part in str(raw).replace(" ", "").split(","):
         if not part:
             continue
-        span, _, step = part.partition(":")
-        lo, dash, hi = span.partition("-")
-        if not lo.isdigit() or (dash and not hi.isdigit()) or (step and not step.isdigit()):
-            raise UserError(f"--{what}: {part!r} is not a number, a range like 1-29 or a stepped range like 1-29:4.")
-        lo_i, hi_i = int(lo), int(hi) if dash else int(lo)
-        if hi_i < lo_i or (step and int(step) < 1):
-            raise UserError(f"--{what}: {part!r} is an empty range.")
-        out.update(range(lo_i, hi_i + 1, int(step) if step else 1))
+        match = _SPAN.fullmatch(part)
+        if match is None:
+            raise UserError(f"--{what}: {part!r:.40} is not a number, a range like 1-29 or a stepped range like "
+                            "1-29:4.")
+        lo, hi, step = (_capped(match[k] or match["lo"], most) for k in ("lo", "hi", "step"))
+        step = step if match["step"] else 1
+        if max(lo, hi) > most:
+            raise UserError(f"--{what}: {part!r:.40} goes past any model's depth (at most {most}).")
+        if hi < lo:
+            raise UserError(f"--{what}: the range {lo}-{hi} runs backwards; write {hi}-{lo}.")
+        if step < 1:
+            raise UserError(f"--{what}: {part!r:.40} has a step of 0; a step is at least 1.")
+        out.update(range(lo, hi + 1, step))
     if not out:
         raise UserError(f"--{what} names no value.")
     return sorted(out)
+
+
+def check_flags(args, base: dict) -> tuple[list[float], list[int] | None, list[int] | None]:
+    """Every flag that needs no model, checked before any work: (biases, starts, widths; None = the default)."""
+    from analysis.methods import get_method
+    from analysis.methods.kv_embedding import MAX_LAYER
+
+    if args.executor not in ("local", "ray"):
+        raise UserError(f"--executor must be local or ray, not {args.executor!r:.40}.")
+    if args.rerotate not in REROTATE:
+        raise UserError(f"--rerotate must be false, true or both, not {args.rerotate!r:.40}.")
+    if args.batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {args.batch_size}.")
+    if args.memory_mb is not None and not (math.isfinite(args.memory_mb) and args.memory_mb >= 0):
+        raise UserError(f"--memory-mb must be a finite number of megabytes, 0 or more, not {args.memory_mb}.")
+    try:
+        biases = sorted({float(b) for b in args.biases.split(",") if b.strip()})
+    except ValueError:
+        raise UserError(f"--biases: {args.biases!r:.60} is not a comma-separated list of numbers.") from None
+    for b in biases:  # finite and in the parameter's range: a NaN bias would fail only when its cell runs
+        try:
+            get_method("kv_embedding", bias=b, **base)
+        except UserError as err:
+            raise UserError(f"--biases: {err}") from None
+    starts = parse_ints(args.starts, "starts", MAX_LAYER) if args.starts else None
+    widths = parse_ints(args.widths, "widths", MAX_LAYER + 1) if args.widths else None
+    if widths and widths[0] < 1:
+        raise UserError("--widths must be at least 1 layer.")
+    if args.address is not None and args.executor != "ray":
+        raise UserError("--address only applies to --executor ray.")
+    if args.executor == "ray":
+        from analysis.sweep.ray_executor import check_address, import_ray
+
+        import_ray()  # missing Ray: one sentence before any model loads
+        args.address = check_address(args.address)  # a cluster that does not answer: refused in seconds
+    return biases, starts, widths
+
+
+def _capped(digits: str, cap: int) -> int:
+    """int(digits), or cap + 1 when larger; compared as text first (int() refuses numbers of over 4,300 digits)."""
+    digits = digits.lstrip("0") or "0"
+    return cap + 1 if len(digits) > len(str(cap)) else min(int(digits), cap + 1)
 
 
 def load_pairs(data: str, limit: int):
@@ -63,7 +116,10 @@ def load_pairs(data: str, limit: int):
 
     if limit < 2:
         raise UserError(f"--limit must be at least 2 pairs, got {limit}.")
-    return pairs_of(data, limit)
+    try:
+        return pairs_of(data, limit)
+    except UserError as err:
+        raise UserError(f"--data: {err}") from None
 
 
 def run(args) -> dict:
@@ -72,27 +128,17 @@ def run(args) -> dict:
     from analysis.methods import get_method
 
     began = time.perf_counter()
-    if args.executor not in ("local", "ray"):
-        raise UserError(f"--executor must be local or ray, not {args.executor!r}.")
-    if args.rerotate not in REROTATE:
-        raise UserError(f"--rerotate must be false, true or both, not {args.rerotate!r}.")
-    if args.batch_size < 1:
-        raise UserError(f"--batch-size must be at least 1, got {args.batch_size}.")
-    try:
-        biases = sorted({float(b) for b in args.biases.split(",") if b.strip()})
-    except ValueError:
-        raise UserError(f"--biases: {args.biases!r} is not a comma-separated list of numbers.") from None
-    if args.executor == "ray":
-        from analysis.sweep.ray_executor import import_ray
-
-        import_ray()  # missing Ray: one sentence before any model loads
+    base = {"prompt": args.prompt, "pooling": args.pooling}
+    biases, starts, widths = check_flags(args, base)
     pairs = load_pairs(args.data, args.limit)
     backbone = load_model(args.model)
     L = backbone.facts.n_layers
-    starts = parse_ints(args.starts, "starts") if args.starts else list(range(1, L, 4))
-    widths = parse_ints(args.widths, "widths") if args.widths else [windows.paper_width(L)]
+    if starts is None:
+        starts = list(range(1, L, 4))
+    elif starts[-1] >= L:
+        raise UserError(f"--starts: {starts[-1]} is not a decoder layer of this model (it has layers 0..{L - 1}).")
+    widths = sorted({min(w, L) for w in widths}) if widths else [windows.paper_width(L)]  # wider = to the end
     cells = windows.grid(L, starts, widths, biases, REROTATE[args.rerotate])
-    base = {"prompt": args.prompt, "pooling": args.pooling}
 
     from cache import auto_window, default_store
     from cache.sweep import cached_sweep
