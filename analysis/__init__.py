@@ -13,21 +13,14 @@ Hugging Face reports it.
 
 __version__ = "0.1.0"
 
-import functools  # noqa: E402
-import hashlib  # noqa: E402
-from pathlib import Path  # noqa: E402
 
+def code_version(modules=None) -> str:
+    """`__version__` plus a digest of the source of `modules` (dotted names) and every project module they import;
+    None: the whole package. Cache keys name the modules that compute each result (`cache.keys`), so an edit
+    invalidates only what that code computed; a trained artefact's manifest records the whole package's."""
+    from analysis.core.versions import source_digest
 
-@functools.lru_cache(maxsize=1)
-def code_version() -> str:
-    """`__version__` plus a digest of every source file of this package. Cache keys use it, so results computed
-    by other code (an edited method, a fixed bug, not only a released upgrade) are never served again."""
-    root = Path(__file__).parent
-    h = hashlib.sha256()
-    for f in sorted(root.rglob("*.py")):
-        h.update(f.relative_to(root).as_posix().encode())
-        h.update(f.read_bytes())
-    return f"{__version__}+{h.hexdigest()[:16]}"
+    return f"{__version__}+{source_digest(modules)}"
 
 
 from analysis.core.errors import TruncationWarning, UserError  # noqa: E402

@@ -1,12 +1,20 @@
-"""Cache keys: one place for what determines a stored result.
+"""Cache keys: one place for what determines a stored result, and under which namespace it is stored.
 
-A key is the sha256 of the canonical JSON of its *parts* plus `analysis.code_version()`, so results computed
-by other code are never served. The builders below name the parts every caller shares (the app pages, the
-command line and the scripts build the same parts for the same computation, and so reuse each other's
-entries). Large contents (texts, pairs, data sets) enter a key as a `digest`, not verbatim.
+A key is the sha256 of the canonical JSON of its *parts*. The builders below name the parts every caller shares
+(the app pages, the command line and the scripts build the same parts for the same computation, and so reuse
+each other's entries); each kind of result has its builder and its namespace constant here, nowhere else.
+Large contents (texts, pairs, data sets) enter a key as a `digest`, not verbatim.
+
+The code rule: every builder puts the code version of the modules that compute its result into the parts
+(`"code"`: `analysis.code_version(modules)`, the package version plus a digest of those modules' source and of
+every project module they import, lazy imports included). An embedding names the method's own module
+(`type(method).__module__`); a score or a trajectory adds the module that computes it from the embeddings
+(`analysis.eval.sts`, `analysis.inspect.intrinsic_dim`, ...). So editing a method invalidates that method's
+results, and editing a help string, a page or another method invalidates nothing. A page's own arithmetic
+after the library call is not in the key: put computations worth caching in the library.
 
     parts = trajectory_parts(backbone, method, texts, "last", bootstrap=20)
-    key = make_key(parts)
+    entry, hit = store.get_or_compute(parts, compute, namespace=INTRINSIC_DIM)
 """
 
 from __future__ import annotations
@@ -16,6 +24,20 @@ import hashlib
 import json
 
 import numpy as np
+
+# ---- namespaces: one per kind of stored result (a folder under the cache root) -----------------------------------
+EMBEDDINGS = "embeddings"  # encode_parts
+INTRINSIC_DIM = "intrinsic_dim"  # trajectory_parts
+AUTO_LAYERS = "auto_layers"  # auto_window_parts: KV-Embedding's layers=auto window, one per model and prompt
+BENCH = "bench"  # bench_parts
+STS_SCORE = "kv_explorer"  # sts_score_parts (named after the Layer explorer, its first user)
+COMPRESSION = "compression"  # compress_parts
+SENSITIVITY = "sensitivity"  # sensitivity_parts
+ATTENTION = "attention_trace"  # attention_parts
+GEOMETRY = "geometry"  # geometry_parts
+ANISOTROPY = "anisotropy_layers"  # anisotropy_parts
+EMBEDDING_MAP = "embedding_map"  # embedding_map_parts
+SOFT_SCALING = "soft_scaling_ci"  # soft_scaling_parts
 
 
 def jsonable(obj):
@@ -44,16 +66,21 @@ def _sha256(obj) -> str:
 
 
 def make_key(parts: dict) -> str:
-    """sha256 hex of the canonical JSON of ``parts`` plus `code_version()` (other code never reuses results).
+    """sha256 hex of the canonical JSON of ``parts`` (a builder's parts carry their code version).
 
     Raises:
         TypeError: parts that are not a dict, or hold values without a stable canonical form (sets, arrays).
     """
-    from analysis import code_version  # light: its heavy parts load lazily
-
     if not isinstance(parts, dict):
         raise TypeError(f"cache key parts must be a dict, got {type(parts).__name__}")
-    return _sha256(jsonable({**parts, "__lib__": code_version()}))
+    return _sha256(jsonable(parts))
+
+
+def code(*modules: str) -> str:
+    """The code version of the modules that compute a result (dotted names), for a key's "code" part."""
+    from analysis import code_version  # light: reads sources, imports none of them
+
+    return code_version(sorted(set(modules)))
 
 
 def digest(*objects) -> str:
@@ -78,41 +105,85 @@ def task_digest(task) -> str:
     return digest(task.kind, content)
 
 
-def method_parts(backbone, method) -> dict:
-    """Model identity (name + revision or weights digest), method name and parameters."""
-    return {"model": backbone.identity, "method": method.name, "params": method.params}
+def method_parts(backbone, method, *modules: str) -> dict:
+    """Model identity (name + revision or weights digest), method name and parameters, and the code version of
+    the method's module plus `modules` (what turns its embeddings into the result)."""
+    return {"model": backbone.identity, "method": method.name, "params": method.params,
+            "code": code(type(method).__module__, *modules)}
 
 
 # ---- the parts of each kind of stored result ------------------------------------------------------------------
+ID_MODULE, GEOMETRY_MODULE = "analysis.inspect.intrinsic_dim", "analysis.inspect.geometry"
+
+
 def encode_parts(backbone, method, texts: list[str], encode_kwargs: dict) -> dict:
-    """Embeddings of the exact texts (namespace "embeddings")."""
+    """Embeddings of the exact texts (EMBEDDINGS)."""
     return {**method_parts(backbone, method), "texts": list(texts), "kwargs": encode_kwargs}
 
 
 def trajectory_parts(backbone, method, texts, readout: str, bootstrap: int, seed: int = 0) -> dict:
-    """An intrinsic-dimension trajectory (namespace "intrinsic_dim"): the ID page and the `id` command."""
-    return {**method_parts(backbone, method), "texts": digest(list(texts)), "readout": readout,
+    """An intrinsic-dimension trajectory (INTRINSIC_DIM): the ID page and the `id` command."""
+    return {**method_parts(backbone, method, ID_MODULE), "texts": digest(list(texts)), "readout": readout,
             "bootstrap": int(bootstrap), "seed": int(seed)}
 
 
 def auto_window_parts(backbone, prompt_method) -> dict:
-    """The window KV-Embedding's `layers=auto` uses (namespace "auto_layers"): model and prompt-only method."""
-    return {**method_parts(backbone, prompt_method), "corpus": "auto_corpus"}
+    """The window KV-Embedding's `layers=auto` uses (AUTO_LAYERS): model and prompt-only method."""
+    return {**method_parts(backbone, prompt_method, ID_MODULE), "corpus": "auto_corpus"}
 
 
 def bench_parts(model_identity: str, method, task, *, n_boot: int, seed: int, folds: int = 5) -> dict:
-    """One (method, task) benchmark cell (namespace "bench"): the Benchmark page and the `bench` command."""
+    """One (method, task) benchmark cell (BENCH): the Benchmark page and the `bench` command."""
     return {"model": model_identity, "method": method.name, "params": method.params, "task": task.name,
             "kind": task.kind, "data": task_digest(task), "n_boot": n_boot, "seed": seed,
-            "folds": folds if task.kind == "probe" else None}
+            "folds": folds if task.kind == "probe" else None,
+            "code": code(type(method).__module__, "analysis.eval.tasks")}
 
 
 def sts_score_parts(backbone, pairs, method) -> dict:
-    """One Spearman score on a pair set (namespace "kv_explorer"): the Layer explorer page and scripts."""
-    return {**method_parts(backbone, method), "pairs": pairs_digest(pairs), "task": "sts_spearman"}
+    """One Spearman score on a pair set (STS_SCORE): the Layer explorer page, the `sweep` command and scripts.
+    A sweep's runner and a plain encode both write these entries, so both paths are in the code version."""
+    return {**method_parts(backbone, method, "analysis.eval.sts", "analysis.sweep.runner"),
+            "pairs": pairs_digest(pairs), "task": "sts_spearman"}
 
 
 def compress_parts(system, items: list[dict], mode: str, ids: bool) -> dict:
-    """Context-compression answers (namespace "compression"): the page, `compress-qa` and the report script."""
+    """Context-compression answers (COMPRESSION): the page, `compress-qa` and the report script."""
     return {"kind": "compress-qa", "model": system.backbone.identity, "weights": system.weights_digest,
-            "config": system.config, "mode": mode, "ids": bool(ids), "items": digest(items)}
+            "config": system.config, "mode": mode, "ids": bool(ids), "items": digest(items),
+            "code": code(type(system).__module__)}
+
+
+def sensitivity_parts(backbone, method, text: str, layer: int, probes: int, exact: bool) -> dict:
+    """Jacobian norms and the attention bound for one text (SENSITIVITY): the Sensitivity page."""
+    return {**method_parts(backbone, method, "analysis.inspect.sensitivity"), "text": text, "layer": layer,
+            "probes": probes, "probe": "rademacher", "seed": 0, "exact": exact}
+
+
+def attention_parts(backbone, method, text: str) -> dict:
+    """One text's attention maps and prefix masses (ATTENTION): the Attention page."""
+    return {**method_parts(backbone, method, "analysis.inspect.attention"), "text": text}
+
+
+def geometry_parts(backbone, method, texts: list[str], left, right, n_boot: int) -> dict:
+    """Alignment, uniformity and anisotropy with intervals (GEOMETRY); `left`/`right` index the positive pairs."""
+    return {**method_parts(backbone, method, GEOMETRY_MODULE), "texts": digest(texts), "positives": digest(left, right),
+            "n_boot": n_boot}
+
+
+def anisotropy_parts(backbone, method, texts: list[str]) -> dict:
+    """Anisotropy at every hidden state (ANISOTROPY): the Geometry page."""
+    return {**method_parts(backbone, method, GEOMETRY_MODULE), "texts": list(texts)}
+
+
+def embedding_map_parts(backbone, method, texts: list[str], kind: str, seed: int) -> dict:
+    """A 2-D PCA or UMAP map of a method's embeddings (EMBEDDING_MAP): the Geometry page."""
+    return {**method_parts(backbone, method, GEOMETRY_MODULE), "texts": list(texts), "kind": kind, "seed": seed}
+
+
+def soft_scaling_parts(backbone, pairs, ks: list[int], params: dict, adapter: str) -> dict:
+    """Soft-token test-time scaling: Spearman per K with intervals (SOFT_SCALING); `params` are the generation's
+    settings, `adapter` the adapter's key part (`adapter_spec`)."""
+    return {"pairs": pairs.name, "left": pairs.left, "right": pairs.right, "scores": [float(x) for x in pairs.scores],
+            "ks": list(ks), **params, "adapter": adapter, "model": backbone.identity,
+            "code": code("analysis.inspect.generation")}

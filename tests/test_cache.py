@@ -16,8 +16,10 @@ import pytest
 import analysis
 import cache
 from cache import Entry, Store, cached_encode, default_store, make_key
+from analysis.core import versions
+from analysis.data.corpora import Pairs
+from cache import keys
 from cache import store as store_mod
-from analysis import code_version
 
 
 @dataclass(frozen=True)
@@ -96,41 +98,62 @@ def test_any_change_is_a_new_key_and_a_miss(tmp_path, change):
     assert not hit and len(calls) == 2
 
 
-def test_library_version_is_in_the_key(tmp_path, monkeypatch):
-    store = Store(tmp_path)
-    compute, calls = compute_counter()
-    before = make_key(PARTS)
-    store.get_or_compute(PARTS, compute)
+class LastLike(FakeMethod):
+    """A fake whose code lives, for the key, in analysis/methods/last.py (keys name `type(method).__module__`)."""
+
+    __module__ = "analysis.methods.last"
+
+
+def test_library_version_is_in_the_key(monkeypatch):
+    parts = keys.encode_parts(FakeBackbone(), LastLike(), ["a cat"], {})
     monkeypatch.setattr(analysis, "__version__", analysis.__version__ + ".post1")
-    code_version.cache_clear()
-    try:
-        assert make_key(PARTS) != before
-        _, hit = store.get_or_compute(PARTS, compute)
-        assert not hit and len(calls) == 2
-    finally:
-        monkeypatch.undo()
-        code_version.cache_clear()
-    assert make_key(PARTS) == before
+    assert make_key(keys.encode_parts(FakeBackbone(), LastLike(), ["a cat"], {})) != make_key(parts)
 
 
-def test_edited_library_code_is_in_the_key(tmp_path, monkeypatch):
-    """Not only a version bump: any change to the library's source (a fixed method) gives new keys."""
+def _source_copy(tmp_path, name: str, edit: str | None = None) -> Path:
+    """A copy of the package's sources with one module appended to (a simulated edit)."""
     import shutil
 
-    before = make_key(PARTS)
-    copy = tmp_path / "analysis"
-    shutil.copytree(Path(analysis.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(analysis, "__file__", str(copy / "__init__.py"))
-    code_version.cache_clear()
-    try:
-        assert make_key(PARTS) == before  # the same sources
-        with open(copy / "methods" / "mean.py", "a") as f:
+    copy = tmp_path / name / "analysis"
+    shutil.copytree(versions.ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "artefacts"))
+    if edit is not None:
+        with open(copy / edit, "a") as f:
             f.write("\n# an edit\n")
-        code_version.cache_clear()
-        assert make_key(PARTS) != before
-    finally:
-        monkeypatch.undo()
-        code_version.cache_clear()
+    return copy
+
+
+def test_a_key_changes_with_the_code_that_computed_it_and_nothing_else(tmp_path, monkeypatch):
+    """An edit to an unrelated module keeps a stored embedding; an edit to the method or to what it imports
+    recomputes it; the STS score's key also follows the scoring module."""
+    store, bb, method, texts = Store(tmp_path / "store"), FakeBackbone(), LastLike(), ["a cat", "dog"]
+
+    def under(copy):
+        monkeypatch.setattr(versions, "ROOT", copy)
+        return cached_encode(store, bb, method, texts)[2]
+
+    assert under(_source_copy(tmp_path, "same")) is False and method.calls == 1
+    assert under(_source_copy(tmp_path, "unrelated", "eval/sts.py")) is True  # a scoring module, not the method
+    assert under(_source_copy(tmp_path, "elsewhere", "compression/system.py")) is True
+    assert under(_source_copy(tmp_path, "method", "methods/last.py")) is False and method.calls == 2
+    assert under(_source_copy(tmp_path, "import", "core/pooling.py")) is False  # imported by methods/base.py
+    pairs = Pairs("p", ["a"], ["b"], np.array([1.0]))
+    scores = set()
+    for name, edit in (("same", None), ("unrelated", "eval/sts.py"), ("method", "methods/last.py")):
+        monkeypatch.setattr(versions, "ROOT", tmp_path / name / "analysis")
+        scores.add(make_key(keys.sts_score_parts(bb, pairs, method)))
+    assert len(scores) == 3
+
+
+def test_keys_name_modules_that_exist():
+    """A renamed module fails loudly instead of silently dropping out of every key."""
+    import ast
+
+    named = {n.value for n in ast.walk(ast.parse(Path(keys.__file__).read_text()))
+             if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("analysis.")}
+    files, _ = versions._graph(versions.ROOT)
+    assert named and named <= files.keys()
+    with pytest.raises(ValueError, match="not a module"):
+        versions.source_digest(["analysis.methods.no_such_method"])
 
 
 def test_key_is_canonical_and_typed():
@@ -443,6 +466,5 @@ def test_cached_encode_hits_and_replays_warnings(tmp_path):
     with pytest.warns(analysis.TruncationWarning):
         _, _, hit4 = cached_encode(store, FakeBackbone("other"), method, texts, max_length=512)
     assert not hit4 and method.calls == 3
-    assert isinstance(store.get(make_key({"model": bb.identity, "method": "fake", "params": Params(),
-                                          "texts": texts, "kwargs": {"max_length": 512}}),
-                                namespace="embeddings"), Entry)
+    assert isinstance(store.get(make_key(keys.encode_parts(bb, method, texts, {"max_length": 512})),
+                                namespace=keys.EMBEDDINGS), Entry)

@@ -2,10 +2,11 @@
 functions count too), and nothing imports upward. Layers, top to bottom: pages/app.py -> ui -> cache -> analysis;
 the command line (cli/__init__.py, cli/commands/) is an application like the app and may use cache/."""
 
-import ast
 from pathlib import Path
 
 import pytest
+
+from analysis.core.versions import imports, module_files  # the walker cache keys trust (analysis.core.versions)
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("analysis", "cli", "cache", "ui")
@@ -13,44 +14,18 @@ APP = "app"  # app.py and pages/*.py
 
 
 def _modules() -> dict[str, Path]:
-    out = {}
-    for pkg in PACKAGES:
-        for f in sorted((REPO / pkg).rglob("*.py")):
-            if "store" in f.relative_to(REPO).parts[1:-1]:  # cache/store/ holds data, not code
-                continue
-            parts = list(f.relative_to(REPO).with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts.pop()
-            out[".".join(parts)] = f
+    out = module_files(REPO, PACKAGES, skip=("store",))  # cache/store/ holds data, not code
     out["app"] = REPO / "app.py"
     for f in sorted((REPO / "pages").glob("*.py")):
         out[f"pages.{f.stem}"] = f
     return out
 
 
-def _imports(path: Path, name: str, known: set[str]) -> set[str]:
-    """Modules of this project that `path` imports anywhere (top level or inside functions), plus the names of
-    third-party top-level packages it imports (for the streamlit rule)."""
-    found = set()
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                found.add(sub if sub in known else base)
-    return {m for m in found if m in known or m.split(".")[0] not in PACKAGES}
-
-
 @pytest.fixture(scope="module")
 def graph():
     mods = _modules()
     known = set(mods)
-    return {name: _imports(path, name, known) for name, path in mods.items()}
+    return {name: imports(path, name, known) for name, path in mods.items()}
 
 
 def _layer(module: str) -> str:

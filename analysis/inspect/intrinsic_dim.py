@@ -267,10 +267,11 @@ def auto_trajectory(backbone, prompt_method, progress: Callable[[int, int], None
     """(Selection, ID per hidden state 0..L, None = undefined) behind KV-Embedding's `layers=auto`: AUTO_DESCRIPTION's
     trajectory under `prompt_method` (the method's prompt without re-routing), computed here, without touching
     the disk. `cache.auto_window` keeps it in the store; this function only remembers it for the process."""
-    from analysis import code_version
     from analysis.core.errors import UserError
+    from analysis.core.versions import source_digest
 
-    memo = (backbone.identity, prompt_method.name, repr(prompt_method.params), code_version())
+    code = source_digest([__name__, type(prompt_method).__module__])  # the code that computes the window
+    memo = (backbone.identity, prompt_method.name, repr(prompt_method.params), code)
     if memo not in _AUTO:
         df = trajectory(backbone, prompt_method, auto_corpus(), "last", bootstrap=0, progress=progress)
         sel = select_window(df["id"].to_numpy(), backbone.facts.n_layers)
