@@ -1,7 +1,7 @@
 """On-disk compute cache shared by the app pages, the command line and the scripts.
 
 Results are keyed by everything that determines them (`cache.keys`: model identity, method and parameters, the
-exact texts, the library's code version), stored as plain arrays beside a small JSON record, and written
+exact texts, the code version of the modules that computed them), stored as plain arrays beside a small JSON record, and written
 atomically so several app sessions can share one cache (`cache.store`). A folder that cannot be written
 degrades to "computed but not stored" with one `CacheWarning`.
 
@@ -21,9 +21,8 @@ from cache.keys import make_key
 from cache.store import CacheWarning, Entry, Store
 
 __all__ = ["Store", "Entry", "CacheWarning", "default_store", "make_key", "cached_encode", "auto_window",
-           "resolve_method", "AUTO_NAMESPACE", "cached_compress_predict"]
+           "resolve_method", "cached_compress_predict"]
 
-AUTO_NAMESPACE = "auto_layers"  # KV-Embedding's layers=auto window, one entry per model and prompt
 _default: Store | None = None
 
 
@@ -50,10 +49,10 @@ def auto_window(store: Store, backbone, method, progress=None, *, compute: bool 
     parts = keys.auto_window_parts(backbone, prompt)
     validate = lambda entry: idm.window_from_record(entry.arrays, entry.meta, L)  # noqa: E731 - raises ValueError
     if not compute:
-        entry = store.get(make_key(parts), AUTO_NAMESPACE, validate)
+        entry = store.get(make_key(parts), keys.AUTO_LAYERS, validate)
         return None if entry is None else idm.window_from_record(entry.arrays, entry.meta, L)
     entry, _ = store.get_or_compute(parts, lambda: idm.window_record(*idm.auto_trajectory(backbone, prompt, progress)),
-                                    AUTO_NAMESPACE, validate)
+                                    keys.AUTO_LAYERS, validate)
     return idm.window_from_record(entry.arrays, entry.meta, L)
 
 
@@ -66,7 +65,7 @@ def resolve_method(store: Store, backbone, method, progress=None):
     return method.with_window(backbone, sel.layers)
 
 
-def cached_encode(store: Store, backbone, method, texts: list[str], *, namespace: str = "embeddings",
+def cached_encode(store: Store, backbone, method, texts: list[str], *, namespace: str = keys.EMBEDDINGS,
                   progress=None, **encode_kwargs) -> tuple[np.ndarray, dict, bool]:
     """Embed ``texts`` with ``method``, reusing a stored result when the same computation was done before.
 
@@ -126,7 +125,7 @@ def cached_compress_predict(store: Store, system, items: list, mode: str, *, ids
                   for k in ("exact", "first_token_ok", "context_tokens", "context_positions")}
         return arrays, {"answers": json.dumps([p["answer"] for p in preds])}
 
-    entry, hit = store.get_or_compute(parts, compute, namespace="compression")
+    entry, hit = store.get_or_compute(parts, compute, namespace=keys.COMPRESSION)
     answers = json.loads(entry.meta["answers"])
     preds = [{"answer": a, "exact": bool(e), "first_token_ok": bool(f), "context_tokens": int(t),
               "context_positions": int(p)}

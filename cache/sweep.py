@@ -1,6 +1,6 @@
 """A layer sweep through the cache: one entry per cell, shared by `python -m analysis sweep` and the Layer explorer.
 
-Each cell's Spearman score is stored under `cache.keys.sts_score_parts` in the "kv_explorer" namespace (the keys the
+Each cell's Spearman score is stored under `cache.keys.sts_score_parts` in the `STS_SCORE` namespace (the keys the
 page has always used), as soon as the cell is done, whichever executor computed it: a stopped sweep resumes
 where it stopped, locally or on Ray. The prompt-only reference comes free with the sweep's prompt-only pass and
 is stored under its own method's key.
@@ -17,9 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from cache.keys import make_key, sts_score_parts
-
-NAMESPACE = "kv_explorer"
+from cache.keys import STS_SCORE, make_key, sts_score_parts
 
 
 @dataclass
@@ -64,13 +62,13 @@ def cached_sweep(store, backbone, pairs, cells, *, base: dict | None = None, exe
     def lookup(method):
         if store is None:
             return None
-        entry = store.get(key(method), NAMESPACE)
+        entry = store.get(key(method), STS_SCORE)
         return None if entry is None else float(entry.arrays["spearman"][0])
 
     def save(method, rho, seconds):
         if store is not None:
             store.put(key(method), {"spearman": np.array([rho])}, {"seconds": seconds},
-                      parts=sts_score_parts(backbone, pairs, method), namespace=NAMESPACE)
+                      parts=sts_score_parts(backbone, pairs, method), namespace=STS_SCORE)
 
     reference = get_method("kv_embedding", layers="none", **base)
     run.prompt_only = lookup(reference)

@@ -18,8 +18,8 @@ from analysis.data import datasets
 from analysis.data.corpora import shared_stsb
 from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method, list_methods
-from analysis.eval.tasks import BENCH_NAMESPACE, load_task, score_from_record
-from cache.keys import bench_parts, sts_score_parts
+from analysis.eval.tasks import load_task, score_from_record
+from cache.keys import BENCH, STS_SCORE, bench_parts, sts_score_parts
 from ui.model import load_named, title_of
 
 COLORS = ("#1f77b4", "#d62728")
@@ -28,7 +28,7 @@ COLORS = ("#1f77b4", "#d62728")
 def bench_row(bb, method, task) -> dict:
     """Spearman [interval] and seconds of one cached benchmark cell (what `analysis bench` stores), or blanks."""
     entry = ui.store().get(cache.make_key(bench_parts(bb.identity, method, task, n_boot=1000, seed=0)),
-                           BENCH_NAMESPACE)
+                           BENCH)
     if entry is None:
         return {"spearman": None, "ci": "", "seconds": np.nan}
     s = score_from_record(entry.arrays, entry.meta)
@@ -41,7 +41,7 @@ def explorer_cells(bb, pairs) -> pd.DataFrame:
     L, rows = bb.facts.n_layers, []
     for c in windows.grid(L, range(1, L, 3), [windows.paper_width(L)], [1.0]):
         m = windows.cell_method(c, L, prompt="document", pooling="hybrid")
-        entry = ui.store().get(cache.make_key(sts_score_parts(bb, pairs, m)), "kv_explorer")
+        entry = ui.store().get(cache.make_key(sts_score_parts(bb, pairs, m)), STS_SCORE)
         if entry is not None:
             rows.append({"start": c.start, "depth": c.start / L, "spearman": float(entry.arrays["spearman"][0])})
     return pd.DataFrame(rows, columns=["start", "depth", "spearman"])

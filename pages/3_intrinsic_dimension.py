@@ -13,7 +13,7 @@ import cache
 import ui
 from analysis.data import datasets
 from analysis.inspect import intrinsic_dim as idm
-from cache.keys import trajectory_parts
+from cache.keys import INTRINSIC_DIM, trajectory_parts
 
 RULES = ("**Rules** (KV-Embedding): a *clear U-shape* (exactly one interior minimum rising by at least "
          f"{idm.PROMINENCE:.0%} of the ID range on both sides, and it is the global minimum ℓ*) gives the window "
@@ -31,9 +31,9 @@ def compute_trajectory(method, texts, readout, n_boot, run: bool):
         return idm.to_arrays(df), {}
 
     parts = trajectory_parts(backbone, method, texts, readout, n_boot)
-    if not run and ui.store().get(cache.make_key(parts), "intrinsic_dim") is None:
+    if not run and ui.store().get(cache.make_key(parts), INTRINSIC_DIM) is None:
         return None  # not computed yet: wait for the button
-    arrays, _ = ui.cached("intrinsic_dim", parts, compute, f"{method.title}: intrinsic dimension of "
+    arrays, _ = ui.cached(INTRINSIC_DIM, parts, compute, f"{method.title}: intrinsic dimension of "
                           f"{len(texts):,} texts")
     return idm.from_arrays(arrays)
 

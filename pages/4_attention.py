@@ -15,6 +15,7 @@ from analysis.core import budgets
 from analysis.inspect.attention import contextual_mass, prefix_mass_summary, word_attention
 from analysis.methods import list_methods
 from analysis.methods.causal2vec import shipped_fits
+from cache.keys import ATTENTION, attention_parts
 
 DEFAULT_TEXT = "The bank by the river raised its interest rates after the flood damaged the town."
 
@@ -37,8 +38,8 @@ def traced(method, text: str) -> dict:
             arrays["c_index"] = np.array(c)
         return arrays, {}
 
-    arrays, _ = ui.cached("attention_trace", {"method": method.name, "params": method.params, "text": text},
-                          compute, f"{method.title}: attention maps", quiet=True)
+    arrays, _ = ui.cached(ATTENTION, attention_parts(backbone, method, text), compute,
+                          f"{method.title}: attention maps", quiet=True)
     if "placeholders" in arrays and arrays["placeholders"].any():
         # TP/HTP summary positions are not in the prompt's tokenization: count their columns with the
         # re-routed prefix (they hold re-routed states), so the word view sees exactly the prompt's tokens.

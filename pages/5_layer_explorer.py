@@ -19,10 +19,9 @@ from analysis.sweep import windows
 from analysis.sweep import runner
 from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method
-from cache.keys import sts_score_parts
+from cache.keys import STS_SCORE, sts_score_parts
 from cache.sweep import cached_sweep
 
-NS = "kv_explorer"
 BIASES = [-2.0, 0.0, 0.5, 1.0, 2.0, 4.0]
 
 
@@ -33,12 +32,12 @@ def score(method, pairs, label: str) -> float:
         rho = windows.spearman_of(backbone, method, pairs, progress)
         return {"spearman": np.array([rho])}, {}
 
-    arrays, _ = ui.cached(NS, sts_score_parts(backbone, pairs, method), compute, label, quiet=True)
+    arrays, _ = ui.cached(STS_SCORE, sts_score_parts(backbone, pairs, method), compute, label, quiet=True)
     return float(arrays["spearman"][0])
 
 
 def lookup(method, pairs) -> float | None:
-    entry = ui.store().get(cache.make_key(sts_score_parts(ui.get_backbone(), pairs, method)), NS)
+    entry = ui.store().get(cache.make_key(sts_score_parts(ui.get_backbone(), pairs, method)), STS_SCORE)
     return None if entry is None else float(entry.arrays["spearman"][0])
 
 

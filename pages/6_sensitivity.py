@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 import ui
 from analysis.core import budgets
 from analysis.inspect import sensitivity as S
+from cache.keys import SENSITIVITY, sensitivity_parts
 
 OFFERED = ("mean", "htp", "kv_embedding", "token_prepending")
 READOUT_NAMES = {"last": "last-token readout", "mean": "mean readout"}
@@ -39,9 +40,8 @@ def measure(method, text: str, layer: int, probes: int, exact: bool):
                 "sensitivity_seconds": s.seconds}
         return arrays, meta
 
-    parts = {"method": method.name, "params": method.params, "text": text, "layer": layer, "probes": probes,
-             "probe": "rademacher", "seed": 0, "exact": exact}
-    return ui.cached("sensitivity", parts, compute, f"{label(method)}: Jacobians and attention bound", quiet=True)
+    parts = sensitivity_parts(backbone, method, text, layer, probes, exact)
+    return ui.cached(SENSITIVITY, parts, compute, f"{label(method)}: Jacobians and attention bound", quiet=True)
 
 
 def figure(arrays, tokens, title: str, exact: bool) -> go.Figure:

@@ -15,7 +15,8 @@ import streamlit as st
 import cache
 import ui
 from analysis.inspect import geometry
-from cache.keys import digest
+from cache.keys import (ANISOTROPY, EMBEDDING_MAP, GEOMETRY, anisotropy_parts, embedding_map_parts,
+                        geometry_parts)
 
 VIEWS = {"plane": "Alignment & uniformity", "layers": "Anisotropy by layer", "maps": "Maps (UMAP / PCA)"}
 
@@ -53,9 +54,8 @@ def plane_view(methods):
             values = [g.alignment, *g.alignment_ci, g.uniformity, *g.uniformity_ci, g.anisotropy, *g.anisotropy_ci]
             return {"values": np.array(values)}, {"n_texts": g.n_texts, "n_pairs": g.n_pairs}
 
-        arrays, _ = ui.cached("geometry", {"method": m.name, "params": m.params, "texts": digest(pos.texts),
-                                           "positives": digest(pos.left_index, pos.right_index), "n_boot": n_boot},
-                              compute, f"{label_of(m)}: alignment and uniformity", quiet=True)
+        parts = geometry_parts(backbone, m, pos.texts, pos.left_index, pos.right_index, n_boot)
+        arrays, _ = ui.cached(GEOMETRY, parts, compute, f"{label_of(m)}: alignment and uniformity", quiet=True)
         a, a_lo, a_hi, u, u_lo, u_hi, an, an_lo, an_hi = arrays["values"].tolist()
         rows.append({"method": label_of(m), "alignment": a, "alignment_low": a_lo, "alignment_high": a_hi,
                      "uniformity": u, "uniformity_low": u_lo, "uniformity_high": u_hi, "anisotropy": an,
@@ -93,8 +93,8 @@ def layers_view(methods):
         def compute(progress, m=m):
             return {"curve": geometry.anisotropy_by_layer(backbone, m, texts.texts, progress=progress)}, {}
 
-        arrays, _ = ui.cached("anisotropy_layers", {"method": m.name, "params": m.params, "texts": texts.texts},
-                              compute, f"{label_of(m)}: anisotropy at every layer", quiet=True)
+        arrays, _ = ui.cached(ANISOTROPY, anisotropy_parts(backbone, m, texts.texts), compute,
+                              f"{label_of(m)}: anisotropy at every layer", quiet=True)
         rows += [{"method": label_of(m), "hidden state": k, "anisotropy": float(v)}
                  for k, v in enumerate(arrays["curve"])]
     frame = pd.DataFrame(rows)
@@ -126,9 +126,8 @@ def maps_view(methods):
         def compute(progress, emb=emb):
             return {"xy": geometry.embedding_map(emb, kind, seed=seed)}, {}
 
-        arrays, _ = ui.cached("embedding_map", {"method": m.name, "params": m.params, "texts": texts.texts,
-                                                "kind": kind, "seed": seed}, compute,
-                              f"{label_of(m)}: {kind.upper()} map", quiet=True)
+        parts = embedding_map_parts(ui.get_backbone(), m, texts.texts, kind, seed)
+        arrays, _ = ui.cached(EMBEDDING_MAP, parts, compute, f"{label_of(m)}: {kind.upper()} map", quiet=True)
         xy = arrays["xy"]
         frames.append(pd.DataFrame({"method": label_of(m), "x": xy[:, 0], "y": xy[:, 1], "label": labels,
                                     "text": texts.texts}))

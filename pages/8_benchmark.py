@@ -14,8 +14,8 @@ from analysis.core import budgets
 from analysis.data import datasets
 from analysis.core.errors import UserError
 from analysis.data.files import load_beir, read_sts, read_texts
-from analysis.eval.tasks import BENCH_NAMESPACE, KIND_OF, Task, run_task, score_from_record, score_record
-from cache.keys import bench_parts
+from analysis.eval.tasks import KIND_OF, Task, run_task, score_from_record, score_record
+from cache.keys import BENCH, bench_parts
 
 KIND_NAMES = {"sts": "STS", "probe": "probe"}
 
@@ -86,7 +86,7 @@ with ui.user_errors():
 
                 return score_record(run_task(task, embed, n_boot=n_boot, seed=0))
 
-            arrays, meta = ui.cached(BENCH_NAMESPACE, bench_parts(backbone.identity, m, task, n_boot=n_boot, seed=0),
+            arrays, meta = ui.cached(BENCH, bench_parts(backbone.identity, m, task, n_boot=n_boot, seed=0),
                                      compute, f"{m.title} on {task.name}", quiet=True)
             s = score_from_record(arrays, meta)
             rows.append({"method": f"{m.title} ({m.name})", "data": task.name, "metric": s.metric, "score": s.value,

@@ -14,6 +14,7 @@ from analysis.data import datasets
 from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
 from analysis.inspect.generation import (SCALING_KS, adapter_variants, generate_soft_tokens, scaling_curve, steps_frame,
                                   token_heatmap, training_log)
+from cache.keys import SOFT_SCALING, soft_scaling_parts
 
 EMOTION = "Which emotion does this text express?"
 DEFAULT_TEXT = "After months of waiting, the letter finally came: she had been accepted."
@@ -246,10 +247,8 @@ with ui.user_errors():
                       adapter=options[label])
         from analysis.weights.adapters import adapter_spec
 
-        parts = {"pairs": pairs.name, "left": pairs.left, "right": pairs.right,
-                 "scores": [float(x) for x in pairs.scores], "ks": sorted({0, *ks}),
-                 **params, "adapter": adapter_spec(options[label]), "model": backbone.identity}
-        arrays, _ = ui.cached("soft_scaling_ci", parts,
+        parts = soft_scaling_parts(backbone, pairs, sorted({0, *ks}), params, adapter_spec(options[label]))
+        arrays, _ = ui.cached(SOFT_SCALING, parts,
                               lambda progress, params=params: (
                                   scaling_curve(backbone, pairs, sorted({0, *ks}), progress=progress, **params), {}),
                               label=f"Soft-token scaling: {label}, K up to {max(ks)}")

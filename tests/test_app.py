@@ -221,7 +221,7 @@ def test_clear_cache_keeps_model_weights_and_removes_auto_layer_records(tmp_path
     monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path))
     store = cache.Store(tmp_path)
     store.put(cache.make_key({"x": 1}), {"a": np.ones(1000)}, namespace="embeddings")
-    store.put(cache.make_key({"x": 2}), {"ids": np.ones(31)}, namespace=cache.AUTO_NAMESPACE)  # a layers=auto window
+    store.put(cache.make_key({"x": 2}), {"ids": np.ones(31)}, namespace=cache.keys.AUTO_LAYERS)  # a layers=auto window
     legacy = tmp_path / "auto_layers" / ("ab" * 16 + ".json")  # a record of the layout before it was an entry
     legacy.write_text('{"layers": [9, 10, 11, 12]}')
     weights = tmp_path / "models" / "some-model" / "model.safetensors"
@@ -317,8 +317,8 @@ def test_compare_models_reads_the_methods_table_from_the_cache():
     from analysis import load_backbone
     from analysis.data.corpora import shared_stsb
     from analysis.methods import get_method
-    from analysis.eval.tasks import BENCH_NAMESPACE, load_task
-    from cache.keys import bench_parts
+    from analysis.eval.tasks import load_task
+    from cache.keys import BENCH, bench_parts
 
     if shared_stsb("dev") is None:
         pytest.skip("STS-B dev not found at ../shared/data/stsbenchmark")
@@ -330,7 +330,7 @@ def test_compare_models_reads_the_methods_table_from_the_cache():
         parts = bench_parts(load_backbone(model).identity, get_method(method), task, n_boot=1000, seed=0)
         store.get_or_compute(parts, lambda: ({"score": np.array([rho, rho - 0.05, rho + 0.05])},
                                              {"metric": "spearman", "n": 200, "task": task.name,
-                                              "encode_seconds": seconds}), namespace=BENCH_NAMESPACE)
+                                              "encode_seconds": seconds}), namespace=BENCH)
     at = open_page("pages/10_compare_models.py")
     assert not at.exception, at.exception
     assert not errors(at)

@@ -169,7 +169,7 @@ def test_auto_window_is_a_validated_store_entry_that_clear_removes(tiny_llama, t
     ready = cache.resolve_method(store, tiny_llama, m)
     assert not ready.needs_window(tiny_llama) and sorted(ready.decoder_layers(tiny_llama)) == list(sel.layers)
     assert ready.params == m.params  # still layers=auto: same cache keys as before
-    assert store.count() == 1 and (tmp_path / cache.AUTO_NAMESPACE).is_dir()
+    assert store.count() == 1 and (tmp_path / keys.AUTO_LAYERS).is_dir()
 
     monkeypatch.setattr(idm, "_AUTO", {})  # a new process: memory is empty, the store answers
 
@@ -181,7 +181,7 @@ def test_auto_window_is_a_validated_store_entry_that_clear_removes(tiny_llama, t
     assert cache.auto_window(store, tiny_llama, m) == (sel, ids)
 
     # A hand-edited record (layers that do not exist, or not numbers) is rejected, removed and recomputed.
-    path = store.path_for(keys.make_key(keys.auto_window_parts(tiny_llama, m.prompt_only())), cache.AUTO_NAMESPACE)
+    path = store.path_for(keys.make_key(keys.auto_window_parts(tiny_llama, m.prompt_only())), keys.AUTO_LAYERS)
     monkeypatch.setattr(idm, "trajectory", real_trajectory)
     for bad in ([999], "abc", []):
         record = json.loads((path / "meta.json").read_text())

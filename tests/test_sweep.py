@@ -129,9 +129,9 @@ def test_cached_sweep_resumes_and_matches(tiny_llama, tmp_path):
     assert fresh.scores == again.scores
     # the same entries the Layer explorer page and the old script read: one score per method config
     m = windows.cell_method(cells[-1], 4)
-    from cache.keys import make_key, sts_score_parts
+    from cache.keys import STS_SCORE, make_key, sts_score_parts
 
-    entry = store.get(make_key(sts_score_parts(tiny_llama, PAIRS, m)), "kv_explorer")
+    entry = store.get(make_key(sts_score_parts(tiny_llama, PAIRS, m)), STS_SCORE)
     assert float(entry.arrays["spearman"][0]) == again.scores[cells[-1]]
 
 

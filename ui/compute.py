@@ -96,9 +96,9 @@ def cached(namespace: str, parts: dict, compute: Callable, label: str, *, quiet:
     """A generic cached computation for a page.
 
     Args:
-        namespace: store namespace, e.g. "layer_sweep" (letters, digits, _ . -).
-        parts: everything that determines the result (method, params, texts, settings). The model's
-            identity is added as "model" unless given.
+        namespace: the result's namespace constant in `cache.keys` (e.g. `keys.SENSITIVITY`).
+        parts: its builder's parts (`cache.keys`: model, method, params, texts, settings and the code version of
+            the modules that compute it). The model's identity is added as "model" unless given.
         compute: `compute(progress) -> (arrays: dict[str, np.ndarray], meta: dict)`; call
             `progress(done, total)` as work proceeds. Warnings it raises are recorded in meta["warnings"].
         label: what is computed, shown with the progress bar and the timing line.

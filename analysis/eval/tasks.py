@@ -119,9 +119,6 @@ def _task_ids() -> list[str]:
 
 
 # ---- one benchmark cell as a cache entry (the Benchmark page and the `bench` command share entries) ---------------
-BENCH_NAMESPACE = "bench"
-
-
 def score_record(score: Score) -> tuple[dict[str, np.ndarray], dict]:
     """A Score as (arrays, meta) for a cache entry."""
     return {"score": np.array([score.value, score.lo, score.hi])}, {"metric": score.metric, "n": score.n,

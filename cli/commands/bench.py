@@ -67,8 +67,8 @@ def configure_methods(names: str, params: list[str]) -> list:
 
 def run(args):
     from cli.commands._common import encode, load_model
-    from analysis.eval.tasks import BENCH_NAMESPACE, load_task, run_task, score_from_record, score_record
-    from cache.keys import bench_parts
+    from analysis.eval.tasks import load_task, run_task, score_from_record, score_record
+    from cache.keys import BENCH, bench_parts
 
     methods = configure_methods(args.methods, args.param)
     if args.n_boot < 0:
@@ -111,7 +111,7 @@ def run(args):
                     arrays, meta = compute()
                 else:
                     entry, _ = store.get_or_compute(bench_parts(backbone.identity, method, task, n_boot=args.n_boot,
-                                                                seed=args.seed), compute, namespace=BENCH_NAMESPACE)
+                                                                seed=args.seed), compute, namespace=BENCH)
                     arrays, meta = entry.arrays, entry.meta
                 s = score_from_record(arrays, meta)
                 rows.append({"model": name, "method": method.name, "params": _params_text(method), "data": task.name,

@@ -54,11 +54,11 @@ def run(args) -> dict:
         arrays, hit = compute()[0], False
     else:
         from cache import default_store
-        from cache.keys import trajectory_parts
+        from cache.keys import INTRINSIC_DIM, trajectory_parts
 
         entry, hit = default_store().get_or_compute(
             trajectory_parts(backbone, method, texts, args.readout, args.bootstrap, args.seed), compute,
-            namespace="intrinsic_dim")
+            namespace=INTRINSIC_DIM)
         arrays = entry.arrays
     df = idm.from_arrays(arrays)
     sel = idm.select_window(df["id"].to_numpy(), backbone.facts.n_layers)

@@ -185,7 +185,7 @@ def _promptEOL(store, backbone, pairs, batch_size: int) -> float:
 
     from analysis.sweep import windows
     from analysis.methods import get_method
-    from cache.keys import sts_score_parts
+    from cache.keys import STS_SCORE, sts_score_parts
 
     method = get_method("prompteol")
 
@@ -194,7 +194,7 @@ def _promptEOL(store, backbone, pairs, batch_size: int) -> float:
 
     if store is None:
         return float(compute()[0]["spearman"][0])
-    entry, _ = store.get_or_compute(sts_score_parts(backbone, pairs, method), compute, namespace="kv_explorer")
+    entry, _ = store.get_or_compute(sts_score_parts(backbone, pairs, method), compute, namespace=STS_SCORE)
     return float(entry.arrays["spearman"][0])
 
 
