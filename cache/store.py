@@ -35,6 +35,7 @@ from cache.keys import jsonable, make_key
 
 DATA, META = "data.npz", "meta.json"
 MODELS = "models"  # converted model weights (analysis.models.backbone): slow to rebuild, only cleared on request
+RUNS = "runs"  # training runs (analysis.training.runs): a user's trained weights, not results; never cleared here
 STALE_SECONDS = 3600  # a hidden temp dir younger than this may belong to a writer that is still running
 _KEY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{1,127}")  # no dots or slashes: a key can never leave root
 _NS_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -164,14 +165,14 @@ class Store:
                    if d.name.startswith(shard.name) and (d / DATA).is_file() and (d / META).is_file())
 
     def clear(self, namespace: str | None = None) -> int:
-        """Remove entries of one namespace, or of all but ``models/`` when None; return how many.
+        """Remove entries of one namespace, or of all but ``models/`` and ``runs/`` when None; return how many.
 
         Hidden temp directories of writers that may still be running are left alone; stale ones go.
         Symlinks are unlinked, never followed, so nothing outside root is touched. Another process writing or
         clearing at the same time is expected: whatever vanishes or appears meanwhile is skipped, never raised.
         """
         if namespace is None:
-            dirs = [d for d in _subdirs(self.root) if d.name != MODELS]
+            dirs = [d for d in _subdirs(self.root) if d.name not in (MODELS, RUNS)]
         else:
             ns_dir = self._ns_dir(namespace)
             dirs = [ns_dir] if ns_dir.is_dir() and not ns_dir.is_symlink() else []

@@ -293,7 +293,7 @@ def test_concurrent_writers_leave_one_valid_entry(tmp_path):
 # ---------------------------------------------------------------- size, count, clear
 
 
-def test_size_count_clear_spare_models(tmp_path):
+def test_size_count_clear_spare_models_and_runs(tmp_path):
     store = Store(tmp_path / "root")
     assert store.size_bytes() == 0 and store.count() == 0 and store.clear() == 0  # root does not exist yet
     for i in range(3):
@@ -302,6 +302,9 @@ def test_size_count_clear_spare_models(tmp_path):
     weights = store.root / "models" / "smollm2-abc" / "model.safetensors"
     weights.parent.mkdir(parents=True)
     weights.write_bytes(b"w" * 5000)
+    run = store.root / "runs" / "causal2vec" / "smollm2-135m" / "latest" / "manifest.json"  # a trained run
+    run.parent.mkdir(parents=True)
+    run.write_text("{}")
     outside = tmp_path / "outside.txt"
     outside.write_text("keep me")
     (store.root / "default" / "ab").mkdir(parents=True, exist_ok=True)
@@ -311,10 +314,10 @@ def test_size_count_clear_spare_models(tmp_path):
     assert store.size_bytes() > 3 * 8000 + 5000
     assert store.clear("scores") == 1 and store.count() == 3
     assert store.clear() == 3
-    assert store.count() == 0 and weights.is_file() and outside.read_text() == "keep me"
+    assert store.count() == 0 and weights.is_file() and run.is_file() and outside.read_text() == "keep me"
     assert not (store.root / "default").exists()  # emptied shard and namespace folders go too
-    assert store.size_bytes() == 5000
-    assert store.clear("models") == 1 and not weights.exists() and store.size_bytes() == 0
+    assert store.size_bytes() == 5000 + 2
+    assert store.clear("models") == 1 and not weights.exists() and store.size_bytes() == 2
     with pytest.raises(ValueError):
         store.clear("../escape")
 

@@ -155,7 +155,8 @@ def _choose_model() -> None:
 
 
 def cache_sizes(s: cache.Store) -> tuple[int, int]:
-    """(bytes of stored results, bytes of converted model weights) under the store's root."""
+    """(bytes of stored results, bytes of converted model weights) under the store's root (training runs are
+    neither)."""
     results = models = 0
     for item in (s.root.iterdir() if s.root.is_dir() else []):
         if item.is_dir():
@@ -164,18 +165,19 @@ def cache_sizes(s: cache.Store) -> tuple[int, int]:
             size = item.lstat().st_size
         if item.name == cache.store.MODELS:
             models += size
-        else:
+        elif item.name != cache.store.RUNS:
             results += size
     return results, models
 
 
 def cache_panel() -> None:
-    """Cache size and a "Clear cache" button (results only: converted model weights are kept)."""
+    """Cache size and a "Clear cache" button (results only: converted model weights and training runs are kept)."""
     s = store()
     result_bytes, model_bytes = cache_sizes(s)
     st.markdown(f"**Cache**: {human_bytes(result_bytes)} of results ({s.count()} entries)")
     st.caption(f"Converted model weights: {human_bytes(model_bytes)} (kept when clearing). Folder: {md(s.root)}")
-    if st.button("Clear cache", key="ui_clear_cache", help="Delete stored results; converted models stay."):
+    if st.button("Clear cache", key="ui_clear_cache",
+                 help="Delete stored results; converted models and training runs stay."):
         removed = s.clear()
         st.session_state["ui_cleared"] = removed
         st.rerun()

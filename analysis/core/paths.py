@@ -1,7 +1,10 @@
 """Where things live on disk: the one cache root (results and converted models) and the data folder.
 
-The library writes only converted model weights (`backbone`), under `cache_root() / "models"`; every other file
-on disk goes through `cache.Store`, whose default root is this same function.
+Everything the tool writes on its own lives under `cache_root()`: results through `cache.Store` (one folder per
+namespace), converted model weights in `models/` (`backbone`), training runs in `runs/` (`training.runs`), a
+running sweep's spilled states in the hidden `.scratch/` (`sweep.runner`). Clearing the cache removes results
+only. Outside it the tool writes only what a user asks for: an `--output` or `--out` path, data sets fetched into
+the data folder, shipped weights replaced with `train --ship`.
 """
 
 from __future__ import annotations

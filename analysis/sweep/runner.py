@@ -193,9 +193,11 @@ def _normalise(emb: np.ndarray) -> np.ndarray:
 
 
 def _default_spill_root() -> Path:
+    """<cache>/.scratch: a hidden folder, so clearing the cache (which skips hidden folders) never deletes the
+    states of a sweep that is running; the runner removes its own folder when it closes."""
     from analysis.core.paths import cache_root
 
-    return cache_root() / "tmp"
+    return cache_root() / ".scratch"
 
 
 # ---- scoring cells on pairs --------------------------------------------------------------------------------
