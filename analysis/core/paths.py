@@ -19,9 +19,14 @@ ARTEFACTS = PACKAGE / "artefacts"  # the shipped trained weights (package data),
 
 
 def cache_root() -> Path:
-    """EMBEDSCOPE_CACHE when set, else <repo>/cache/store (git-ignored)."""
+    """EMBEDSCOPE_CACHE when set; else <repo>/cache/store (git-ignored) in a checkout; else, installed from a
+    wheel, $XDG_CACHE_HOME/embedscope (~/.cache/embedscope): never inside site-packages, which may be read-only."""
     env = os.environ.get("EMBEDSCOPE_CACHE")
-    return Path(env).expanduser() if env else REPO / "cache" / "store"
+    if env:
+        return Path(env).expanduser()
+    if (REPO / "pyproject.toml").is_file():
+        return REPO / "cache" / "store"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "embedscope"
 
 
 def data_dir() -> Path:

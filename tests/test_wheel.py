@@ -1,0 +1,74 @@
+"""The wheel works on its own: built from a copy of the repository, installed into a fresh venv, it has every
+package (the trainers once were missing) and the shipped weights (package data), and its `embedscope` runs.
+
+The venv reuses this environment's dependencies (`--system-site-packages`, so nothing is downloaded); the test runs
+from a temporary folder and checks that `analysis` is imported from the venv, not from this checkout (the editable
+install's finder comes after the venv's own site-packages)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+NOT_SOURCE = ("__pycache__", ".git", ".pytest_cache", ".benchmarks", ".venv", "build", "runs", "*.egg-info", "*.run")
+
+LOAD_SHIPPED = """
+import json, sys
+from pathlib import Path
+import analysis
+from analysis.core.paths import ARTEFACTS, cache_root
+from safetensors.torch import load_file
+
+venv = Path(sys.argv[1]).resolve()
+assert venv in Path(analysis.__file__).resolve().parents, analysis.__file__
+assert venv in ARTEFACTS.resolve().parents, ARTEFACTS
+assert venv not in cache_root().resolve().parents, cache_root()  # results never go into site-packages
+found = {}
+for system in ("causal2vec", "gircse"):
+    for manifest in sorted((ARTEFACTS / system).glob("*/manifest.json")):
+        tensors = load_file(str(manifest.parent / "weights.safetensors"))
+        assert tensors and all(t.numel() for t in tensors.values()), manifest
+        found[system] = {"model": manifest.parent.name, "tensors": len(tensors),
+                         "method": json.loads(manifest.read_text()).get("method")}
+print(json.dumps({"analysis": analysis.__file__, "found": found}))
+"""
+
+
+def _source_copy(dest: Path) -> Path:
+    """The repository as a fresh clone has it: no .git, no cache/store, no build leftovers."""
+    def ignore(folder, names):
+        skipped = set(shutil.ignore_patterns(*NOT_SOURCE)(folder, names))
+        return skipped | ({"store"} if Path(folder) == REPO / "cache" else set())
+
+    return Path(shutil.copytree(REPO, dest, ignore=ignore))
+
+
+def _run(argv, cwd, **kw):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "EMBEDSCOPE_CACHE")}
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, **kw)
+    assert done.returncode == 0, f"{argv[:3]} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+def test_wheel_installs_and_runs_with_its_shipped_weights(tmp_path):
+    src = _source_copy(tmp_path / "src")
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+          "-w", str(tmp_path / "dist"), str(src)], cwd=tmp_path)
+    wheel = next((tmp_path / "dist").glob("embedscope-*.whl"))
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], cwd=tmp_path)
+    python, script = venv / "bin" / "python", venv / "bin" / "embedscope"
+    _run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed", "--quiet",
+          "--disable-pip-version-check", str(wheel)], cwd=tmp_path)
+    shutil.rmtree(src)  # nothing may come from the copy either
+
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    assert "train" in _run([str(script), "--help"], cwd=work)
+    assert "causal2vec" in _run([str(script), "train", "--help"], cwd=work)
+    report = json.loads(_run([str(python), "-c", LOAD_SHIPPED, str(venv)], cwd=work).strip().splitlines()[-1])
+    assert set(report["found"]) == {"causal2vec", "gircse"}, report
+    assert report["found"]["causal2vec"]["tensors"] > 0 and report["found"]["gircse"]["tensors"] > 0
