@@ -18,7 +18,8 @@ from analysis.data import datasets
 from analysis.data.corpora import shared_stsb
 from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method, list_methods
-from analysis.eval.tasks import load_task, score_from_record
+from analysis.eval import samples
+from analysis.eval.tasks import load_task, score_from_record, select_task
 from cache.keys import BENCH, STS_SCORE, bench_parts, sts_score_parts
 from ui.model import load_named, title_of
 
@@ -91,8 +92,10 @@ with ui.user_errors():
     if shared_stsb("dev") is None:
         st.info(ui.md(datasets.get("stsb-dev").missing()))
     else:
-        limit = st.select_slider("First N pairs", [200, 500, 1500], value=200, key="cmp_limit")
-        task = load_task("stsb-dev", None if limit == 1500 else int(limit))
+        size = st.select_slider("Pairs: a seeded sample (seed 0), stratified by genre", [200, 500, 1500], value=500,
+                                key="cmp_limit")
+        task, report = select_task(load_task("stsb-dev"), sample=int(size), seed=0)
+        st.caption(ui.md(f"Scored on {samples.caption(report)}."))
         methods = [get_method(m.name) for m in list_methods()]
         methods += [get_method(n, layout="reference") for n in ("token_prepending", "htp", "echo")]
         table = []
@@ -108,7 +111,7 @@ with ui.user_errors():
         st.dataframe(frame.pivot(index="method", columns="model", values=["Spearman", "95% CI", "× last"]),
                      width="stretch")
         st.caption(f"Fill it from the command line: `python -m analysis bench --models {a},{b} --methods all "
-                   f"--data stsb-dev{'' if limit == 1500 else f' --limit {limit}'}` (cost: encode time over `last`'s "
+                   f"--data stsb-dev{'' if size == 1500 else f' --sample {size}'}` (cost: encode time over `last`'s "
                    "on the same texts, as recorded when each cell was computed; under load only a rough guide).")
         if wide.notna().any().any():
             bar = go.Figure([go.Bar(name=t, x=list(wide.index), y=wide[t], marker_color=c)

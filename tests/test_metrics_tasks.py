@@ -12,7 +12,7 @@ from analysis.data.corpora import Pairs, Texts
 from analysis.core.errors import UserError
 from analysis.data.files import load_beir
 from analysis.eval.metrics import classification_probe, ndcg_at_10, ndcg_per_query, pair_rows, spearman, sts
-from analysis.eval.tasks import Task, load_task, run_task
+from analysis.eval.tasks import Task, load_task, run_task, select_task
 from cache.keys import task_digest
 
 
@@ -139,11 +139,11 @@ def test_retrieval_task_end_to_end_with_a_perfect_embedder(tmp_path):
 
 
 def test_builtin_tasks_and_errors():
-    assert load_task("lee").kind == "sts" and len(load_task("lee", limit=30).data) == 30
+    assert load_task("lee").kind == "sts" and len(select_task(load_task("lee"), limit=30)[0].data) == 30
     assert load_task("polarity").kind == "probe" and len(load_task("polarity").data) == 200
     with pytest.raises(UserError, match="Unknown data set"):
         load_task("no-such-set")
-    t1, t2 = load_task("demo"), load_task("demo", limit=5)
+    t1, t2 = load_task("demo"), select_task(load_task("demo"), limit=5)[0]
     assert task_digest(t1) != task_digest(t2) and task_digest(t1) == task_digest(load_task("demo"))
 
 

@@ -12,6 +12,7 @@ from analysis.core import budgets
 from analysis.data import datasets
 from analysis.data.corpora import Pairs, Texts
 from analysis.data.files import read_sts, read_texts
+from analysis.eval import samples
 from analysis.core.errors import UserError
 from ui.text import md
 
@@ -215,14 +216,19 @@ def pairs_input(key: str, default: str = "Demo paraphrase pairs") -> Pairs:
     n = len(pairs)
     if n == 0:
         raise UserError(f"{pairs.name} holds no pairs.")
-    limit = st.number_input(f"Use the first N pairs (of {n:,})", min_value=1, max_value=min(n, MAX_PAIRS),
-                            value=min(n, MAX_PAIRS), step=100, key=f"{key}_limit_{n}")
-    pairs = pairs.head(int(limit))
+    # A seeded sample stratified by genre, never the first N: STS-B's files are sorted by genre.
+    c1, c2 = st.columns([3, 1])
+    size = c1.number_input(f"Pairs to use (of {n:,}): a seeded sample, stratified by genre where the set has one",
+                           min_value=1, max_value=min(n, MAX_PAIRS), value=min(n, MAX_PAIRS), step=100,
+                           key=f"{key}_limit_{n}")
+    seed = c2.number_input("Sample seed", 0, 2**31 - 1, 0, key=f"{key}_seed")
+    name = pairs.name
+    pairs, report = samples.select(pairs, sample=int(size), seed=int(seed))
     if any(not s.strip() for s in pairs.left + pairs.right):
-        raise UserError(f"{pairs.name} has an empty sentence; every pair needs two texts.")
-    check_sizes(pairs.unique_texts(), pairs.name)
-    st.caption(f"{len(pairs):,} pair(s), {len(pairs.unique_texts()):,} distinct texts, from {md(pairs.name)}"
-               + (f" (of {n:,})" if len(pairs) < n else "") + (f"; only the first {MAX_PAIRS:,} can be used"
-                                                               if n > MAX_PAIRS else ""))
+        raise UserError(f"{name} has an empty sentence; every pair needs two texts.")
+    check_sizes(pairs.unique_texts(), name)
+    st.caption(f"{len(pairs):,} pair(s), {len(pairs.unique_texts()):,} distinct texts, from {md(name)}"
+               + ("" if report["how"] == "all" else f": {md(samples.caption(report))}")
+               + (f"; at most {MAX_PAIRS:,} can be used" if n > MAX_PAIRS else ""))
     return pairs
 

@@ -8,6 +8,7 @@ and a disjoint report part, the same for every trainer, so no reported number wa
     sel, rep = dev_split(stsb_pairs("dev"))          # 300 selection pairs, 1,200 report pairs, both stratified
     test = sample_pairs(rep, 500, seed=0)             # a genre-balanced 500 of the report part
     genre_counts(test)                                # {"main-captions": 175, "main-forums": 52, ...}
+    chosen, report = select(texts, sample=200, seed=1)  # what the commands and pages use: pairs or texts
 """
 
 from __future__ import annotations
@@ -62,40 +63,87 @@ def sample_indices(n_items: int, groups: list[str] | None, n: int, seed: int) ->
     return np.sort(np.random.default_rng(seed).permutation(n_items)[:n])
 
 
-def subset(pairs, idx, name: str | None = None):
-    """The pairs at `idx` (any order kept), genres included."""
-    from analysis.data.corpora import Pairs
+def subset(data, idx, name: str | None = None):
+    """The pairs (or texts) at `idx` (any order kept), genres (labels) included."""
+    from analysis.data.corpora import Pairs, Texts
 
     idx = [int(i) for i in idx]
-    return Pairs(name or pairs.name, [pairs.left[i] for i in idx], [pairs.right[i] for i in idx],
-                 pairs.scores[idx], None if pairs.genres is None else [pairs.genres[i] for i in idx])
+    g = groups(data)
+    picked = None if g is None else [g[i] for i in idx]
+    if isinstance(data, Texts):
+        return Texts(name or data.name, [data.texts[i] for i in idx], picked)
+    return Pairs(name or data.name, [data.left[i] for i in idx], [data.right[i] for i in idx], data.scores[idx],
+                 picked)
+
+
+def groups(data) -> list[str] | None:
+    """The strata of a data set: a pair set's genres, a text set's labels (STS-B's sentences carry their genre)."""
+    return data.genres if hasattr(data, "genres") else data.labels
+
+
+def _how(data) -> str:
+    if groups(data) is None:
+        return "random"
+    return "stratified by genre" if hasattr(data, "genres") else "stratified by label"
 
 
 def sample_pairs(pairs, n: int, seed: int = 0):
-    """A seeded sample of `n` pairs, stratified by genre when the pairs have genres; all pairs when n >= len."""
+    """A seeded sample of `n` pairs (or texts), stratified by genre (label) when there is one; all when n >= len."""
     if n >= len(pairs):
         return pairs
-    how = "stratified by genre" if pairs.genres is not None else "random"
-    return subset(pairs, sample_indices(len(pairs), pairs.genres, n, seed),
-                  f"{pairs.name} ({n} {how}, seed {seed})")
+    return subset(pairs, sample_indices(len(pairs), groups(pairs), n, seed),
+                  f"{pairs.name} ({n} {_how(pairs)}, seed {seed})")
 
 
 def genre_counts(pairs) -> dict[str, int] | None:
-    """{genre: pairs} of what was scored (None when the data has no genres), sorted by genre."""
-    if pairs.genres is None:
-        return None
-    return dict(sorted(Counter(pairs.genres).items()))
+    """{genre: pairs} (or {label: texts}) of what was scored (None when the data has no genres), sorted."""
+    g = groups(pairs)
+    return None if g is None else dict(sorted(Counter(g).items()))
 
 
 def single_genre_warning(pairs, n: int) -> str | None:
-    """A one-line warning when the first `n` pairs of a multi-genre file hold one genre only (STS-B is sorted)."""
-    if pairs.genres is None or len(set(pairs.genres)) < 2:
+    """A one-line warning when the first `n` pairs (texts) of a multi-genre file hold one genre only (STS-B is
+    sorted by genre, and its sentences are labelled by genre)."""
+    g = groups(pairs)
+    if g is None or len(set(g)) < 2:
         return None
-    head = set(pairs.genres[:n])
+    head = set(g[:n])
     if len(head) == 1:
-        return (f"--limit {n} keeps the first {n} pairs, all of genre '{next(iter(head))}' (the file is sorted by "
-                f"genre); use --sample {n} for a genre-balanced sample.")
+        unit = "pairs" if hasattr(pairs, "genres") else "texts"
+        return (f"--limit {n} keeps the first {n} {unit}, all of genre '{next(iter(head))}' (the file is sorted "
+                f"by genre); use --sample {n} for a genre-balanced sample.")
     return None
+
+
+def select(data, *, sample: int | None = None, limit: int | None = None, seed: int = 0):
+    """What a command or a page scores, and what to say about it: (chosen, report).
+
+    `sample`: a seeded sample stratified by genre (`sample_pairs`), for numbers; `limit`: the first N, for a
+    quick look (not representative of a sorted file); neither: everything. `report` = {"how", "n", "of",
+    "seed" (None unless sampled), "genres" (`genre_counts` of the chosen), "warning" (`single_genre_warning`
+    for a limit, else None)}, ready for a command's JSON or a page's caption.
+    """
+    if sample is not None and limit is not None:
+        raise UserError("Use --sample (a genre-balanced sample) or --limit (the first N), not both.")
+    for value, flag in ((sample, "--sample"), (limit, "--limit")):
+        if value is not None and value < 1:
+            raise UserError(f"{flag} must be a positive number, got {value}.")
+    warning, seed_used = None, None
+    if sample is not None and sample < len(data):
+        chosen, how, seed_used = sample_pairs(data, sample, seed), _how(data), seed
+    elif limit is not None and limit < len(data):
+        chosen, how, warning = data.head(limit), f"first {limit}", single_genre_warning(data, limit)
+    else:
+        chosen, how = data, "all"
+    return chosen, {"how": how, "n": len(chosen), "of": len(data), "seed": seed_used,
+                    "genres": genre_counts(chosen), "warning": warning}
+
+
+def caption(report: dict) -> str:
+    """The report as one line for a page: '500 of 1,500 pairs, stratified by genre (seed 0): a 175, b 52, ...'."""
+    seed = "" if report["seed"] is None else f" (seed {report['seed']})"
+    genres = "" if not report["genres"] else ": " + ", ".join(f"{g} {k}" for g, k in report["genres"].items())
+    return f"{report['n']:,} of {report['of']:,}, {report['how']}{seed}{genres}"
 
 
 def dev_split(dev, n_select: int = SELECTION_SIZE, seed: int = SPLIT_SEED):

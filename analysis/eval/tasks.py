@@ -8,12 +8,13 @@ Benchmark page and the `bench` command run them. Data sets come from the registr
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from analysis.data import datasets
+from analysis.data.corpora import Texts
 from analysis.core.errors import UserError
 from analysis.data.files import load_beir, read_sts, read_texts
 from analysis.eval.metrics import classification_probe, pair_rows, retrieval, sts
@@ -74,40 +75,37 @@ def run_task(task: Task, embed: Callable[[list[str]], np.ndarray], *, n_boot: in
     raise ValueError(f"unknown task kind {task.kind!r}")
 
 
-def load_task(spec: str, limit: int | None = None) -> Task:
+def load_task(spec: str) -> Task:
     """A task from a command-line name: a registry id (pairs or labelled texts), `sts:FILE` (STS-B format or a
     sentence1, sentence2, score table), `probe:FILE` (text and label columns), `beir:FOLDER`, or a bare path (a
-    folder is BEIR, a file is read as pairs if it has a score, else as labelled texts). `limit` keeps the first N
-    pairs / texts / queries."""
+    folder is BEIR, a file is read as pairs if it has a score, else as labelled texts). All of it: `select_task`
+    takes a sample (or the first N)."""
     spec = spec.strip()
-    if limit is not None and limit < 1:
-        raise UserError(f"The limit must be a positive number, got {limit}.")
     if spec in datasets.ids():
         d = datasets.get(spec)
         if d.kind not in KIND_OF:
             raise UserError(f"{spec} has no scores or labels to benchmark: use one of {', '.join(_task_ids())}.")
-        data = d.load()
-        return Task(d.short, KIND_OF[d.kind], data if limit is None else data.head(limit))
+        return Task(d.short, KIND_OF[d.kind], d.load())
     kind, sep, path = spec.partition(":")
     if not sep or kind not in ("sts", "probe", "beir"):
         kind, path = "", spec
     p = Path(path).expanduser()
     if kind == "beir" or (not kind and p.is_dir()):
-        return Task(f"BEIR {p.name}", "retrieval", load_beir(p, limit=limit))
+        return Task(f"BEIR {p.name}", "retrieval", load_beir(p))
     if not kind and not p.exists():
         raise UserError(f"Unknown data set {spec!r}: use one of {', '.join(_task_ids())}, or sts:FILE, "
                         "probe:FILE, beir:FOLDER.")
     if kind == "sts":
-        return Task(p.name, "sts", read_sts(p, limit=limit))
+        return Task(p.name, "sts", read_sts(p))
     if kind == "probe":
-        texts = read_texts(p, limit=limit)
+        texts = read_texts(p)
         if texts.labels is None:
             raise UserError(f"{p.name} has no 'label' column: a probe needs one.")
         return Task(p.name, "probe", texts)
     try:
-        return Task(p.name, "sts", read_sts(p, limit=limit))
+        return Task(p.name, "sts", read_sts(p))
     except UserError:
-        texts = read_texts(p, limit=limit)
+        texts = read_texts(p)
         if texts.labels is None:
             raise UserError(f"{p.name} is neither similarity pairs (sentence1, sentence2, score) nor labelled "
                             "texts (text, label).") from None
@@ -116,6 +114,25 @@ def load_task(spec: str, limit: int | None = None) -> Task:
 
 def _task_ids() -> list[str]:
     return [d.id for d in datasets.REGISTRY if d.kind in KIND_OF]
+
+
+def select_task(task: Task, *, sample: int | None = None, limit: int | None = None, seed: int = 0) -> tuple[Task, dict]:
+    """(task, report): the task on what `samples.select` picks of its data (pairs stratified by genre, labelled texts
+    by label; a retrieval task's judged queries at random, every document kept), renamed so the Benchmark page and
+    the `bench` command name (and so cache) the same cell alike: "STS-B dev (500 stratified by genre, seed 0)"."""
+    from analysis.eval.samples import select
+
+    if task.kind == "retrieval":
+        b = task.data
+        ids, report = select(Texts(b.name, list(b.queries)), sample=sample, limit=limit, seed=seed)
+        data = replace(b, queries={q: b.queries[q] for q in ids.texts}, qrels={q: b.qrels[q] for q in ids.texts})
+    else:
+        data, report = select(task.data, sample=sample, limit=limit, seed=seed)
+    if report["how"] == "all":
+        return task, report
+    seeded = "" if report["seed"] is None else f", seed {report['seed']}"
+    label = report["how"] if report["how"].startswith("first") else f"{report['n']} {report['how']}{seeded}"
+    return Task(f"{task.name} ({label})", task.kind, data), report
 
 
 # ---- one benchmark cell as a cache entry (the Benchmark page and the `bench` command share entries) ---------------

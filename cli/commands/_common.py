@@ -1,5 +1,6 @@
 """Options and steps shared by the commands: --model/--device/--dtype on every command (`add_model_arguments`),
---method/--param/--batch-size/--no-cache for those that embed texts with a method (`embed`, `sts`, ...), building
+--method/--param/--batch-size/--no-cache for those that embed texts with a method (`embed`, `sts`, ...),
+--sample/--limit/--seed for those that read pairs or texts (`add_sample_arguments`, `choose`), building
 the method, loading the model, and encoding through the compute cache with warnings turned into one stderr line
 each."""
 
@@ -13,6 +14,47 @@ import warnings
 import numpy as np
 
 from analysis.core.errors import UserError
+
+
+def add_sample_arguments(parser, unit: str = "pairs", *, seed: bool = True, default_sample: int | None = None) -> None:
+    """--sample N [--seed S] (a seeded sample stratified by genre: for numbers) and --limit N (the first N: for a
+    quick look). `seed=False` when the command already has a --seed (it then seeds the sample too);
+    `default_sample`: the sample used when neither --sample nor --limit is given (None: everything)."""
+    default = f" (default {default_sample})" if default_sample else " (default: all)"
+    parser.add_argument("--sample", type=int, default=None, metavar="N",
+                        help=f"a seeded sample of N {unit}, stratified by genre where the data has one (STS-B's "
+                             f"genre/source, SICK's corpus, a SemEval year's sub-set; labelled texts by label), "
+                             f"else random: use this for numbers{default}")
+    parser.add_argument("--limit", type=int, default=None, metavar="N",
+                        help=f"only the first N {unit}, for a quick look: NOT representative of a file sorted by "
+                             "genre (STS-B's first 500 dev pairs are all image and video captions)")
+    if seed:
+        parser.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
+    parser.set_defaults(default_sample=default_sample)
+
+
+def picks(args) -> dict:
+    """--sample/--limit/--seed as keywords of `analysis.eval.samples.select` (the command's default sample when
+    neither --sample nor --limit is given)."""
+    sample = args.sample if args.sample is not None or args.limit is not None else args.default_sample
+    return {"sample": sample, "limit": args.limit, "seed": args.seed}
+
+
+def reported(report: dict) -> dict:
+    """{"sample": {how, n, of, seed}, "genres": counts of what is scored} for a command's JSON, from a `select`
+    report; a --limit cut that leaves one genre of a multi-genre set prints its one-line warning on stderr."""
+    if report["warning"]:
+        print(f"warning: {report['warning']}", file=sys.stderr)
+    return {"sample": {k: report[k] for k in ("how", "n", "of", "seed")}, "genres": report["genres"]}
+
+
+def choose(args, data):
+    """(chosen, fields): the pairs or texts --sample/--limit/--seed pick (`analysis.eval.samples.select`) and
+    what to report about them (`reported`)."""
+    from analysis.eval.samples import select
+
+    chosen, report = select(data, **picks(args))
+    return chosen, reported(report)
 
 
 def add_method_arguments(parser) -> None:
@@ -70,8 +112,8 @@ def load_model(name_or_args, name: str | None = None):
 def ready(args, backbone, method):
     """The method ready to run: KV-Embedding's `layers=auto` window from the compute cache (computed into it once
     per model and prompt); with --no-cache computed in memory and not stored."""
-    if getattr(args, "no_cache", False) or not getattr(method, "needs_window", lambda b: False)(backbone):
-        return method
+    if getattr(args, "no_cache", False):
+        return method  # a layers=auto window is then computed in memory by the method itself
     from cache import default_store, resolve_method
 
     return resolve_method(default_store(), backbone, method)

@@ -26,12 +26,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="[METHOD.]KEY=VALUE",
                         help="method parameter, e.g. --param prompteol.layer=20; without METHOD. it applies to "
                              "every chosen method that has the parameter (repeatable)")
-    parser.add_argument("--limit", type=int, default=None, help="use only the first N pairs / texts / queries")
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates for the intervals (0 = none)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap and cross-validation seed (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the samples, the bootstrap and the "
+                        "cross-validation (default 0)")
     parser.add_argument("--format", choices=["csv", "json"], default="csv", help="output: CSV table (default) or JSON")
-    from cli.commands._common import add_model_arguments
+    from cli.commands._common import add_model_arguments, add_sample_arguments
 
+    add_sample_arguments(parser, "pairs / texts / queries per data set", seed=False)
     add_model_arguments(parser, many=True)
     parser.add_argument("--model", dest="models", help=argparse.SUPPRESS)  # the one-model spelling still works
     parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass (default 16)")
@@ -66,7 +67,8 @@ def configure_methods(names: str, params: list[str]) -> list:
 
 
 def run(args):
-    from cli.commands._common import encode, load_model
+    from cli.commands._common import encode, load_model, picks, reported
+    from analysis.eval.tasks import select_task
     from analysis.eval.tasks import load_task, run_task, score_from_record, score_record
     from cache.keys import BENCH, bench_parts
 
@@ -81,7 +83,8 @@ def run(args):
     specs = [s.strip() for s in args.data.split(",") if s.strip()]
     if not specs:
         raise UserError("--data names no data set.")
-    tasks = [load_task(s, args.limit) for s in specs]
+    picked = [select_task(load_task(s), **picks(args)) for s in specs]
+    tasks, reports = [t for t, _ in picked], [reported(r) for _, r in picked]
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     if not names:
         raise UserError("--models names no model.")
@@ -95,7 +98,7 @@ def run(args):
     for name in names:
         backbone = load_model(args, name)
         for method in methods:
-            for task in tasks:
+            for task, report in zip(tasks, reports):
                 def compute(method=method, task=task):
                     seconds = []
 
@@ -116,14 +119,15 @@ def run(args):
                 s = score_from_record(arrays, meta)
                 rows.append({"model": name, "method": method.name, "params": _params_text(method), "data": task.name,
                              "metric": s.metric, "score": _num(s.value), "ci_low": _num(s.lo),
-                             "ci_high": _num(s.hi), "n": s.n, "seconds": _num(meta.get("encode_seconds", math.nan))})
+                             "ci_high": _num(s.hi), "n": s.n, "seconds": _num(meta.get("encode_seconds", math.nan)),
+                             **report})
                 print(f"{name}: {method.name} on {task.name}: {s.metric} {s.value:.4f}", file=sys.stderr)
     add_cost_ratios(rows)
     if args.format == "json":
         return rows
     writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: _cell(v) for k, v in r.items()} for r in rows)
     return None
 
 
@@ -142,6 +146,11 @@ def _params_text(method) -> str:
     default = type(method.params)()
     return " ".join(f"{f.name}={getattr(method.params, f.name)}" for f in dataclasses.fields(method.params)
                     if getattr(method.params, f.name) != getattr(default, f.name))
+
+
+def _cell(value):
+    """A CSV cell: the sample and genre dicts as 'key=value; ...' (JSON keeps them as objects)."""
+    return "; ".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) else value
 
 
 def _num(x: float):

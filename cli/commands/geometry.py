@@ -1,11 +1,12 @@
-"""`python -m analysis geometry --method NAME [--param k=v ...] --data lee [--limit N]`: alignment, uniformity
+"""`python -m analysis geometry --method NAME [--param k=v ...] --data lee [--sample N]`: alignment, uniformity
 and anisotropy of a method's embeddings on a labelled pair set, as one JSON line."""
 
 from __future__ import annotations
 
 import math
 
-from cli.commands._common import add_method_arguments, encode, load_model, method_from_args, params_dict, ready
+from cli.commands._common import (add_method_arguments, add_sample_arguments, choose, encode, load_model,
+                                  method_from_args, params_dict, ready)
 
 HELP = ("Alignment (positive pairs: gold >= 4 of 5, or >= 0.8 on a 0-1 scale), uniformity and anisotropy of a "
         "method's embeddings on a pair set (lee, demo, stsb-dev, stsb-train or an STS file), with bootstrap intervals.")
@@ -15,11 +16,11 @@ def add_arguments(parser) -> None:
     add_method_arguments(parser)
     parser.add_argument("--data", default="lee", help="lee (default), demo, stsb-dev, stsb-train, or an STS-B-format "
                         "file / table with sentence1, sentence2, score")
-    parser.add_argument("--limit", type=int, default=None, help="use only the first N pairs")
+    add_sample_arguments(parser, "pairs", seed=False)
     parser.add_argument("--threshold", type=float, default=None,
                         help="gold score from which a pair is positive (default: 4 on a 0-5 scale, 0.8 on 0-1)")
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates for the intervals (0 = none)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sample and the bootstrap (default 0)")
     parser.add_argument("--by-layer", action="store_true",
                         help="also report anisotropy at every hidden state (one extra pass over all layers)")
 
@@ -37,7 +38,7 @@ def run(args) -> dict:
     budgets.check("bootstrap", args.n_boot, "the number of bootstrap replicates")  # before any work
     if args.threshold is not None and not math.isfinite(args.threshold):
         raise UserError(f"--threshold must be a finite gold score, not {args.threshold}.")
-    pairs = pairs_of(args.data, args.limit)
+    pairs, picked = choose(args, pairs_of(args.data))
     pos = positive_pairs(pairs, args.threshold)
     backbone = load_model(args)
     emb, info = encode(args, backbone, method, pos.texts)
@@ -50,6 +51,7 @@ def run(args) -> dict:
         "n_texts": g.n_texts,
         "n_pairs": g.n_pairs,
         "positive_rule": pos.rule,
+        **picked,
         "alignment": _num(g.alignment),
         "uniformity": _num(g.uniformity),
         "anisotropy": _num(g.anisotropy),

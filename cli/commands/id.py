@@ -1,11 +1,11 @@
-"""`python -m analysis id --data PATH [--limit N] [--readout last|mean] [--method NAME] [--bootstrap B]`: the
+"""`python -m analysis id --data PATH [--sample N] [--readout last|mean] [--method NAME] [--bootstrap B]`: the
 TwoNN intrinsic-dimension trajectory over hidden states 0..L and the window KV-Embedding's rules select."""
 
 from __future__ import annotations
 
 import time
 
-from cli.commands._common import add_method_arguments, load_model, method_from_args, ready
+from cli.commands._common import add_method_arguments, add_sample_arguments, choose, load_model, method_from_args, ready
 from analysis.data.datasets import ids, texts_of
 from analysis.core.errors import UserError
 
@@ -25,11 +25,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--data", required=True, help="a .txt (one text per line), a .csv/.tsv with a `text` column, "
                         "similarity pairs (STS-B format or sentence1, sentence2, score: their distinct sentences), "
                         f"or a built-in set: {', '.join(ids())}")
-    parser.add_argument("--limit", type=int, default=1000, help="use the first N texts (default 1000)")
+    add_sample_arguments(parser, "texts", seed=False, default_sample=1000)
     parser.add_argument("--readout", choices=["last", "mean"], default="last",
                         help="final-token states (default) or the mean over the text")
     parser.add_argument("--bootstrap", type=int, default=20, help="bootstrap resamples for the bands (0 = none)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sample and the bootstrap (default 0)")
 
 
 def run(args) -> dict:
@@ -40,7 +40,8 @@ def run(args) -> dict:
     method = method_from_args(args)
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be 0 or more, got {args.bootstrap}.")
-    texts = texts_of(args.data, args.limit).texts
+    chosen, picked = choose(args, texts_of(args.data))
+    texts = chosen.texts
     backbone = load_model(args)
     method = ready(args, backbone, method)
     start = time.perf_counter()
@@ -69,6 +70,7 @@ def run(args) -> dict:
         "params": {k: getattr(method.params, k) for k in method.params.__dataclass_fields__},
         "data": str(args.data),
         "n_texts": len(texts),
+        **picked,
         "readout": args.readout,
         "bootstrap": args.bootstrap,
         "convention": "hidden state 0 = embeddings; decoder layer l produces hidden state l+1; "

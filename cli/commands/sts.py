@@ -1,10 +1,12 @@
-"""`python -m analysis sts --method NAME [--param k=v ...] --data sts-dev.csv [--limit N]`: Spearman on STS pairs."""
+"""`python -m analysis sts --method NAME [--param k=v ...] --data stsb-dev [--sample N --seed S | --limit N]`: Spearman
+on STS pairs."""
 
 from __future__ import annotations
 
 import math
 
-from cli.commands._common import add_method_arguments, encode, load_model, method_from_args
+from cli.commands._common import (add_method_arguments, add_sample_arguments, choose, encode, load_model,
+                                  method_from_args)
 
 HELP = ("Score a method on STS-Benchmark-format pairs (tab-separated: gold in column 5, sentences in 6 and 7): "
         "Spearman correlation of cosine similarity with the gold scores.")
@@ -14,8 +16,8 @@ def add_arguments(parser) -> None:
     add_method_arguments(parser)
     parser.add_argument("--data", required=True, help="STS-B file (e.g. ../shared/data/stsbenchmark/sts-dev.csv), "
                         "a table with sentence1, sentence2, score columns, or a built-in pair set "
-                        "(demo, lee, stsb-dev, stsb-train)")
-    parser.add_argument("--limit", type=int, default=None, help="use only the first N pairs")
+                        "(demo, lee, stsb-dev, stsb-train, sick, sts12 ... sts16)")
+    add_sample_arguments(parser, "pairs")
 
 
 def run(args) -> dict:
@@ -23,7 +25,7 @@ def run(args) -> dict:
     from analysis.eval.sts import check_pairs, sts_spearman
 
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
-    pairs = pairs_of(args.data, args.limit)
+    pairs, picked = choose(args, pairs_of(args.data))
     check_pairs(pairs)
     backbone = load_model(args)
     info = {}
@@ -41,4 +43,5 @@ def run(args) -> dict:
         "seconds": round(info["seconds"], 3),
         "cached": info["cached"],
         "data": str(args.data),
+        **picked,
     }

@@ -1,4 +1,4 @@
-"""`python -m analysis sweep --data stsb-dev --limit 200 --starts 1-29:4 --widths 4 --biases 1,16`: the Layer
+"""`python -m analysis sweep --data stsb-dev --sample 200 --starts 1-29:4 --widths 4 --biases 1,16`: the Layer
 explorer's sweep of KV-Embedding's re-routing window (start x width x bias) at the cost floor, resumable
 through the same cache entries as the page, locally or on a Ray cluster (`--executor ray [--address ...]`)."""
 
@@ -21,7 +21,9 @@ REROTATE = {"false": [False], "true": [True], "both": [False, True]}
 
 def add_arguments(parser) -> None:
     parser.add_argument("--data", default="stsb-dev", help="a built-in pair set (stsb-dev, lee, ...) or an STS file")
-    parser.add_argument("--limit", type=int, default=200, help="first N pairs (default 200)")
+    from cli.commands._common import add_sample_arguments
+
+    add_sample_arguments(parser, "pairs", default_sample=200)
     parser.add_argument("--starts", default=None, help="window starts (decoder layers): '1,5,9', '1-29' or '1-29:4' "
                         "(every 4th); default every 4th from 1")
     parser.add_argument("--widths", default=None, help="window widths in layers, e.g. '1-8' (default: the paper's "
@@ -111,15 +113,18 @@ def _capped(digits: str, cap: int) -> int:
     return cap + 1 if len(digits) > len(str(cap)) else min(int(digits), cap + 1)
 
 
-def load_pairs(data: str, limit: int):
+def load_pairs(args):
+    """(pairs, fields): what --sample/--limit pick of --data (`_common.choose`), at least 2 pairs."""
     from analysis.data.datasets import pairs_of
+    from cli.commands._common import choose
 
-    if limit < 2:
-        raise UserError(f"--limit must be at least 2 pairs, got {limit}.")
     try:
-        return pairs_of(data, limit)
+        pairs, picked = choose(args, pairs_of(args.data))
     except UserError as err:
         raise UserError(f"--data: {err}") from None
+    if len(pairs) < 2:
+        raise UserError(f"A sweep needs at least 2 pairs, got {len(pairs)}.")
+    return pairs, picked
 
 
 def run(args) -> dict:
@@ -130,7 +135,7 @@ def run(args) -> dict:
     began = time.perf_counter()
     base = {"prompt": args.prompt, "pooling": args.pooling}
     biases, starts, widths = check_flags(args, base)
-    pairs = load_pairs(args.data, args.limit)
+    pairs, picked = load_pairs(args)
     backbone = load_model(args.model)
     L = backbone.facts.n_layers
     if starts is None:
@@ -171,7 +176,7 @@ def run(args) -> dict:
     if id_cell is not None:
         summary["id_window"]["cell"] = asdict(id_cell)
     return {
-        "model": backbone.identity, "data": args.data, "pairs": len(pairs), "cells": len(cells),
+        "model": backbone.identity, "data": args.data, "pairs": len(pairs), **picked, "cells": len(cells),
         "executor": args.executor, "rows": rows, "references": refs, "id_window": summary.get("id_window"),
         "best": summary["best"], "id_selection": sel.as_dict(), "id_trajectory": ids,
         "computed": result.computed, "cached": result.cached, "floor_forwards": round(result.floor, 3),
