@@ -308,7 +308,10 @@ def test_shipped_weights_beat_no_context_on_heldout():
 
 @pytest.mark.parametrize("argv, fragment", [
     (["--distractors", "3"], "at least 5 sentences"),
-    (["--distractors", "5000"], "at most 1440"),
+    (["--distractors", "5000"], "--no-budgets"),  # the sentences budget (1,000) ...
+    (["--distractors", "5000", "--no-budgets"], "at most 1445 sentences"),  # ... and without it the distractors
+    (["--distractors", "-5"], "5 or more"),  # not the default in disguise
+    (["--n", "1000000000"], "--n or --limit"),  # counted before any item is generated
     (["--limit", "-1"], "--limit"),
 ])
 def test_compress_qa_bad_options_are_one_sentence(capsys, argv, fragment):

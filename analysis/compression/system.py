@@ -19,6 +19,7 @@ sink, and a pool there would be read differently. Identifier tokens (option `ids
 from __future__ import annotations
 
 import copy
+import math
 import re
 import string
 from dataclasses import dataclass
@@ -112,10 +113,19 @@ def check_item(item: dict, where: str = "") -> None:
         raise UserError(f"{where}'context' must be a list of sentences, not one string.")
     if not isinstance(ctx, list) or not ctx or not all(isinstance(s, str) and s.strip() for s in ctx):
         raise UserError(f"{where}'context' must be a non-empty list of non-empty sentences.")
+    check_sentences(len(ctx), where)
     if not isinstance(item["question"], str) or not item["question"].strip():
         raise UserError(f"{where}'question' must be a non-empty string.")
     if not isinstance(item["answer"], str) or not item["answer"].strip():
         raise UserError(f"{where}'answer' must be a non-empty string.")
+
+
+def check_sentences(n: int, where: str = "") -> None:
+    """A context's sentence count against the budget (one pool, one decoder position each), before any work."""
+    from analysis.core import budgets
+
+    at = f" ({where.rstrip(': ')})" if where else ""
+    budgets.check("context_sentences", n, f"the number of sentences in one context{at}")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -189,10 +199,15 @@ class CompressionSystem:
         lora = {k[5:]: v for k, v in tensors.items() if k.startswith("lora.")}
         if set(lora) != set(params) or any(params[k].shape != v.shape for k, v in lora.items()):
             raise UserError("These compression weights do not fit this model's LoRA layout.")
+        adapter = {k[8:]: v for k, v in tensors.items() if k.startswith("adapter.")}
+        want = {k: tuple(v.shape) for k, v in self.adapter.state_dict().items()}
+        if {k: tuple(v.shape) for k, v in adapter.items()} != want:
+            raise UserError(f"These compression weights map the encoder to another hidden size: the model needs an "
+                            f"adapter of shape {want.get('weight')}.")
         with torch.no_grad():
             for k, v in lora.items():
                 params[k].copy_(v)
-        self.adapter.load_state_dict({k[8:]: v for k, v in tensors.items() if k.startswith("adapter.")})
+        self.adapter.load_state_dict(adapter)
 
     @classmethod
     def from_artefact(cls, backbone, folder: str | Path | None = None):
@@ -202,13 +217,12 @@ class CompressionSystem:
         if not (folder / "manifest.json").exists():
             raise UserError(f"No compression weights at {folder}; train them with `python -m analysis train "
                             "compression`.")
-        tensors, manifest = load_artefact(folder, method=METHOD, model_identity=backbone.identity,
-                                          encoder=encoder_name())
-        cfg = CompressionConfig(**{k: v for k, v in manifest.get("config", {}).items()
-                                   if k in CompressionConfig.__dataclass_fields__})
-        system = cls(backbone, cfg)
-        from analysis.weights.artefacts import artefact_digest
+        from analysis.weights.artefacts import artefact_digest, read_manifest
 
+        system = cls(backbone, manifest_config(read_manifest(folder), backbone, folder))  # its fresh tensors give the shapes the file must hold, read from its header
+        tensors, manifest = load_artefact(folder, method=METHOD, model_identity=backbone.identity,
+                                          encoder=encoder_name(),
+                                          shapes={k: tuple(v.shape) for k, v in system.tensors().items()})
         system.load_tensors(tensors)
         system.manifest, system.weights_digest = manifest, artefact_digest(folder)
         return system
@@ -226,8 +240,9 @@ class CompressionSystem:
         return np.stack([self._vec_cache[s] for s in sentences]) if sentences else np.zeros((0, ENCODER_DIM),
                                                                                              np.float32)
 
-    def row(self, item, mode: str, *, ids: bool = False, with_answer: bool = True) -> Row:
-        """One item (a `personas.QA` or a dict) as a row. `with_answer=False` stops after "Answer:"."""
+    def row(self, item, mode: str, *, ids: bool = False, with_answer: bool = True, encode: bool = True) -> Row:
+        """One item (a `personas.QA` or a dict) as a row. `with_answer=False` stops after "Answer:"; `encode=False`
+        lays the row out without its pool vectors (no encoder runs: `check_contexts` measures rows this way)."""
         get = (lambda k, d=None: item.get(k, d)) if isinstance(item, dict) else \
             (lambda k, d=None: getattr(item, "identifier" if k == "id" else k, d))
         context, question, answer = list(get("context")), get("question"), get("answer")
@@ -240,9 +255,10 @@ class CompressionSystem:
         context_tokens = len(self._tok(" " + text))
         toks, pool, vectors = [self.start_id], [-1], np.zeros((0, ENCODER_DIM), np.float32)
         if mode in ("sentence", "paragraph"):
-            vectors = self.vectors(context if mode == "sentence" else [text])
+            if encode:
+                vectors = self.vectors(context if mode == "sentence" else [text])
             id_toks = self._tok(f" [{identifier}]") if ids else []
-            for p in range(len(vectors)):
+            for p in range(len(context) if mode == "sentence" else 1):
                 toks += id_toks + [self.pad_id]
                 pool += [-1] * len(id_toks) + [p]
             positions = len(toks) - 1
@@ -331,12 +347,29 @@ class CompressionSystem:
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)  # (B, T+k) the cache's positions too
         return out
 
+    def check_contexts(self, items, mode: str, *, ids: bool = False) -> None:
+        """Refuse, before the encoder or the decoder runs, a request too large for one run (items, sentences per
+        context) or an item whose row and longest answer do not fit the model's positions (one sentence each)."""
+        from analysis.core import budgets
+
+        budgets.check("qa_items", len(items))
+        limit = self.backbone.facts.max_length
+        for i, item in enumerate(items, 1):
+            context = item.get("context", ()) if isinstance(item, dict) else item.context
+            check_sentences(len(context), f"item {i}")
+            need = len(self.row(item, mode, ids=ids, with_answer=False, encode=False).ids) + \
+                self.config.max_answer_tokens
+            if need > limit:
+                raise UserError(f"Item {i} needs {need:,} positions with {mode} pools, more than the model's "
+                                f"{limit:,}; give it fewer or shorter sentences.")
+
     def answer(self, items, mode: str = "sentence", *, ids: bool = False, batch_size: int = 16) -> list[str]:
         return [a["answer"] for a in self.predict(items, mode, ids=ids, batch_size=batch_size)]
 
     def predict(self, items, mode: str = "sentence", *, ids: bool = False, batch_size: int = 16,
                 progress=None) -> list[dict]:
         """Per item: {"answer", "first_token_ok", "exact", "context_tokens", "context_positions"}."""
+        self.check_contexts(items, mode, ids=ids)
         tok = self.backbone.tokenizer
         out = []
         for s in range(0, len(items), batch_size):
@@ -358,6 +391,7 @@ class CompressionSystem:
     def pool_attention(self, item, mode: str = "sentence", *, ids: bool = False) -> tuple[np.ndarray, list[int]]:
         """Attention of the position that emits the answer's first token to every context position, per
         decoder layer, mean over heads: ((L, n_positions) array, the pool positions' indices in the row)."""
+        self.check_contexts([item], mode, ids=ids)
         row = self.row(item, mode, ids=ids, with_answer=False)
         batch = self.collate([row])
         prev = self.causal.config._attn_implementation
@@ -368,6 +402,28 @@ class CompressionSystem:
             self.causal.set_attn_implementation(prev)
         att = torch.stack([a[0, :, -1] for a in outs.attentions])  # (L, H, T)
         return att.mean(1).numpy(), [i for i, p in enumerate(row.pool) if p >= 0]
+
+
+def manifest_config(manifest: dict, backbone, folder) -> CompressionConfig:
+    """The configuration an artefact's manifest records, checked before anything is built from it: positive finite
+    numbers, a LoRA rank no wider than the model (a hand-edited rank of 10^7 would allocate gigabytes), a share of
+    the depth below 1, answers shorter than the model's positions."""
+    raw = manifest.get("config")
+    values = {k: v for k, v in (raw if isinstance(raw, dict) else {}).items()
+              if k in CompressionConfig.__dataclass_fields__}
+    for name, v in values.items():
+        whole = isinstance(getattr(CompressionConfig, name), int)
+        if isinstance(v, bool) or not isinstance(v, int if whole else (int, float)) or not 0 <= v < math.inf:
+            raise UserError(f"{folder}/manifest.json has an invalid config value {name}={v!r:.40}.")
+    cfg = CompressionConfig(**values)
+    facts = backbone.facts
+    if not (1 <= cfg.lora_rank <= facts.hidden_size and cfg.lora_first_layer < 1 and cfg.pool_scale > 0
+            and 1 <= cfg.max_answer_tokens < facts.max_length):
+        raise UserError(f"{folder}/manifest.json describes a system that does not fit {facts.name}: LoRA rank "
+                        f"{cfg.lora_rank} (1 to {facts.hidden_size}), LoRA from {cfg.lora_first_layer:g} of the depth "
+                        f"(below 1), pool scale {cfg.pool_scale:g} (above 0), answers of {cfg.max_answer_tokens} tokens "
+                        f"(below {facts.max_length}).")
+    return cfg
 
 
 def default_artefact(backbone) -> Path:

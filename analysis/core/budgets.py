@@ -44,6 +44,12 @@ class Budgets:
     bootstrap: int = 2000  # bootstrap replicates of one interval
     map_points: int = 5000  # points of one 2-D map / all-pairs statistic: (n, n) float64 = 200 MB at 5,000
     matrix_texts: int = 300  # rows of a drawn similarity heatmap: its hover text grows with n^2 (25M strings at 5,000)
+    # Context compression answers each question with up to 12 greedy decoding steps (~0.1 s on the default model):
+    # 5,000 questions are minutes on two cores, like `texts`; items are counted before any is generated
+    qa_items: int = 5000
+    # One pool per sentence, each a decoder position: the scaling curve stops at 100 pools and the largest reported
+    # run at 1,000; 10,000 sentences took 1.7 GB and minutes before this limit
+    context_sentences: int = 1000
 
 
 APP = Budgets()
@@ -69,6 +75,8 @@ DESCRIPTIONS = {  # for the README table and messages
     "bootstrap": "bootstrap replicates per interval",
     "map_points": "points per 2-D map or all-pairs statistic",
     "matrix_texts": "texts per drawn similarity heatmap (more are embedded; the heatmap shows the first ones)",
+    "qa_items": "questions answered per context-compression run",
+    "context_sentences": "sentences (pools) per compressed context",
 }
 
 

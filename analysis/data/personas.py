@@ -127,12 +127,14 @@ def _names(split: str) -> list[tuple[str, str]]:
     return [(f, s) for f in FIRST_NAMES for s in SURNAMES if name_split(f, s) == split]
 
 
+MAX_DISTRACTORS = len(_D_SUBJECTS) * len(_D_PREDICATES) * len(_D_TIMES)  # distinct distractor sentences
+
+
 def distractors(n: int, rng: random.Random) -> list[str]:
-    """`n` distinct distractor sentences (at most len(subjects) x len(predicates) x len(times))."""
-    cap = len(_D_SUBJECTS) * len(_D_PREDICATES) * len(_D_TIMES)
-    if n > cap:
-        raise ValueError(f"at most {cap} distinct distractors, asked for {n}")
-    picks = rng.sample(range(cap), n)
+    """`n` distinct distractor sentences (at most MAX_DISTRACTORS)."""
+    if n > MAX_DISTRACTORS:
+        raise ValueError(f"at most {MAX_DISTRACTORS} distinct distractors, asked for {n}")
+    picks = rng.sample(range(MAX_DISTRACTORS), n)
     out = []
     for p in picks:
         s, rest = divmod(p, len(_D_PREDICATES) * len(_D_TIMES))
@@ -193,6 +195,9 @@ def generate_scaled(split: str = "heldout", n: int = 100, *, total_sentences: in
     `total_sentences`, so points of the curve differ only in the distractors."""
     if total_sentences < len(KEYS):
         raise ValueError(f"a persona needs at least {len(KEYS)} sentences, not {total_sentences}")
+    if total_sentences > len(KEYS) + MAX_DISTRACTORS:  # refused before any item is generated
+        raise ValueError(f"at most {len(KEYS) + MAX_DISTRACTORS} sentences per context ({MAX_DISTRACTORS} distinct "
+                         f"distractors), not {total_sentences}")
     base = generate(split, n, seed=seed, distractors_range=(0, 0))
     out = []
     for i, qa in enumerate(base):

@@ -309,13 +309,23 @@ class Causal2Vec(EmbeddingMethod):
 
 
 def load_bridge(folder, backbone, encoder: str) -> tuple[Bridge, object]:
-    """(Bridge, backbone to run) from a trained folder; refuses a bridge made for another model or encoder."""
-    from analysis.weights.artefacts import load_artefact
+    """(Bridge, backbone to run) from a trained folder; refuses a bridge made for another model or encoder, or
+    whose sizes do not fit them (checked from the file's header before the weights are read)."""
+    from analysis.models.minilm import load_encoder
+    from analysis.weights.artefacts import WEIGHTS, load_artefact
 
-    tensors, manifest = load_artefact(folder, method=METHOD, model_identity=backbone.identity, encoder=encoder)
+    e, d = load_encoder().dim, backbone.facts.hidden_size  # the bridge maps e -> (any hidden width) -> d
+    shapes = {"bridge.w1.weight": (None, e), "bridge.w1.bias": (None,), "bridge.w2.weight": (d, None),
+              "bridge.w2.bias": (d,)}
+    tensors, manifest = load_artefact(folder, method=METHOD, model_identity=backbone.identity, encoder=encoder,
+                                      shapes=shapes)
     w1, w2 = tensors["bridge.w1.weight"], tensors["bridge.w2.weight"]  # (hidden, e), (d, hidden)
-    bridge = Bridge(w1.shape[1], w2.shape[0], hidden=w1.shape[0])
-    bridge.load_state_dict({k[len("bridge."):]: v for k, v in tensors.items() if k.startswith("bridge.")})
+    bridge = Bridge(e, d, hidden=w1.shape[0])
+    try:
+        bridge.load_state_dict({k[len("bridge."):]: v for k, v in tensors.items() if k.startswith("bridge.")})
+    except RuntimeError:  # the two layers disagree on the hidden width, or a tensor is missing or extra
+        raise UserError(f"{Path(folder) / WEIGHTS} is not a consistent bridge: its two layers do not fit each "
+                        "other.") from None
     runner = backbone
     if manifest.get("lora"):
         from analysis.weights.artefacts import artefact_digest

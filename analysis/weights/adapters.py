@@ -28,6 +28,7 @@ from analysis.core.paths import ARTEFACTS
 
 CONFIG = "adapter_config.json"
 WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin", "weights.safetensors")  # peft's, or our artefact's
+SAFE, PICKLE = WEIGHTS[:2]  # peft's two formats: only the first is ever read
 MANIFEST = "manifest.json"  # an artefact of `python -m analysis train gircse` (analysis.weights.artefacts)
 _SPEC = re.compile(r"^(?P<path>.+)@(?P<fp>[0-9a-f]{16})$")  # "folder@fingerprint", see adapter_spec
 SHIPPED, NONE = "shipped", "none"
@@ -55,6 +56,13 @@ def adapter_folder(path: str) -> Path:
         raise UserError(f"'{folder}/{CONFIG}' has no peft_type: not a PEFT adapter configuration.")
     if not any((folder / w).is_file() for w in WEIGHTS):
         raise UserError(f"'{folder}' has an adapter configuration but no weights ({' or '.join(WEIGHTS)}).")
+    if (folder / PICKLE).is_file() and not (folder / SAFE).is_file():
+        raise UserError(f"'{folder / PICKLE}' is a pickle, which is never loaded (unpickling can run code): save the "
+                        f"adapter as {SAFE} (peft's save_pretrained does by default).")
+    if (folder / SAFE).is_file():
+        from analysis.weights.safefile import read_shapes
+
+        read_shapes(folder / SAFE)  # a damaged file is one sentence naming it, before peft reads it
     return folder.resolve()
 
 

@@ -59,17 +59,23 @@ def save_artefact(folder, tensors: dict, manifest: dict) -> Path:
 def read_manifest(folder) -> dict:
     folder = Path(folder)
     try:
-        return json.loads((folder / MANIFEST).read_text())
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError as err:
         raise UserError(f"{folder} is not a trained artefact: it has no {MANIFEST}.") from err
-    except (OSError, ValueError) as err:
-        raise UserError(f"the manifest in {folder} is unreadable ({err}).") from err
+    except (OSError, ValueError, RecursionError) as err:
+        raise UserError(f"{folder / MANIFEST} is unreadable ({str(err)[:120]}).") from None
+    if not isinstance(manifest, dict):
+        raise UserError(f"{folder / MANIFEST} is not a manifest: it holds a {type(manifest).__name__}, not a table.")
+    return manifest
 
 
-def load_artefact(folder, *, method: str, model_identity: str | None = None, encoder: str | None = None):
+def load_artefact(folder, *, method: str, model_identity: str | None = None, encoder: str | None = None,
+                  shapes: dict[str, tuple] | None = None):
     """(tensors, manifest) of the artefact in `folder`, after checking it was trained for this method, model
-    (when `model_identity` is given) and encoder (when `encoder` is given); a mismatch raises one UserError."""
-    from safetensors.torch import load_file
+    (when `model_identity` is given) and encoder (when `encoder` is given), that the weights are the bytes the
+    manifest recorded, and that their header is whole and holds the tensor `shapes` the loaded model needs (None
+    in a dimension: any size), all before a tensor is read; each failure raises one UserError naming the file."""
+    from analysis.weights import safefile
 
     folder = Path(folder)
     manifest = read_manifest(folder)
@@ -80,13 +86,13 @@ def load_artefact(folder, *, method: str, model_identity: str | None = None, enc
                         f"loaded model '{model_identity}'.")
     if encoder is not None and manifest.get("encoder") != encoder:
         raise UserError(f"{folder} was trained with the encoder '{manifest.get('encoder')}', not '{encoder}'.")
-    try:
-        tensors = load_file(str(folder / WEIGHTS))
-    except (OSError, ValueError) as err:
-        raise UserError(f"the weights in {folder} are missing or unreadable ({err}).") from err
-    if manifest.get("weights_sha256") not in (None, file_sha256(folder / WEIGHTS)):
-        raise UserError(f"the weights in {folder} do not match their manifest (damaged or replaced).")
-    return tensors, manifest
+    weights = folder / WEIGHTS
+    if not weights.is_file():
+        raise UserError(f"{folder} is not a whole artefact: it has no {WEIGHTS}.")
+    if manifest.get("weights_sha256") not in (None, file_sha256(weights)):
+        raise UserError(f"{weights}: the weights do not match their manifest (damaged or replaced).")
+    safefile.check_shapes(weights, safefile.read_shapes(weights), shapes or {})
+    return safefile.load(weights), manifest
 
 
 def artefact_digest(folder) -> str:

@@ -18,17 +18,20 @@ def add_arguments(parser) -> None:
                              "full text as tokens")
     parser.add_argument("--ids", action="store_true",
                         help="literal identifier tokens ' [<id>]' before each pool (the source's fix for names)")
-    parser.add_argument("--limit", type=int, default=0, help="score only the first N items (default: all)")
+    parser.add_argument("--limit", type=int, default=0, help="score only the first N items (default: all; at most "
+                        "5,000 items per run unless --no-budgets)")
     parser.add_argument("--n", type=int, default=200, help="items of the built-in split (default 200)")
-    parser.add_argument("--distractors", type=int, default=-1,
+    parser.add_argument("--distractors", type=int, default=None,
                         help="built-in data only: pad every context with distractor sentences up to this many "
-                             "sentences (the scaling curve); default: 0-2 distractors as in training")
+                             "sentences, 5 to 1,000 (the scaling curve); default: 0-2 distractors as in training")
     parser.add_argument("--weights", default="", help="artefact folder (default: the shipped one for the model)")
     parser.add_argument("--model", default="default", help="'default', a Hugging Face id or a folder")
     parser.add_argument("--no-cache", action="store_true", help="always compute; neither read nor write the cache")
 
 
-def read_jsonl(path: str) -> list[dict]:
+def read_jsonl(path: str, most: int) -> list[dict]:
+    """The first `most` items of a .jsonl file, each checked (strict UTF-8, JSON, fields, sentences per context)
+    before the next line is read: a file of a billion lines costs what `most` lines cost."""
     import json
     from pathlib import Path
 
@@ -37,60 +40,89 @@ def read_jsonl(path: str) -> list[dict]:
 
     p = Path(path)
     if not p.is_file():
-        raise UserError(f"{path} is not a file (give a .jsonl file or 'personas').")
+        raise UserError(f"--data: {path} is not a file (give a .jsonl file or 'personas').")
     items = []
-    for i, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError:
-            raise UserError(f"{path} line {i} is not JSON (expected one JSON object per line).") from None
-        if not isinstance(item, dict):
-            raise UserError(f"{path} line {i} is not a JSON object.")
-        check_item(item, f"{path} line {i}: ")
-        for s in item["context"]:
-            if encoder_token_count(s) > MAX_SENTENCE_TOKENS:
-                raise UserError(f"{path} line {i}: a context sentence is longer than {MAX_SENTENCE_TOKENS} encoder "
-                                "tokens; split it into sentences.")
-        items.append(item)
+    with open(p, "rb") as fh:
+        for i, raw in enumerate(fh, 1):
+            if len(items) == most:
+                break
+            try:  # replacement characters would be scored as if they were the text: a wrong result, silently
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise UserError(f"{path} line {i} is not UTF-8 text (byte {raw[err.start]:#04x} at column "
+                                f"{err.start + 1}); save the file as UTF-8.") from None
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except (ValueError, RecursionError):
+                raise UserError(f"{path} line {i} is not JSON (expected one JSON object per line).") from None
+            if not isinstance(item, dict):
+                raise UserError(f"{path} line {i} is not a JSON object.")
+            check_item(item, f"{path} line {i}: ")
+            items.append(item)
+    for i, item in enumerate(items, 1):  # the encoder's tokenizer, once every line is known to be well formed
+        if any(encoder_token_count(s) > MAX_SENTENCE_TOKENS for s in item["context"]):
+            raise UserError(f"{path} item {i}: a context sentence is longer than {MAX_SENTENCE_TOKENS} encoder "
+                            "tokens; split it into sentences.")
     if not items:
         raise UserError(f"{path} has no items.")
     return items
 
 
-def builtin(n: int, distractors: int) -> list:
+def builtin(n: int, distractors: int | None) -> list:
+    from analysis.core.errors import UserError
     from analysis.data import datasets
     from analysis.data import personas
 
-    if distractors < 0:  # the registered set (200 items); more are generated the same way
+    if distractors is None:  # the registered set (200 items); more are generated the same way
         return datasets.get("personas").load()[:n] if n <= 200 else personas.generate("heldout", n)
-    from analysis.core.errors import UserError
-
     try:
         return personas.generate_scaled("heldout", n, total_sentences=distractors)
     except ValueError as err:
         raise UserError(f"--distractors: {err}.") from None
 
 
-def run(args) -> dict:
+def check_flags(args) -> int | None:
+    """The flags, checked before any item is read or generated; returns how many items the run takes (None: every
+    item of a file)."""
+    from analysis.compression.system import check_sentences
+    from analysis.core import budgets
     from analysis.core.errors import UserError
 
-    if args.limit < 0 or args.n < 1:
-        raise UserError("--limit must be 0 or more and --n at least 1.")
-    if args.data == "personas":
-        items = builtin(args.n, args.distractors)
-    else:
-        if args.distractors >= 0:
+    if args.limit < 0:
+        raise UserError(f"--limit must be 0 (all items) or more, got {args.limit}.")
+    if args.n < 1:
+        raise UserError(f"--n must be at least 1 item, got {args.n}.")
+    if args.distractors is not None:
+        if args.data != "personas":
             raise UserError("--distractors only applies to --data personas.")
-        items = read_jsonl(args.data)
+        if args.distractors < 0:
+            raise UserError(f"--distractors counts sentences per context: 5 or more, not {args.distractors}.")
+        check_sentences(args.distractors, "--distractors")
+    wanted = args.n if args.data == "personas" else None
     if args.limit:
-        items = items[:args.limit]
+        wanted = args.limit if wanted is None else min(wanted, args.limit)
+    if wanted is not None:
+        budgets.check("qa_items", wanted, "the number of questions of this run (--n or --limit)")
+    return wanted
+
+
+def run(args) -> dict:
+    from analysis.core import budgets
+
+    wanted = check_flags(args)
+    if args.data == "personas":  # the first k items of a seeded split are the same items whatever n is
+        items = builtin(wanted, args.distractors)
+    else:  # without --limit, read one item past the budget: enough to refuse the file
+        items = read_jsonl(args.data, wanted or budgets.limit("qa_items") + 1)
+        budgets.check("qa_items", len(items), f"the number of questions in {args.data} (choose some with --limit)")
     from cli.commands._common import load_model
     from analysis.compression.system import CompressionSystem, score
 
     backbone = load_model(args.model)
     system = CompressionSystem.from_artefact(backbone, args.weights or None)
+    system.check_contexts(items, args.pools, ids=args.ids)  # sizes against the model, before it runs
     if args.no_cache:
         preds = system.predict(items, args.pools, ids=args.ids)
     else:
