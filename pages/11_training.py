@@ -15,8 +15,16 @@ import ui
 from analysis.data import datasets
 from analysis.data.corpora import shared_stsb
 from analysis.methods.causal2vec import shipped_folder
+from analysis.training.causal2vec import live_folder, live_run
 from analysis.weights.artefacts import read_manifest
-from analysis.training.causal2vec import live_folder, live_run, manifest_curves
+from analysis.weights.manifest import curves
+
+
+def frames(manifest: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(loss per step, validation Spearman per evaluation) of a manifest or a run's log."""
+    train, validation = curves(manifest)
+    return (pd.DataFrame(train, columns=["step", "loss"]),
+            pd.DataFrame([{"step": r["step"], "spearman": r["score"]} for r in validation], columns=["step", "spearman"]))
 
 
 def curves_figure(loss: pd.DataFrame, dev: pd.DataFrame, title: str) -> go.Figure:
@@ -35,26 +43,27 @@ def curves_figure(loss: pd.DataFrame, dev: pd.DataFrame, title: str) -> go.Figur
 with ui.user_errors():
     st.title("Training")
     st.caption("Causal2Vec's bridge is a small MLP that turns MiniLM's sentence vector into one input token for the "
-               "decoder. It is trained contrastively on STS-B train (CoSENT on all pairs + InfoNCE on pairs scored "
-               "≥ 4) and selected on STS-B dev; step 0 is the untrained bridge.")
+               "decoder; the shipped system trains it jointly with a LoRA on the decoder (InfoNCE on STS-B train "
+               "pairs scored ≥ 4, same-source in-batch and hard negatives), selected on the 300-pair selection part "
+               "of STS-B dev. Step 0 is the untrained system.")
     backbone = ui.get_backbone()
 
     st.subheader("The shipped bridge")
-    folder = shipped_folder()
+    folder = shipped_folder(backbone)
     if (folder / "manifest.json").exists():
         man = read_manifest(folder)
-        loss, dev = manifest_curves(man)
+        loss, dev = frames(man)
         ui.show_figure(curves_figure(loss, dev, f"{man.get('model')} · {man['hyperparameters']['loss']} loss"),
                        loss.merge(dev, on="step", how="outer"), "shipped_curves")
         h = man["hyperparameters"]
         st.dataframe(pd.DataFrame([{
             "steps": man["steps_done"], "best step": man["best_step"], "batch (pairs)": h["batch_size"],
             "LoRA rank": h["lora_rank"] or "MLP only", "lr": h["lr"], "wall time (min)": man["wall_seconds"] / 60,
-            "pairs/s": man["pairs_per_second"], **{k.replace("_", " "): v for k, v in man["final_scores"].items()},
+            "pairs/s": man["examples_per_second"], **{k.replace("_", " "): v for k, v in man["results"].items()},
         }]), hide_index=True)
-        st.caption(f"Command: `{man.get('command_line')}`")
+        st.caption(f"Command: `{man.get('command')}`")
     else:
-        st.info("This checkout has no shipped bridge (analysis/artefacts/causal2vec/smollm2-135m).")
+        st.info(f"This checkout has no shipped bridge for this model ({folder.relative_to(folder.parents[2])}).")
 
     st.subheader("A live run")
     if shared_stsb("train") is None or shared_stsb("dev") is None:
@@ -62,11 +71,11 @@ with ui.user_errors():
         st.stop()
     st.caption("Batch of 8 pairs, validation on 60 dev pairs every 5 steps, MLP only. A step takes a few seconds on "
                "a 2-core CPU. **Stop** ends the run at once; **Start** again continues from the last validation "
-               "checkpoint. When it finishes, pick `bridge = …/<name>/best` in any Causal2Vec parameter box.")
+               "checkpoint. When it finishes, pick `bridge = …/<name>` in any Causal2Vec parameter box.")
     c1, c2 = st.columns(2)
     name = c1.text_input("Run name", "live", key="train_name")
     steps = c2.slider("Steps", 5, 100, 30, step=5, key="train_steps")
-    run_dir = live_folder(name)
+    run_dir = live_folder(name, backbone)
     b1, b2, b3 = st.columns(3)
     start, stop = b1.button("Start / continue", type="primary"), b2.button("Stop")
     if b3.button("Start over"):
@@ -81,12 +90,12 @@ with ui.user_errors():
             bar.progress(step / total, text=f"step {step}/{total} · loss {info['loss']:.3f}{score}")
 
         summary = live_run(backbone, name, steps, progress=progress)
-        st.success(f"Done: best selection Spearman {summary['selection_spearman']:.3f} at step "
+        st.success(f"Done: best selection Spearman {summary['best_score']:.3f} at step "
                    f"{summary['best_step']}; bridge in {summary['out']}.")
     elif stop:
         st.info("Stopped; Start continues from the last checkpoint.")
     log = run_dir / "run" / "log.json"
     if log.exists():
-        loss, dev = manifest_curves(json.loads(log.read_text()))
+        loss, dev = frames(json.loads(log.read_text()))
         ui.show_figure(curves_figure(loss, dev, f"live run '{name}'"), loss.merge(dev, on="step", how="outer"),
                        "live_curves")

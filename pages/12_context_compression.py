@@ -55,11 +55,11 @@ with ui.user_errors():
         st.stop()
     system = system_for(backbone, backbone.identity, folder, artefact_digest(folder))
     m = system.manifest
-    if m.get("steps"):
-        val = m.get("final_validation", {}).get("sentence", {}).get("exact")
-        st.caption(f"Weights: {m['steps']} steps (best at {m.get('best_step')}), "
-                   f"{m.get('train_seconds', 0) / 60:.0f} min of training, warm start "
-                   f"'{m.get('hyperparameters', {}).get('warm_start', {}).get('kind', 'none')}'"
+    if m.get("steps_done"):
+        val = m.get("results", {}).get("validation", {}).get("sentence", {}).get("exact")
+        st.caption(f"Weights: {m['steps_done']} steps (best at {m.get('best_step')}), "
+                   f"{m.get('wall_seconds', 0) / 60:.0f} min of training, warm start "
+                   f"'{m.get('warm_start', {}).get('kind', 'none')}'"
                    + (f"; validation exact match with per-sentence pools {val:.0%}" if val is not None else "") + ".")
 
     if st.button("Generate a persona", key="cc_generate"):

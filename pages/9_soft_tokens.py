@@ -209,10 +209,11 @@ with ui.user_errors():
                                   height=360, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
                 ui.show_figure(fig, train_df[["step", *steps_cols, "regulariser", "loss"]], "soft_training_losses")
             hp = man.get("hyperparameters", {})
-            st.caption(f"Loss **{hp.get('loss')}** (λ = {hp.get('lam')}), K = {hp.get('k')}, LoRA rank "
-                       f"{hp.get('lora_rank')} on the top {hp.get('lora_layers')} layers, {man.get('steps_done')} "
-                       f"steps of {hp.get('batch_size')} pairs in {man.get('wall_seconds', 0) / 60:.1f} min "
-                       f"({man.get('steps_per_second', 0):.3f} steps/s); best STS-B dev subset score "
+            st.caption(f"Objective **{hp.get('objective', hp.get('loss'))}** (λ = {hp.get('lam')}), K = {hp.get('k')}, "
+                       f"LoRA rank {hp.get('lora_rank')} on the top {hp.get('lora_layers')} layers, "
+                       f"{man.get('steps_done')} steps of {hp.get('batch_size')} pairs in "
+                       f"{man.get('wall_seconds', 0) / 60:.1f} min ({man.get('examples_per_second') or 0:.2f} pairs/s); "
+                       + (f"{man['note']}; " if man.get("note") else "") + "best validation score "
                        f"{man.get('best_score', float('nan')):.3f} at step {man.get('best_step')}. "
                        "The regulariser is > 0 only in a batch where a later step's loss is above an earlier one's; "
                        "the L_k curves falling in order (L_1 highest) is the refinement GIRCSE trains for.")

@@ -14,6 +14,7 @@ from analysis.data.corpora import Pairs
 from analysis.core.errors import UserError
 from analysis.core.forward import run
 from analysis.methods import get_method
+from analysis.methods import causal2vec as c2v_module
 from analysis.methods.causal2vec import CONTEXTUAL, Bridge, Causal2Vec, contextual_inputs, readout_at
 from analysis.models.tiny import tiny_backbone
 
@@ -37,9 +38,9 @@ class HashEncoder:
 def hash_encoder(monkeypatch):
     enc = HashEncoder()
     monkeypatch.setattr(se, "load_encoder", lambda: enc)
-    Causal2Vec._memo.clear()
+    c2v_module._memo.clear()  # bridges loaded with the real encoder must not serve this one
     yield enc
-    Causal2Vec._memo.clear()
+    c2v_module._memo.clear()
 
 
 @pytest.mark.parametrize("side", ["right", "left"])
@@ -83,7 +84,7 @@ def test_padding_side_and_readout_shapes(tiny_llama, hash_encoder):
 
 def test_untrained_bridge_is_deterministic(tiny_llama, hash_encoder):
     a = get_method("causal2vec", bridge="untrained").encode(tiny_llama, TEXTS)
-    Causal2Vec._memo.clear()
+    c2v_module._memo.clear()
     b = get_method("causal2vec", bridge="untrained").encode(tiny_llama, TEXTS)
     assert np.array_equal(a, b)
     b1, b2 = Bridge.initial(32, 64, 0.1), Bridge.initial(32, 64, 0.1)
@@ -147,21 +148,24 @@ def toy_pairs(n=48, seed=0):
                                                            (0, "concat", "infonce")])
 def test_a_few_training_steps_lower_the_loss(tmp_path, hash_encoder, lora_rank, train_readout, loss):
     from analysis.weights.artefacts import load_artefact
-    from analysis.training.causal2vec import train_bridge
+    from analysis.training.causal2vec import Config
+    from analysis.training.systems import run
 
     bb = tiny_backbone("llama")
     pairs = toy_pairs(16)  # 8 positives = one InfoNCE batch: the loss is measured on the same data each step
-    summary = train_bridge(bb, out=tmp_path / "best", work=tmp_path / "run", steps=12, batch_size=8,
-                           lora_rank=lora_rank, lr=3e-3, eval_every=6, eval_pairs=10, train_pairs=pairs,
-                           dev_pairs=toy_pairs(40, seed=1), encoder=hash_encoder, train_readout=train_readout,
-                           loss=loss, hard_negatives=2, instruction="Query: ")
+    config = Config(out=str(tmp_path / "best"), steps=12, batch_size=8, lora_rank=lora_rank, lr=3e-3, eval_every=6,
+                    eval_pairs=10, train_readout=train_readout, loss=loss, hard_negatives=2, instruction="Query: ")
+    dev = Pairs("toy dev", pairs.left * 3, pairs.right * 3, np.tile(pairs.scores, 3))  # selection sees what trains
+    summary = run("causal2vec", config, backbone=bb, train_pairs=pairs, dev_pairs=dev, encoder=hash_encoder)
+    assert summary["best_step"] > 0, summary  # the trained weights, not the untrained start, are the result
     tensors, manifest = load_artefact(tmp_path / "best", method="causal2vec", model_identity=bb.identity,
                                       encoder="hash-encoder")
-    losses = [l for _, l in manifest["curves"]["loss"]]
-    assert summary["steps_done"] == 12 and len(losses) == 12
+    losses = [r["loss"] for r in manifest["curves"]["train"]]
+    assert summary["steps_done"] == 12 and len(losses) == 12 and manifest["schema"] == 1
     assert np.mean(losses[-3:]) < 0.7 * losses[0], losses
     assert manifest["lora"] is None if not lora_rank else manifest["lora"]["rank"] == lora_rank
-    assert "report_spearman" in summary and manifest["data"]["selection"] != manifest["data"]["report"]
+    assert "report_spearman" in summary["results"] and manifest["data"]["selection"] != manifest["data"]["report"]
+    assert "--out" not in manifest["command"] and str(tmp_path) not in manifest["command"]
     # the trained folder is a bridge the method accepts, on the same model, and its digest is in the params;
     # the instruction it was trained with is read back from the manifest
     m = get_method("causal2vec", bridge=str(tmp_path / "best"))
@@ -233,4 +237,4 @@ def test_train_command_checks_arguments_before_loading(capsys):
 
     assert main(["train", "causal2vec", "--steps", "0"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: need --steps >= 1") and err.count("\n") == 0
+    assert err.startswith("error: --steps must be >= 1") and err.count("\n") == 0

@@ -41,12 +41,15 @@ def test_refinement_penalty_known_answers():
 
 
 def test_objectives():
+    # the paper: L = sum_k L_k + lambda * R, R = mean over k < K of max(log L_{k+1} - log L_k, 0); by hand for
+    # L = (1, 2, 1.5): sum 4.5; R = (max(log 2, 0) + max(log 0.75, 0)) / 2 = log(2) / 2
     losses = torch.tensor([1.0, 2.0, 1.5])
+    assert objective(losses, "icr").item() == pytest.approx(4.5 + math.log(2) / 2, abs=1e-6)
+    assert objective(losses, "icr", lam=0.0).item() == pytest.approx(4.5)
+    assert objective(losses, "icr-mean").item() == pytest.approx(1.5 + math.log(2) / 2, abs=1e-6)
     assert objective(losses, "stepwise").item() == pytest.approx(1.5)
     assert objective(losses, "final").item() == pytest.approx(1.5)
-    assert objective(losses, "icr").item() == pytest.approx(1.5 + math.log(2) / 2, abs=1e-6)
-    assert objective(losses, "icr", lam=0.0).item() == pytest.approx(1.5)
-    assert objective(torch.tensor([3.0, 2.0, 1.0]), "icr").item() == pytest.approx(2.0)  # = stepwise when decreasing
+    assert objective(torch.tensor([3.0, 2.0, 1.0]), "icr").item() == pytest.approx(6.0)  # no penalty when decreasing
     with pytest.raises(ValueError):
         objective(losses, "bogus")
 
@@ -60,7 +63,7 @@ def test_penalty_gradient_only_on_worsening_steps():
 
 # ---- gradients through the cached generation ---------------------------------------------------------------------
 def _lora(tiny_llama, **overrides):
-    from analysis.training.gircse import GircseConfig, lora_backbone
+    from analysis.training.gircse import Config as GircseConfig, lora_backbone
 
     config = GircseConfig(lora_rank=4, lora_alpha=8, lora_layers=0, **overrides)
     peft_model, tuned = lora_backbone(tiny_llama, config, seed=0)
@@ -221,3 +224,25 @@ def test_shipped_adapter_beats_the_frozen_model(real):
     trained = scaling_curve(real, pairs, ks=(5,), adapter="shipped", n_boot=0)["spearman"][0]
     frozen = scaling_curve(real, pairs, ks=(5,), adapter="none", n_boot=0)["spearman"][0]
     assert trained > frozen + 0.05, (trained, frozen)
+
+
+@pytest.mark.parametrize("objective", ["icr", "causal-eos"])
+def test_the_trainer_runs_end_to_end_and_its_adapter_loads(tiny_llama, tmp_path, objective):
+    """Both GIRCSE and its fair baseline Causal-EOS train through the one runner, select on the selection part,
+    report on the disjoint report part, and load back as a soft_tokens adapter."""
+    from analysis.data.corpora import Pairs
+    from analysis.training.gircse import Config
+    from analysis.training.systems import run
+
+    words = "cat dog bank river money fox runs sleeps".split()
+    rng = np.random.default_rng(0)
+    left = [" ".join(rng.choice(words, 3)) for _ in range(12)]
+    pairs = Pairs("toy", left, [t + " !" for t in left], [5.0] * 8 + [0.5] * 4, ["a"] * 12)
+    config = Config(out=str(tmp_path / objective), steps=2, batch_size=4, eval_every=1, k=2, objective=objective,
+                    lora_rank=2, lora_alpha=4, lora_layers=2, hard_negatives=2, eval_pairs=10)
+    summary = run("gircse", config, backbone=tiny_llama, train_pairs=pairs, dev_pairs=pairs)
+    report = summary["results"]["report"]
+    assert set(report) == ({"spearman_k0"} if objective == "causal-eos" else
+                           {"spearman_k0", "spearman_k1", "spearman_k2", "spearman_k3", "spearman_k10", "spearman_k20"})
+    m = get_method("soft_tokens", k=0 if objective == "causal-eos" else 2, adapter=str(tmp_path / objective))
+    assert m.encode(tiny_llama, ["a cat"]).shape == (1, tiny_llama.facts.hidden_size)

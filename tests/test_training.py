@@ -203,18 +203,3 @@ def test_artefact_digest_tracks_weights(tmp_path):
     (a / "weights.safetensors").write_bytes((a / "weights.safetensors").read_bytes()[:-1] + b"\x01")
     with pytest.raises(UserError, match="do not match"):
         artefacts.load_artefact(a, method="m")
-
-
-# ---- the command ----------------------------------------------------------------------------------------------
-def test_train_command_dispatches(monkeypatch, capsys):
-    from analysis import training
-    from cli import main
-
-    fake = types.ModuleType("fake_trainer")
-    fake.HELP = "a fake trainer"
-    fake.add_arguments = lambda p: p.add_argument("--steps", type=int, default=1)
-    fake.run = lambda args: {"steps": args.steps, "score": 0.5}
-    monkeypatch.setitem(sys.modules, "fake_trainer", fake)
-    monkeypatch.setitem(training.TRAINERS, "fake", "fake_trainer")
-    assert main(["train", "fake", "--steps", "3"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"steps": 3, "score": 0.5}

@@ -427,12 +427,10 @@ def manifest_config(manifest: dict, backbone, folder) -> CompressionConfig:
 
 
 def default_artefact(backbone) -> Path:
-    """analysis/artefacts/compression/<model short name>/ ("smollm2-135m" for the default model, as Causal2Vec's)."""
+    """analysis/artefacts/compression/<model folder>/ (the shipped weights' folder for this model)."""
     from analysis.weights.artefacts import shipped_dir
 
-    short = "smollm2-135m" if backbone.facts.name == "default" else re.sub(r"[^a-z0-9.-]+", "-",
-                                                                          backbone.facts.name.lower()).strip("-")
-    return shipped_dir(METHOD, short)
+    return shipped_dir(METHOD, backbone.facts)
 
 
 def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:

@@ -177,13 +177,14 @@ def adapter_variants(backbone) -> dict[str, str]:
 def training_log(folder) -> dict:
     """The training run recorded in an adapter's manifest: {"train": DataFrame (step, loss, L1..LK, regulariser,
     lr), "eval": DataFrame (step, score, spearman_k...), "manifest": dict}; UserError when it has none."""
-    import json
     from pathlib import Path
 
-    path = Path(folder) / "manifest.json"
-    if not path.is_file():
+    from analysis.weights.artefacts import read_manifest
+    from analysis.weights.manifest import curves
+
+    if not (Path(folder) / "manifest.json").is_file():
         raise UserError(f"{folder} has no manifest.json: it was not trained by `python -m analysis train gircse`.")
-    manifest = json.loads(path.read_text())
-    curves = manifest.get("curves") or {}
-    return {"train": pd.DataFrame(curves.get("train", [])), "eval": pd.DataFrame(curves.get("eval", [])),
+    manifest = read_manifest(folder)
+    train, validation = curves(manifest)
+    return {"train": pd.DataFrame(train), "eval": pd.DataFrame(validation),
             "manifest": {k: v for k, v in manifest.items() if k != "curves"}}

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,36 +45,38 @@ from analysis.core.trace import Trace
 METHOD = "causal2vec"
 CONTEXTUAL = 125  # segment id of the contextual token (fits the int8 segments kept in traces)
 READOUTS = ("concat", "eos", "contextual", "mean", "direct")
-SHIPPED_MODEL = "smollm2-135m"  # the model the shipped bridge was trained for (the default model)
 INIT_SEED = 0
+# loaded bridges per backbone: freed with the backbone (a weak key), never keyed by a reusable id()
+_memo: "weakref.WeakKeyDictionary[object, dict[str, tuple]]" = weakref.WeakKeyDictionary()
+_memo_lock = threading.Lock()
 GELU_SECOND_MOMENT = 0.4252  # E[GELU(z)^2] for z ~ N(0, 1), used to give C the scale of a word embedding
 
 
-def shipped_folder() -> Path:
+def shipped_folder(backbone=None) -> Path:
+    """Where this repository's bridge for `backbone` lives (absent for models it was not trained for); for the
+    default model when None, since parameters are checked before a model is known."""
+    from types import SimpleNamespace
+
     from analysis.weights.artefacts import shipped_dir
 
-    return shipped_dir(METHOD, SHIPPED_MODEL)
+    return shipped_dir(METHOD, backbone.facts if backbone is not None else SimpleNamespace(name="default"))
 
 
 def shipped_fits(backbone) -> bool:
-    """Whether the shipped bridge was trained for this backbone (it exists for the default model only)."""
+    """Whether a shipped bridge exists for this backbone and was trained for exactly these weights."""
     from analysis.weights.artefacts import read_manifest
 
-    folder = shipped_folder()
+    folder = shipped_folder(backbone)
     return (folder / "manifest.json").is_file() and read_manifest(folder).get("model_identity") == backbone.identity
 
 
-def trained_root() -> Path:
-    """Where bridges trained from the app live (under the cache, so Clear cache removes them too)."""
+def bridge_choices() -> list[str]:
+    """`shipped`, `untrained` and every finished bridge trained on this machine (<cache>/runs/causal2vec/<model>/
+    <run>/, the CLI's runs and the app's live runs alike), for the method pickers."""
     from analysis.core.paths import cache_root
 
-    return cache_root() / "trained" / METHOD
-
-
-def bridge_choices() -> list[str]:
-    """`shipped`, `untrained` and every bridge folder trained from the app (for the method pickers)."""
-    found = sorted(str(p.parent) for p in trained_root().glob("*/best/manifest.json")) \
-        if trained_root().is_dir() else []  # each entry is a <run>/best folder
+    root = cache_root() / "runs" / METHOD  # = analysis.training.runs.runs_root (methods never import training)
+    found = sorted(str(p.parent) for p in root.glob("*/*/manifest.json")) if root.is_dir() else []
     return ["shipped", "untrained", *found]
 
 
@@ -167,9 +170,6 @@ class Causal2Vec(EmbeddingMethod):
     Params = Causal2VecParams
     mean_segments = (CONTEXTUAL, 1)
 
-    _memo: dict = {}
-    _memo_lock = threading.Lock()
-
     def validate(self, params):
         return dataclasses.replace(params, bridge_digest=self._digest(params),
                                    instruction=self._instruction(params))
@@ -199,12 +199,12 @@ class Causal2Vec(EmbeddingMethod):
             return "shipped:missing"  # encode says so in one sentence; listing the method must still work
         return artefact_digest(folder)
 
-    def bridge_folder(self, params=None) -> Path | None:
+    def bridge_folder(self, params=None, backbone=None) -> Path | None:
         b = (params or self.params).bridge.strip()
         if b == "untrained":
             return None
         if b == "shipped":
-            return shipped_folder()
+            return shipped_folder(backbone)
         folder = Path(b).expanduser()
         if not folder.is_dir():
             raise UserError(f"causal2vec: bridge must be shipped, untrained or a bridge folder; '{b}' is none of "
@@ -218,12 +218,13 @@ class Causal2Vec(EmbeddingMethod):
 
         if self.params.readout == "direct":
             return None, backbone
-        key = (backbone.identity, id(backbone), self.params.bridge_digest)
-        with self._memo_lock:
-            if key in self._memo:
-                return self._memo[key]
+        key = self.params.bridge_digest
+        with _memo_lock:
+            done = _memo.get(backbone, {}).get(key)
+            if done is not None:
+                return done
             e, d = load_encoder().dim, backbone.facts.hidden_size
-            folder = self.bridge_folder()
+            folder = self.bridge_folder(backbone=backbone)
             if folder is None:
                 bridge, runner = Bridge.initial(e, d, embedding_rms(backbone)), backbone
             else:
@@ -232,8 +233,8 @@ class Causal2Vec(EmbeddingMethod):
                                     "analysis train causal2vec` or use bridge=untrained.")
                 bridge, runner = load_bridge(folder, backbone, load_encoder().identity)
             bridge.eval().requires_grad_(False)
-            self._memo[key] = (bridge, runner)
-            self._memo[(runner.identity, id(runner), self.params.bridge_digest)] = (bridge, runner)  # encode swaps
+            _memo.setdefault(backbone, {})[key] = (bridge, runner)
+            _memo.setdefault(runner, {})[key] = (bridge, runner)  # encode runs on `runner`, which asks again
             return bridge, runner
 
     # ---- the embedding pipeline ---------------------------------------------------------------------------------

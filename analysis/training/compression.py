@@ -13,40 +13,38 @@ cost of one forward pass.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from analysis.training.options import RunOptions, option
+
+NAME = "compression"
 HELP = ("Train the context-compression adapter (MiniLM pool -> decoder input) and the decoder's LoRA on synthetic "
-        "personas; writes weights + manifest to --out.")
+        "personas; the validation split selects.")
 
 # Per-sentence pools are the system; one paragraph pool and identifier tokens are the compared options; a few
 # full-text rows teach the answer format on plain text too, so the "full text" column is a fair upper bound.
 MIX = {"sentence": 0.5, "paragraph": 0.2, "sentence+ids": 0.2, "text": 0.1}
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("--model", default="default", help="decoder: 'default', a Hugging Face id or a folder")
-    parser.add_argument("--steps", type=int, default=850, help="optimiser steps (default 850)")
-    parser.add_argument("--batch-size", type=int, default=16, help="rows per step (default 16)")
-    parser.add_argument("--lr", type=float, default=2e-3, help="AdamW learning rate (default 2e-3)")
-    parser.add_argument("--personas", type=int, default=1000, help="training personas (default 1000)")
-    parser.add_argument("--val", type=int, default=60, help="validation rows scored every evaluation (default 60)")
-    parser.add_argument("--eval-every", type=int, default=100, help="steps between evaluations (default 100)")
-    parser.add_argument("--max-minutes", type=float, default=55.0,
-                        help="stop cleanly after this much training wall time (default 55)")
-    parser.add_argument("--curriculum", type=float, default=0.1,
-                        help="share of the steps that come first with one-sentence contexts (the sentence that "
-                             "states the asked fact, one pool), before the mix of modes (default 0.1; 0 = none)")
-    parser.add_argument("--lora-from", type=float, default=0.5,
-                        help="LoRA on the q/v projections of the decoder layers from this share of the depth on "
-                             "(default 0.5: the last half, as the source; 0 = every layer)")
-    parser.add_argument("--pool-scale", type=float, default=1.0,
-                        help="the adapter's learning rate as a multiple of the LoRA's, through a reparametrisation "
-                             "that leaves the initial adapter unchanged (default 1 = the source's setup)")
-    parser.add_argument("--warm-start", choices=("value", "none"), default="value",
-                        help="adapter initialisation: 'value' (default) fits it in closed form so each fact "
-                             "sentence's pool starts at the mean input embedding of the fact's value tokens; "
-                             "'none' is the source's N(0, 0.02^2)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default="", help="output folder (default: the shipped artefact folder)")
-    parser.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
+@dataclass(frozen=True)
+class Config(RunOptions):
+    steps: int = option(850, "optimiser steps", min=1, limit=100_000)
+    lr: float = option(2e-3, "AdamW learning rate", above=0.0, max=1.0)
+    eval_every: int = option(100, "validate every N steps", min=1)
+    max_minutes: float = option(55.0, "stop cleanly (best weights kept) after this much training wall time",
+                                above=0.0, limit=24 * 60)
+    personas: int = option(1000, "training personas", min=1, limit=100_000)
+    val: int = option(60, "validation rows scored at every evaluation", min=1, limit=10_000)
+    curriculum: float = option(0.1, "share of the steps that come first with one-sentence contexts (the sentence "
+                               "that states the asked fact, one pool), before the mix of modes (0 = none)",
+                               min=0.0, max=0.99)
+    lora_from: float = option(0.5, "LoRA on the q/v projections of the decoder layers from this share of the depth "
+                              "on (0.5: the last half, as the source; 0 = every layer)", min=0.0, max=0.99)
+    pool_scale: float = option(1.0, "the adapter's learning rate as a multiple of the LoRA's, through a "
+                               "reparametrisation that leaves the initial adapter unchanged", above=0.0, max=1000.0)
+    warm_start: str = option("value", "adapter initialisation: value fits it in closed form so each fact sentence's "
+                             "pool starts at the mean input embedding of the fact's value tokens; none is the "
+                             "source's N(0, 0.02^2)", choices=("value", "none"))
 
 
 def fact_sentence(persona, context, key: str) -> str:
@@ -201,44 +199,30 @@ def startup_check(system, item) -> None:
     system.adapter.zero_grad()
 
 
-def run(args) -> dict:
+def setup(config: Config, backbone):
+    """The Job for `analysis.training.systems.run`: personas encoded once, the warm start, the startup check."""
     import hashlib
     import json
     import random
     import sys
     import time
     from dataclasses import asdict
-    from pathlib import Path
 
     import torch
 
+    from analysis.compression.system import CompressionConfig, CompressionSystem, encoder_name
     from analysis.data import personas as P
-    from analysis.models.backbone import load_backbone
-    from analysis.compression.system import METHOD, encoder_name, CompressionConfig, CompressionSystem, default_artefact
-    from analysis.core.errors import UserError
-    from analysis.weights.artefacts import save_artefact
-    from analysis.training.loop import StopTraining, TrainConfig, train
+    from analysis.training.systems import Job
 
-    if args.steps < 1 or args.batch_size < 1 or args.personas < 1:
-        raise UserError("--steps, --batch-size and --personas must be at least 1.")
-    wall0 = time.perf_counter()
-    torch.manual_seed(args.seed)
-    backbone = load_backbone(args.model)
-    if not 0.0 <= args.lora_from < 1.0:
-        raise UserError(f"--lora-from is a share of the depth in [0, 1), got {args.lora_from}.")
-    if not 0.0 < args.pool_scale <= 1000.0:
-        raise UserError(f"--pool-scale must be in (0, 1000], got {args.pool_scale}.")
-    config = CompressionConfig(lora_first_layer=args.lora_from, pool_scale=args.pool_scale)
-    system = CompressionSystem(backbone, config, seed=args.seed)
-    out = Path(args.out) if args.out else default_artefact(backbone)
-    run_dir = out.parent / (out.name + ".run")
-
-    rng = random.Random(f"train-personas:{args.seed}")
+    torch.manual_seed(config.seed)
+    system = CompressionSystem(backbone, CompressionConfig(lora_first_layer=config.lora_from,
+                                                           pool_scale=config.pool_scale), seed=config.seed)
+    rng = random.Random(f"train-personas:{config.seed}")
     personas = []
-    for _ in range(args.personas):
+    for _ in range(config.personas):
         p = P.random_persona(rng, "train")
         personas.append((p, P.paragraph(p, rng, rng.randint(0, 2))))
-    val = P.generate("validation", args.val, seed=args.seed)
+    val = P.generate("validation", config.val, seed=config.seed)
     t = time.perf_counter()
     sentences = [s for _, ctx in personas for s in ctx]
     system.vectors(sentences + [" ".join(ctx) for _, ctx in personas])  # every pool, encoded once
@@ -246,17 +230,12 @@ def run(args) -> dict:
         system.vectors(list(it.context) + [" ".join(it.context)])
     encode_seconds = time.perf_counter() - t
     print(f"encoded {len(system._vec_cache)} pools in {encode_seconds:.0f}s", file=sys.stderr)
-    data_digest = hashlib.sha256(json.dumps([[p.__dict__, c] for p, c in personas]).encode()).hexdigest()[:16]
-
     warm = {"kind": "none"}
-    if args.warm_start == "value":
+    if config.warm_start == "value":
         warm = warm_start(system, personas)
         print(f"warm start: ridge fit on {warm['sentences']} sentences, R^2 {warm['r2']:.3f}", file=sys.stderr)
     startup_check(system, val[0])
-    params = dict(zip([f"p{i}" for i in range(10**6)], system.trainable()))
-    cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, weight_decay=0.0,
-                      warmup_steps=min(20, args.steps // 10 + 1), eval_every=args.eval_every, seed=args.seed,
-                      out_dir=str(run_dir), resume=args.resume)
+    single_steps = round(config.curriculum * config.steps)
 
     def evaluate() -> dict:
         r = teacher_forced(system, val, "sentence")
@@ -264,46 +243,25 @@ def run(args) -> dict:
         return {"score": r["exact"] - 1e-3 * r["loss"], "exact": r["exact"], "first_token": r["first_token"],
                 "val_loss": r["loss"]}
 
-    def save(folder) -> None:
-        save_artefact(folder, system.tensors(), {"method": METHOD})
+    def finish() -> dict:
+        return {"validation": {m: teacher_forced(system, val, m.split("+")[0], ids=m.endswith("+ids"))
+                               for m in ("sentence", "paragraph", "sentence+ids", "text", "none")}}
 
-    start = time.perf_counter()
+    digest = hashlib.sha256(json.dumps([[p.__dict__, c] for p, c in personas]).encode()).hexdigest()[:16]
+    data = {"train": "analysis.data.personas train split", "personas": config.personas, "digest": digest,
+            "validation_rows": len(val), "mix": MIX, "curriculum_single_sentence_steps": single_steps}
+    params = {f"p{i}": p for i, p in enumerate(system.trainable())}
+    return Job(parameters=params, loss_fn=lambda batch: answer_loss(system, batch),
+               batches=make_batches(system, personas, config.batch_size, config.seed, single_steps),
+               evaluate=evaluate, tensors=system.tensors, restore=system.load_tensors, data=data,
+               examples_per_step=config.batch_size * config.grad_accum, finish=finish,
+               extra={"encoder": encoder_name(), "config": asdict(system.config), "warm_start": warm,
+                      "encode_seconds": round(encode_seconds, 1)},
+               warmup_steps=min(20, config.steps // 10 + 1), weight_decay=0.0)
 
-    def progress(step, total, info) -> None:
-        print(f"\rstep {step}/{total} loss {info['loss']:.3f} val {info.get('score', float('nan')):.3f}",
-              end="", file=sys.stderr, flush=True)
-        if (time.perf_counter() - start) / 60 > args.max_minutes:
-            raise StopTraining
 
-    if not 0.0 <= args.curriculum < 1.0:
-        raise UserError(f"--curriculum is a share of the steps in [0, 1), got {args.curriculum}.")
-    single_steps = round(args.curriculum * args.steps)
-    batches = make_batches(system, personas, args.batch_size, args.seed, single_steps)
-    result = train(cfg, parameters=params, loss_fn=lambda batch: answer_loss(system, batch), batches=batches, evaluate=evaluate, save=save,
-                   progress=progress, log_extra={"data_digest": data_digest, "model": backbone.identity})
-    print(file=sys.stderr)
-    from analysis.weights.artefacts import load_artefact
+def load(folder, backbone):
+    """The compression system from an artefact folder."""
+    from analysis.compression.system import CompressionSystem
 
-    best, _ = load_artefact(run_dir / "best", method=METHOD)
-    system.load_tensors(best)
-    final = {m: teacher_forced(system, val, m.split("+")[0], ids=m.endswith("+ids")) for m in
-             ("sentence", "paragraph", "sentence+ids", "text", "none")}
-    wall = time.perf_counter() - wall0
-    rows_seen = result.steps_done * args.batch_size
-    manifest = {
-        "method": METHOD, "model_identity": backbone.identity, "model": backbone.facts.name,
-        "encoder": encoder_name(), "data": "analysis.data.personas train split", "data_digest": data_digest,
-        "personas": args.personas, "steps": result.steps_done, "best_step": result.best_step, "seed": args.seed,
-        "hyperparameters": {"lr": args.lr, "batch_size": args.batch_size, "mix": MIX, "eval_every": args.eval_every,
-                            "curriculum_single_sentence_steps": single_steps,
-                            "warmup_steps": cfg.warmup_steps, "warm_start": warm},
-        "config": asdict(config), "validation_curve": result.curves["eval"],
-        "train_curve": [{"step": r["step"], "loss": r["loss"]} for r in result.curves["train"]],
-        "final_validation": final, "wall_seconds": wall, "train_seconds": result.wall_seconds,
-        "encode_seconds": encode_seconds, "rows_per_second": rows_seen / max(result.wall_seconds, 1e-9),
-        "stopped": result.stopped,
-    }
-    save_artefact(out, best, manifest)
-    return {"out": str(out), "steps": result.steps_done, "best_step": result.best_step,
-            "best_val_exact": result.best_score, "final_validation": final, "wall_seconds": round(wall, 1),
-            "rows_per_second": round(manifest["rows_per_second"], 2), "stopped": result.stopped}
+    return CompressionSystem.from_artefact(backbone, folder)

@@ -1,96 +1,76 @@
-"""Train GIRCSE's soft-token generation: LoRA on the decoder, Iterative Contrastive Refinement on STS-B train.
+"""Train GIRCSE's soft-token generation (LoRA on the decoder, Iterative Contrastive Refinement) and its fair
+baseline Causal-EOS, on STS-B train.
 
-    python -m analysis train gircse                       # the shipped adapter (ICR, K = 5)
-    python -m analysis train gircse --loss stepwise --out /tmp/stepwise   # ablation: no regulariser
-    python -m analysis train gircse --loss final --out /tmp/final         # ablation: last step only
+    python -m analysis train gircse                              # ICR as the paper writes it (sum over steps, λ = 1)
+    python -m analysis train gircse --objective causal-eos       # the fair baseline: same LoRA, data, steps, loss,
+                                                                 # no generation (the prompt's last state)
+    python -m analysis train gircse --objective stepwise         # ablations: no regulariser / --objective final
 
-Each text is wrapped as `Instruct: {task}\\nQuery: {text}` and generates K soft tokens with the same cached,
+Each text is wrapped as `Instruct: {task}\nQuery: {text}` and generates K soft tokens with the same cached,
 batched generation the `soft_tokens` method uses at inference (analysis/methods/soft_tokens.py): the prompt
 pass fills the KV cache and every step adds one position; gradients flow from the losses through every step's
-mix d_k = s_k·E, through the cache, into the LoRA weights. Positives are STS-B train pairs with a high gold
-score, negatives the other texts of the batch; STS-B dev (a fixed subset) selects the checkpoint.
+mix d_k = s_k·E, through the cache, into the LoRA weights. Positives are STS-B train pairs scored >= --min-score,
+negatives the other texts of the batch (one source per batch: same-topic negatives) plus `--hard-negatives`
+sentences of that source's pairs scored <= --negative-max. The dev selection part (analysis.eval.samples.dev_split)
+selects the checkpoint; the final numbers are on the disjoint report part.
 
-The adapter is saved with peft (`adapter_config.json`, `adapter_model.safetensors`) next to a `manifest.json`,
-so `soft_tokens --param adapter=FOLDER` (and `adapter=shipped` for the default model) loads it.
+The adapter is saved with peft's `adapter_config.json` next to weights + manifest, so `soft_tokens --param
+adapter=FOLDER` loads it; `adapter=shipped` is the shipped ICR adapter, `adapter=causal-eos` the shipped baseline.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from analysis.core import paths
 from analysis.core.errors import UserError
-from analysis.training.icr import (OBJECTIVES, TEMPERATURE, cumulative_means, objective, refinement_penalty,
-                                   stepwise_losses)
+from analysis.training.icr import OBJECTIVES, TEMPERATURE, cumulative_means, objective, refinement_penalty, stepwise_losses
+from analysis.training.options import RunOptions, option
 
 NAME = "gircse"
-HELP = ("Train the soft_tokens LoRA adapter with GIRCSE's Iterative Contrastive Refinement on STS-B train (dev "
-        "selects); --loss stepwise|final trains the paper's ablations.")
-ARTEFACTS = paths.ARTEFACTS / NAME
+HELP = ("Train the soft_tokens LoRA adapter with GIRCSE's Iterative Contrastive Refinement on STS-B train, or its "
+        "fair baseline Causal-EOS (--objective causal-eos); the dev selection part selects.")
+CAUSAL_EOS = "causal-eos"
 
 
 @dataclass(frozen=True)
-class GircseConfig:
-    k: int = 5  # soft tokens generated in training (the paper's K)
-    loss: str = "icr"  # icr | stepwise (no regulariser) | final (L_K only)
-    lam: float = 1.0  # λ, weight of the refinement regulariser (paper)
-    temperature: float = TEMPERATURE  # InfoNCE temperature on cosine similarities (paper: 0.02)
-    gen_temperature: float = 1.0  # τ_gen of s_k = softmax(logits/τ_gen): the same mix the method uses at inference
+class Config(RunOptions):
+    steps: int = option(88, "optimiser steps (88 = one epoch of the 1,406 STS-B train pairs scored >= 4 at batch 16)",
+                        min=1, limit=100_000)
+    eval_every: int = option(10, "validate every N steps", min=1)
+    lr: float = option(2e-4, "AdamW learning rate", above=0.0, max=1.0)
+    k: int = option(5, "soft tokens generated in training (the paper's K)", min=1, limit=64)
+    objective: str = option("icr", "icr = sum of the stepwise InfoNCE losses + λ·refinement regulariser (the paper); "
+                            "icr-mean = the mean instead of the sum; stepwise / final = the paper's ablations; "
+                            "causal-eos = the fair baseline (no generation)", choices=OBJECTIVES + (CAUSAL_EOS,))
+    lam: float = option(1.0, "regulariser weight λ", min=0.0, max=100.0)
+    temperature: float = option(TEMPERATURE, "InfoNCE temperature on cosine similarities (the paper's 0.02)",
+                                above=0.0, max=10.0)
+    gen_temperature: float = option(1.0, "τ_gen of s_k = softmax(logits/τ_gen), as the method at inference",
+                                    above=0.0, max=100.0)
     # LoRA: the paper uses rank 64 on a 7B model. At 135M on a CPU, rank 8 on the attention and MLP projections
-    # of the top layers keeps the adapter at a few MB and, more importantly, stops the backward pass there:
-    # the prompt positions below the lowest adapted layer need no gradient (only the K generated positions do).
-    lora_rank: int = 8
-    lora_alpha: int = 16  # α/r = 2: the usual LoRA scale
-    lora_layers: int = 12  # adapt the top N decoder layers
-    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-    min_score: float = 4.0  # STS-B train pairs with gold >= 4 of 5 are positives (1,406 pairs)
-    eval_pairs: int = 300  # first N STS-B dev pairs score each evaluation (the full dev set costs minutes)
-    instruction: str = "Represent this text."  # = the soft_tokens method's default, so the shipped adapter fits it
-
-
-def add_arguments(parser) -> None:
-    d = GircseConfig()
-    parser.add_argument("--k", type=int, default=d.k, help=f"soft tokens generated in training (default {d.k})")
-    parser.add_argument("--loss", choices=OBJECTIVES, default=d.loss,
-                        help="icr = stepwise InfoNCE + refinement regulariser (GIRCSE); stepwise = without the "
-                             "regulariser; final = the loss on the K-token embedding only (default icr)")
-    parser.add_argument("--lam", type=float, default=d.lam, help=f"regulariser weight λ (default {d.lam})")
-    parser.add_argument("--temperature", type=float, default=d.temperature,
-                        help=f"InfoNCE temperature (default {d.temperature}, the paper's)")
-    parser.add_argument("--lora-rank", type=int, default=d.lora_rank, help=f"LoRA rank (default {d.lora_rank})")
-    parser.add_argument("--lora-alpha", type=int, default=d.lora_alpha, help=f"LoRA α (default {d.lora_alpha})")
-    parser.add_argument("--lora-layers", type=int, default=d.lora_layers,
-                        help=f"adapt the top N decoder layers (default {d.lora_layers}; 0 = all)")
-    parser.add_argument("--min-score", type=float, default=d.min_score,
-                        help=f"STS-B train pairs with gold >= this are positives (default {d.min_score})")
-    parser.add_argument("--eval-pairs", type=int, default=d.eval_pairs,
-                        help=f"STS-B dev pairs scored at each evaluation (default {d.eval_pairs})")
-    parser.add_argument("--steps", type=int, default=0, help="optimizer steps (default 0 = one epoch of positives)")
-    parser.add_argument("--batch-size", type=int, default=16, help="pairs per step (default 16, the paper's)")
-    parser.add_argument("--grad-accum", type=int, default=1, help="micro-batches per step (default 1)")
-    parser.add_argument("--lr", type=float, default=2e-4, help="AdamW learning rate (default 2e-4)")
-    parser.add_argument("--warmup", type=int, default=5, help="warmup steps (default 5)")
-    parser.add_argument("--eval-every", type=int, default=10, help="evaluate every N steps (default 10)")
-    parser.add_argument("--patience", type=int, default=0, help="evaluations without improvement before "
-                                                                "stopping (default 0 = never stop early)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (default 0 = torch's choice; 1 is "
-                                                               "much faster on a CPU shared with other jobs)")
-    parser.add_argument("--model", default="default", help="'default', a Hugging Face id or a local folder")
-    parser.add_argument("--out", default="", help="folder of the trained adapter (default: analysis/artefacts/gircse/"
-                                                  "<model>/ for --loss icr, else cache/store/training/gircse/<loss>)")
-    parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint of this --loss")
-    parser.add_argument("--note", default="", help="free text stored in the manifest (e.g. how a run was stopped)")
+    # of the top layers keeps the adapter at a few MB and stops the backward pass there.
+    lora_rank: int = option(8, "LoRA rank", min=1, limit=256)
+    lora_alpha: int = option(16, "LoRA α (α/r = 2: the usual scale)", min=1, limit=4096)
+    lora_layers: int = option(12, "adapt the top N decoder layers (0 = all)", min=0, limit=1024)
+    lora_targets: tuple = option(("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+                                 "projections LoRA adapts")
+    min_score: float = option(4.0, "STS-B train pairs with gold >= this are positives", min=0.0, max=5.0)
+    negative_max: float = option(1.0, "gold score at or below which a pair's sentences are hard negatives",
+                                 min=0.0, max=5.0)
+    hard_negatives: int = option(0, "hard-negative sentences per batch, from the batch's source (0 = none)",
+                                 min=0, limit=256)
+    eval_pairs: int = option(300, "pairs of the dev selection part scored at each validation", min=10)
+    instruction: str = option("Represent this text.", "the task text (= the soft_tokens method's default)")
 
 
 # ---- the differentiable forward --------------------------------------------------------------------------------
-def lora_backbone(backbone, config: GircseConfig, seed: int = 0):
+def lora_backbone(backbone, config: Config, seed: int = 0):
     """(peft model, Backbone over it): LoRA layers inserted into a *copy* of the model, so the shared backbone
     that other methods use in this process is never touched."""
     from peft import LoraConfig, get_peft_model
@@ -126,7 +106,7 @@ def soft_states(backbone, method, texts: list[str]) -> torch.Tensor:
     return hidden[gen].view(len(texts), K, -1)  # (B, K, d)
 
 
-def pair_losses(backbone, method, left: list[str], right: list[str], config: GircseConfig) -> torch.Tensor:
+def pair_losses(backbone, method, left: list[str], right: list[str], config: Config) -> torch.Tensor:
     """Per-step InfoNCE losses L_1..L_K of a batch of positive pairs (in-batch negatives): (K,).
     Symmetric (left->right and right->left): an STS pair has no query side, and it doubles the signal."""
     states = soft_states(backbone, method, list(left) + list(right))  # (2B, K, d): one generation for both sides
@@ -134,39 +114,44 @@ def pair_losses(backbone, method, left: list[str], right: list[str], config: Gir
     return stepwise_losses(z[:len(left)], z[len(left):], temperature=config.temperature, symmetric=True)
 
 
+def eos_states(backbone, method, texts: list[str]) -> torch.Tensor:
+    """Causal-EOS: the final-layer state of the prompt's last token, with gradients, no generation: (B, 1, d)."""
+    from analysis.core.forward import run
+
+    L = backbone.facts.n_layers
+    batch = method.collate(backbone, method.prepare(backbone, texts), "right")
+    hidden = run(backbone, batch, [L]).hidden[L]  # (B, T, d)
+    return hidden[torch.arange(len(texts)), batch.last_index][:, None]  # (B, 1, d)
+
+
 # ---- data ------------------------------------------------------------------------------------------------------
-def positive_pairs(min_score: float):
-    from analysis.data.corpora import shared_stsb
-    from analysis.data.files import read_sts
+def source_batches(pairs, min_score: float, negative_max: float, batch_size: int, hard: int, seed: int):
+    """Endless seeded batches (left, right, hard negatives) of positive pairs, each from ONE source of the data (so
+    in-batch negatives share the topic), with `hard` sentences of that source's low-scored pairs."""
+    scores = np.asarray(pairs.scores)
+    source = np.array(pairs.genres if pairs.genres is not None else ["all"] * len(pairs))
+    pools = {g: np.flatnonzero((scores >= min_score) & (source == g)) for g in sorted(set(source))}
+    pools = {g: idx for g, idx in pools.items() if len(idx) >= batch_size}
+    if not pools:
+        raise UserError(f"No source of the training data has {batch_size} pairs scored >= {min_score}: lower "
+                        "--min-score or --batch-size.")
+    low = {g: sorted({t for j in np.flatnonzero((scores <= negative_max) & (source == g))
+                      for t in (pairs.left[j], pairs.right[j])}) for g in pools}
+    names = list(pools)
+    weights = np.array([len(pools[g]) for g in names], dtype=float)
+    positives = int(weights.sum())
 
-    path = shared_stsb("train")
-    if path is None:
-        raise UserError("Training GIRCSE needs STS-B train in ../shared/data/stsbenchmark/ (or the folder named by "
-                        "EMBEDSCOPE_SHARED_DATA); it was not found.")
-    pairs = read_sts(path, name="STS-B train")
-    keep = np.flatnonzero(pairs.scores >= min_score)
-    if len(keep) < 2:
-        raise UserError(f"Only {len(keep)} STS-B train pairs have a gold score >= {min_score}: lower --min-score.")
-    return [pairs.left[i] for i in keep], [pairs.right[i] for i in keep], path
+    def stream():
+        rng = np.random.default_rng(seed)
+        while True:
+            g = names[rng.choice(len(names), p=weights / weights.sum())]
+            idx = rng.choice(pools[g], batch_size, replace=False)
+            negatives = [low[g][i] for i in rng.permutation(len(low[g]))[:hard]]
+            yield [pairs.left[j] for j in idx], [pairs.right[j] for j in idx], negatives
 
-
-def batches(left, right, batch_size: int, seed: int):
-    """Endless shuffled batches of positive pairs (a new permutation per epoch, seeded)."""
-    rng = np.random.default_rng(seed)
-    while True:
-        order = rng.permutation(len(left))
-        for i in range(0, len(order) - batch_size + 1, batch_size):
-            idx = order[i:i + batch_size]
-            yield [left[j] for j in idx], [right[j] for j in idx]
-
-
-def file_digest(path) -> str:
-    from analysis.core.paths import file_sha256
-
-    return file_sha256(path)[:16]
+    return stream(), positives
 
 
-# ---- the command -----------------------------------------------------------------------------------------------
 def lora_tensors(peft_model) -> dict:
     from peft import get_peft_model_state_dict
 
@@ -180,107 +165,83 @@ def save_adapter(folder, peft_model, manifest: dict) -> Path:
 
     folder = Path(folder)
     save_artefact(folder, lora_tensors(peft_model), manifest)
-    cfg = peft_model.peft_config["default"].to_dict()
-    cfg["base_model_name_or_path"] = manifest.get("model_name", "")  # not the local path of the converted model
-    cfg = {k: (sorted(v) if isinstance(v, set) else v) for k, v in cfg.items()}
-    (folder / "adapter_config.json").write_text(json.dumps(cfg, indent=1, sort_keys=True, default=str))
+    write_adapter_config(folder, peft_model, manifest.get("model", ""))
     return folder
 
 
-def run(args) -> dict:
-    import shutil
-    import sys
+def write_adapter_config(folder, peft_model, model_name: str) -> None:
+    """peft's adapter_config.json, naming the model (not the local path of the converted model)."""
+    cfg = peft_model.peft_config["default"].to_dict()
+    cfg["base_model_name_or_path"] = model_name
+    cfg = {k: (sorted(v) if isinstance(v, set) else v) for k, v in cfg.items()}
+    (Path(folder) / "adapter_config.json").write_text(json.dumps(cfg, indent=1, sort_keys=True, default=str))
 
-    from scipy.stats import spearmanr
 
-    from analysis.models.backbone import load_backbone
-    from analysis.data.corpora import shared_stsb
-    from analysis.data.files import read_sts
+def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None):
+    """The Job for `analysis.training.systems.run` (tests pass small pair sets)."""
+    from peft import set_peft_model_state_dict
+
+    from analysis.data.datasets import stsb_pairs
+    from analysis.eval.samples import SELECTION_SIZE, dev_split
+    from analysis.eval.sts import spearman
     from analysis.methods.soft_tokens import SoftTokens
-    from analysis.training.loop import BEST, TrainConfig, train
+    from analysis.training.systems import Job
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    config = GircseConfig(k=args.k, loss=args.loss, lam=args.lam, temperature=args.temperature,
-                          lora_rank=args.lora_rank, lora_alpha=args.lora_alpha, lora_layers=args.lora_layers,
-                          min_score=args.min_score, eval_pairs=args.eval_pairs)
-    if config.k < 1:
-        raise UserError("--k must be at least 1: GIRCSE trains the generated tokens.")
-    left, right, train_path = positive_pairs(config.min_score)
-    dev_path = shared_stsb("dev")
-    if dev_path is None:
-        raise UserError("Training GIRCSE selects checkpoints on STS-B dev, which was not found next to STS-B train.")
-    dev = read_sts(dev_path, name="STS-B dev").head(config.eval_pairs)
-    dev_texts = dev.unique_texts()
-    row = {t: i for i, t in enumerate(dev_texts)}
-    dev_l, dev_r = np.array([row[t] for t in dev.left]), np.array([row[t] for t in dev.right])
-
-    backbone = load_backbone(args.model)
-    peft_model, tuned = lora_backbone(backbone, config, seed=args.seed)
+    train_pairs = train_pairs if train_pairs is not None else stsb_pairs("train")
+    dev_pairs = dev_pairs if dev_pairs is not None else stsb_pairs("dev")
+    selection, report = dev_split(dev_pairs, min(SELECTION_SIZE, max(1, len(dev_pairs) // 5)))
+    selection = selection.head(config.eval_pairs)
+    peft_model, tuned = lora_backbone(backbone, config, seed=config.seed)
+    eos = config.objective == CAUSAL_EOS
     method = SoftTokens(k=config.k, temperature=config.gen_temperature, instruction=config.instruction,
                         adapter="none")
-    steps = args.steps or len(left) // args.batch_size  # default: one epoch, as the paper
-    from analysis.weights.adapters import model_short_name
-    from analysis.core.paths import cache_root
-
-    shipped = ARTEFACTS / model_short_name(backbone.facts)
-    out = Path(args.out) if args.out else (shipped if config.loss == "icr" else
-                                           cache_root() / "training" / NAME / config.loss)
-    work = cache_root() / "training" / NAME / f"run-{config.loss}"  # checkpoints and log (not shipped)
+    stream, positives = source_batches(train_pairs, config.min_score, config.negative_max, config.batch_size,
+                                       config.hard_negatives, config.seed)
     trainable = {n: p for n, p in peft_model.named_parameters() if p.requires_grad}
-    data = {"train": train_path.name, "train_sha256": file_digest(train_path), "dev": dev_path.name,
-            "dev_sha256": file_digest(dev_path), "positive_pairs": len(left), "min_score": config.min_score,
-            "eval_pairs": len(dev)}
-    hyper = {**asdict(config), "steps": steps, "batch_size": args.batch_size, "grad_accum": args.grad_accum,
-             "lr": args.lr, "warmup": args.warmup, "eval_every": args.eval_every, "threads": torch.get_num_threads()}
-    base_manifest = {"method": NAME, "model_identity": backbone.identity, "model_name": backbone.facts.name,
-                     "data": data, "seed": args.seed, "hyperparameters": hyper}
+    read_k = 0 if eos else config.k  # the embedding validation scores: the prompt's last state, or K tokens
 
     def loss_fn(batch):
-        losses = pair_losses(tuned, method, batch[0], batch[1], config)  # (K,)
-        loss = objective(losses, config.loss, config.lam)
+        left, right, hard = batch
+        texts = list(left) + list(right) + list(hard)
+        states = eos_states(tuned, method, texts) if eos else soft_states(tuned, method, texts)  # (2B+H, K', d)
+        z = cumulative_means(states)
+        B = len(left)
+        losses = stepwise_losses(z[:B], z[B:2 * B], temperature=config.temperature, symmetric=True,
+                                 hard=z[2 * B:])  # (K',)
+        loss = losses[0] if eos else objective(losses, config.objective, config.lam)
         plain = losses.detach()
         info = {f"L{k + 1}": float(v) for k, v in enumerate(plain)}
         info["regulariser"] = float(refinement_penalty(plain))
         return loss, info
 
+    def score(pairs, ks) -> dict:
+        texts = pairs.unique_texts()
+        row = {t: i for i, t in enumerate(texts)}
+        li, ri = np.array([row[t] for t in pairs.left]), np.array([row[t] for t in pairs.right])
+        emb = method.encode_steps(tuned, texts, ks)  # (n, m, d) unit; inference mode inside
+        return {f"spearman_k{k}": float(spearman(np.einsum("pd,pd->p", emb[li, j], emb[ri, j]), pairs.scores))
+                for j, k in enumerate(ks)}
+
     def evaluate() -> dict:
-        ks = sorted({0, 1, config.k})
-        emb = method.encode_steps(tuned, dev_texts, ks)  # (n, m, d) unit; inference mode inside
-        rho = {f"spearman_k{k}": float(spearmanr(np.einsum("pd,pd->p", emb[dev_l, j], emb[dev_r, j]),
-                                                 dev.scores).statistic) for j, k in enumerate(ks)}
-        return {"score": rho[f"spearman_k{config.k}"], **rho}
+        rho = score(selection, sorted({0, 1, read_k}))
+        return {"score": rho[f"spearman_k{read_k}"], **rho}
 
-    def progress(step, total, info):
-        print(f"step {step}/{total} loss {info['loss']:.4f} best {info['best_score']:.4f}", file=sys.stderr,
-              flush=True)
+    def finish() -> dict:
+        ks = [0] if eos else sorted({0, 1, 3, config.k, 10, 20})
+        return {"selection": score(selection, ks), "report": score(report, ks)}
 
-    tc = TrainConfig(steps=steps, batch_size=args.batch_size, grad_accum=args.grad_accum, lr=args.lr,
-                     warmup_steps=args.warmup, eval_every=args.eval_every, patience=args.patience, seed=args.seed,
-                     out_dir=str(work), resume=args.resume)
-    result = train(tc, parameters=trainable, loss_fn=loss_fn,
-                   batches=batches(left, right, args.batch_size, args.seed), evaluate=evaluate,
-                   save=lambda folder: save_adapter(folder, peft_model, base_manifest), progress=progress,
-                   log_extra={"data": data, "model_identity": backbone.identity})
-    # The shipped folder: the best checkpoint's weights with the whole run in its manifest (curves: per-step
-    # L_1..L_K and the regulariser, every evaluation), so the app can show training without the log.
-    manifest = {**base_manifest, **({"note": args.note} if args.note else {}), "steps_done": result.steps_done, "best_step": result.best_step,
-                "best_score": result.best_score, "stopped": result.stopped,
-                # over the whole run, evaluations included (a resumed run's own rate would leave out earlier steps)
-                "steps_per_second": round(result.steps_done / max(result.wall_seconds, 1e-9), 4),
-                "pairs_per_second": round(result.steps_done * args.batch_size * args.grad_accum
-                                          / max(result.wall_seconds, 1e-9), 3),
-                "wall_seconds": round(result.wall_seconds, 1), "curves": result.curves}
-    from safetensors.torch import load_file
+    data = {"train": train_pairs.name, "positive_pairs": positives, "selection": selection.name,
+            "report": report.name, "validation_pairs": len(selection)}
+    return Job(parameters=trainable, loss_fn=loss_fn, batches=stream, evaluate=evaluate,
+               tensors=lambda: lora_tensors(peft_model),
+               restore=lambda best: set_peft_model_state_dict(peft_model, best), data=data,
+               examples_per_step=config.batch_size * config.grad_accum, finish=finish,
+               write_extra=lambda folder: write_adapter_config(folder, peft_model, backbone.facts.name),
+               extra={"readout_k": read_k}, warmup_steps=5, weight_decay=0.01)
 
-    best = load_file(str(work / BEST / "weights.safetensors"))
-    from peft import set_peft_model_state_dict
 
-    set_peft_model_state_dict(peft_model, best)
-    if out.exists() and out != work:
-        shutil.rmtree(out / ".tmp", ignore_errors=True)
-    save_adapter(out, peft_model, manifest)
-    return {"out": str(out), "steps": result.steps_done, "best_step": result.best_step,
-            "best_score": round(result.best_score, 4), "steps_per_second": manifest["steps_per_second"],
-            "pairs_per_second": manifest["pairs_per_second"], "wall_seconds": manifest["wall_seconds"],
-            "eval": result.curves["eval"]}
+def load(folder, backbone):
+    """The backbone with the adapter in `folder` merged (`analysis.weights.adapters.load_adapter`)."""
+    from analysis.weights.adapters import load_adapter
+
+    return load_adapter(backbone, str(folder))

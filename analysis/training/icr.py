@@ -3,9 +3,12 @@
 Pure functions on tensors. A model that generated K soft tokens for each query and each document gives their
 final-layer states (B, K, d); the embedding after k steps is the mean of the first k states, z_k. Each step k
 gets its own InfoNCE loss L_k (cosine, in-batch negatives), and the refinement regulariser penalises every step
-that makes the loss worse than the one before, in log space:
+that makes the loss worse than the one before, in log space. As the paper writes it (sum over steps, λ = 1):
 
-    ICR = mean_k L_k + λ · mean_{k<K} max(log L_{k+1} − log L_k, 0)
+    ICR = sum_k L_k + λ · mean_{k<K} max(log L_{k+1} − log L_k, 0)
+
+`icr-mean` (mean over steps instead of the sum) is the variant this project trained first: with K = 5 it weighs
+the regulariser five times more than the paper does; it is kept as a documented option, not the default.
 
     states_q, states_d = ...                          # (B, K, d) each
     losses = stepwise_losses(cumulative_means(states_q), cumulative_means(states_d))   # (K,)
@@ -19,7 +22,7 @@ import torch
 from analysis.training.losses import info_nce
 
 TEMPERATURE = 0.02  # GIRCSE's InfoNCE temperature
-OBJECTIVES = ("icr", "stepwise", "final")  # the paper's Table 3: full ICR, without the regulariser, last step only
+OBJECTIVES = ("icr", "icr-mean", "stepwise", "final")  # Table 3: ICR, without the regulariser, last step only
 
 
 def cumulative_means(states: torch.Tensor) -> torch.Tensor:
@@ -29,11 +32,15 @@ def cumulative_means(states: torch.Tensor) -> torch.Tensor:
 
 
 def stepwise_losses(zq: torch.Tensor, zd: torch.Tensor, *, temperature: float = TEMPERATURE,
-                    symmetric: bool = False) -> torch.Tensor:
-    """L_k = InfoNCE(zq[:, k], zd[:, k]) with in-batch negatives, for every step: (B, K, d) x2 -> (K,)."""
+                    symmetric: bool = False, hard: torch.Tensor | None = None) -> torch.Tensor:
+    """L_k = InfoNCE(zq[:, k], zd[:, k]) with in-batch negatives, for every step: (B, K, d) x2 -> (K,).
+    `hard`: (H, K, d) extra negatives shared by every row (each step compares against the same step's state)."""
     if zq.shape != zd.shape or zq.dim() != 3:
         raise ValueError(f"expected two (B, K, d) tensors of one shape, got {tuple(zq.shape)} and {tuple(zd.shape)}")
-    return torch.stack([info_nce(zq[:, k], zd[:, k], temperature=temperature, symmetric=symmetric)
+    B = zq.shape[0]
+    return torch.stack([info_nce(zq[:, k], zd[:, k], temperature=temperature, symmetric=symmetric,
+                                 hard_negatives=None if hard is None or not len(hard) else
+                                 hard[:, k].unsqueeze(0).expand(B, -1, -1))  # (B, H, d)
                         for k in range(zq.shape[1])])
 
 
@@ -46,9 +53,11 @@ def refinement_penalty(losses: torch.Tensor) -> torch.Tensor:
 
 
 def objective(losses: torch.Tensor, kind: str = "icr", lam: float = 1.0) -> torch.Tensor:
-    """The training loss from the per-step losses (K,): icr = mean L_k + λ·penalty; stepwise = mean L_k;
-    final = L_K (a single-step contrastive loss on the K-token embedding)."""
+    """The training loss from the per-step losses (K,): icr = sum L_k + λ·penalty (the paper); icr-mean = mean L_k
+    + λ·penalty; stepwise = mean L_k; final = L_K (a single-step contrastive loss on the K-token embedding)."""
     if kind == "icr":
+        return losses.sum() + lam * refinement_penalty(losses)
+    if kind == "icr-mean":
         return losses.mean() + lam * refinement_penalty(losses)
     if kind == "stepwise":
         return losses.mean()

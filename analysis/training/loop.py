@@ -17,7 +17,9 @@ What it guarantees:
   restores them and fast-forwards `batches` by the micro-batches already consumed (so keep batches cheap to
   produce: texts or indices, not model outputs); the resumed run then continues exactly as the uninterrupted one.
 - `progress(step, total, info)` after every step; raising `StopTraining` from it stops cleanly (a checkpoint is
-  written first), which is how the app's Stop button works.
+  written first), which is how the app's Stop button works. `max_minutes` stops the same way on wall time.
+- A non-finite loss or validation score stops the run with one sentence (`NonFiniteError`) before the optimiser
+  takes the step, so the best weights saved so far are never replaced by broken ones.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ class StopTraining(Exception):
     """Raise from the progress callback to stop after the current step (a checkpoint is written)."""
 
 
+class NonFiniteError(UserError):
+    """The loss or a validation score became NaN or infinite; the run stopped, its best checkpoint is kept."""
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     steps: int = 300
@@ -60,6 +66,7 @@ class TrainConfig:
     resume: bool = False
     min_lr_ratio: float = 0.1  # cosine decay ends at this fraction of lr (not 0: the last steps still learn)
     eval_at_start: bool = True  # the step-0 score is the untrained baseline every curve should start from
+    max_minutes: float = math.inf  # stop cleanly (checkpoint written) once training has run this long
 
 
 @dataclass
@@ -69,7 +76,7 @@ class TrainResult:
     steps_done: int
     steps_per_second: float
     wall_seconds: float
-    stopped: str  # "completed", "early_stopping" or "stopped"
+    stopped: str  # "completed", "early_stopping", "time_limit" or "stopped"
     out_dir: str
     curves: dict = field(default_factory=dict)  # {"train": [{"step", "loss", ...}], "eval": [{"step", "score", ...}]}
 
@@ -134,6 +141,9 @@ def train(
         with torch.no_grad():
             scores = evaluate()
         score = float(scores["score"])
+        if not math.isfinite(score):
+            raise NonFiniteError(f"training stopped at step {step}: the validation score is {score} (a learning rate "
+                                 f"or temperature out of range?); the best weights so far are in {out / BEST}.")
         state["eval"].append({"step": step, **{k: float(v) for k, v in scores.items()}})
         if score > state["best_score"]:
             state.update(best_score=score, best_step=step, bad_evals=0)
@@ -158,6 +168,10 @@ def train(
         total, infos = 0.0, {}
         for _ in range(config.grad_accum):
             loss, info = loss_fn(next(batches))
+            if not torch.isfinite(loss.detach()):
+                write_log()
+                raise NonFiniteError(f"training stopped at step {step + 1}: the loss is {float(loss)} (a learning rate "
+                                     f"or temperature out of range?); the best weights so far are in {out / BEST}.")
             (loss / config.grad_accum).backward()
             total += float(loss.detach()) / config.grad_accum
             for k, v in info.items():
@@ -177,6 +191,13 @@ def train(
             write_log()
         if halt:
             stopped = "early_stopping"
+            break
+        if (time.perf_counter() - start) / 60 > config.max_minutes and step < config.steps:
+            stopped = "time_limit"
+            if state["eval"][-1]["step"] != step:
+                run_eval(step)
+            _save_checkpoint(out / CHECKPOINT, named, opt, state)
+            write_log()
             break
         if progress is not None:
             info = {"loss": total, "lr": lr, "best_score": state["best_score"]}
@@ -203,8 +224,8 @@ def _check(cfg: TrainConfig) -> None:
     for name in ("steps", "batch_size", "grad_accum", "eval_every"):
         if getattr(cfg, name) < 1:
             raise UserError(f"{name} must be at least 1, got {getattr(cfg, name)}.")
-    if cfg.lr <= 0:
-        raise UserError(f"the learning rate must be positive, got {cfg.lr}.")
+    if not (math.isfinite(cfg.lr) and cfg.lr > 0):
+        raise UserError(f"the learning rate must be a positive finite number, got {cfg.lr}.")
 
 
 # ---- checkpoints: safetensors for tensors, JSON for the rest; written to a temp folder and renamed -------

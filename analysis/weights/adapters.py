@@ -79,18 +79,11 @@ def adapter_fingerprint(folder: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def model_short_name(facts) -> str:
-    """Folder name of a model's shipped artefacts (analysis/artefacts/<method>/<name>/)."""
-    from analysis.models.backbone import DEFAULT_NAME
-
-    if facts.name == DEFAULT_NAME:
-        return "smollm2-135m"  # as analysis.methods.causal2vec.SHIPPED_MODEL
-    return re.sub(r"[^a-z0-9]+", "-", facts.name.lower()).strip("-")
-
-
 def shipped_folder(facts, method: str = "gircse") -> Path | None:
     """The adapter this repository ships for the model described by `facts`, or None."""
-    folder = ARTEFACTS / method / model_short_name(facts)
+    from analysis.weights.artefacts import shipped_dir
+
+    folder = shipped_dir(method, facts)
     return folder if (folder / CONFIG).is_file() else None
 
 

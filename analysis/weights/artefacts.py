@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -26,13 +25,28 @@ from analysis.core.paths import ARTEFACTS, file_sha256
 WEIGHTS, MANIFEST = "weights.safetensors", "manifest.json"
 
 
-def shipped_dir(method: str, model_short_name: str) -> Path:
-    """Where the repository's own trained weights for `method` on a model live."""
-    return ARTEFACTS / method / model_short_name
+def model_folder_name(facts) -> str:
+    """A model's folder among the shipped artefacts: its built-in short name ("smollm2-135m" for the default
+    model), else a filesystem-safe form of its name. The one rule every trained system uses."""
+    import re
+
+    from analysis.models.backbone import builtin
+
+    known = builtin(facts.name)
+    if known is not None:
+        return known.short
+    return re.sub(r"[^a-z0-9.-]+", "-", facts.name.lower()).strip("-.")[:80] or "model"
+
+
+def shipped_dir(system: str, facts) -> Path:
+    """Where the repository's own trained weights of `system` for the model described by `facts` live (they may
+    not exist: check for the manifest)."""
+    return ARTEFACTS / system / model_folder_name(facts)
 
 
 def save_artefact(folder, tensors: dict, manifest: dict) -> Path:
-    """Write the weights and the manifest (adds code_version, created, command_line, weights_sha256 when absent).
+    """Write the weights and the manifest (adds code_version, created and weights_sha256; the command that made
+    them is the caller's to record, without paths of this machine).
 
     Both files are written under temporary names and renamed, so a reader never sees half an artefact."""
     from safetensors.torch import save_file
@@ -47,8 +61,7 @@ def save_artefact(folder, tensors: dict, manifest: dict) -> Path:
     save_file({k: v.detach().contiguous().cpu() for k, v in tensors.items()}, str(tmp_w),
               metadata={"method": str(manifest["method"])})
     full = {"code_version": code_version(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "command_line": " ".join(["python -m analysis", *sys.argv[1:]]) if sys.argv[0].endswith("__main__.py")
-            else " ".join(sys.argv), **manifest, "weights_sha256": file_sha256(tmp_w)}
+            **manifest, "weights_sha256": file_sha256(tmp_w)}
     tmp_m = folder / f".{MANIFEST}.tmp{os.getpid()}"
     tmp_m.write_text(json.dumps(full, indent=1, sort_keys=False))
     os.replace(tmp_w, folder / WEIGHTS)

@@ -1,22 +1,52 @@
-"""`python -m analysis train <method> [options]`: train a method's weights (see analysis.training.TRAINERS)."""
+"""`python -m analysis train <system> [options]`: train a system's weights (see analysis.training.systems)."""
 
 from __future__ import annotations
 
-HELP = ("Train the weights of a trained method (e.g. the Causal2Vec bridge) on this machine; prints progress on "
-        "stderr and one JSON line with the validation scores at the end. `train <method> --help` lists its options.")
+import sys
+
+HELP = ("Train the weights of a trained system (causal2vec, gircse, compression) on this machine; prints progress on "
+        "stderr and one JSON line with the validation and held-out scores at the end. `train <system> --help` lists "
+        "its options, each generated from the system's Config.")
 
 
 def add_arguments(parser) -> None:
-    from analysis.training import TRAINERS, trainer
+    from analysis.training.options import add_options
+    from analysis.training.systems import SYSTEMS, system
 
-    sub = parser.add_subparsers(dest="trainer", required=True, metavar="METHOD")
-    for name in TRAINERS:
-        module = trainer(name)
+    sub = parser.add_subparsers(dest="system", required=True, metavar="SYSTEM")
+    for name in SYSTEMS:
+        module = system(name)
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        module.add_arguments(p)
+        add_options(p, module.Config)
 
 
 def run(args) -> dict:
-    from analysis.training import trainer
+    from transformers.utils import logging as hf_logging
 
-    return trainer(args.trainer).run(args)
+    from analysis.training.options import from_args
+    from analysis.training.systems import run as train, system
+
+    config = from_args(system(args.system).Config, args)  # every flag checked before a model loads
+    hf_logging.disable_progress_bar()  # stdout carries one JSON line; stderr the progress bar
+    bar = _progress(args.system, config.steps)
+    try:
+        return train(args.system, config, progress=bar)
+    finally:
+        bar.close()
+
+
+def _progress(name: str, total: int):
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, file=sys.stderr, desc=name, dynamic_ncols=True)
+
+    def progress(step, total, info):
+        bar.n = step
+        shown = {"loss": f"{info['loss']:.3f}"}
+        if "score" in info:
+            shown["val"] = f"{info['score']:.3f}"
+        bar.set_postfix(shown, refresh=False)
+        bar.refresh()
+
+    progress.close = bar.close
+    return progress

@@ -1,0 +1,72 @@
+"""Where a training run writes, checked before the first step, so no run is lost at its end.
+
+A run's folder (`--out`, default `<cache>/runs/<system>/<model>/latest`) holds the finished artefact
+(weights.safetensors + manifest.json, written only when the run ends well) and `run/`: the log, the resumable
+checkpoint and `run/best/`, the best weights so far with a manifest marked partial. A run that is killed, fails
+or meets a non-finite loss leaves `run/best/` behind; it never leaves half-written or untrained weights as the
+result. The repository's shipped artefacts are written only by `--ship`, after the run, by copying the result.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from analysis.core.errors import UserError
+from analysis.core.paths import ARTEFACTS, cache_root
+from analysis.weights.artefacts import model_folder_name, shipped_dir
+
+RUN, BEST = "run", "best"
+
+
+def result_dir(system: str, facts, out: str = "") -> Path:
+    """The run's folder: `out` when given, else <cache>/runs/<system>/<model>/latest (never inside the repository
+    by default; the app's live runs sit beside `latest` under their own names)."""
+    return Path(out).expanduser() if out else runs_root(system) / model_folder_name(facts) / "latest"
+
+
+def runs_root(system: str) -> Path:
+    """<cache>/runs/<system>: every run of a system on this machine, one folder per model and run name."""
+    return cache_root() / "runs" / system
+
+
+def prepare(folder: Path) -> Path:
+    """Check, before any work, that `folder` can take the run: not a file, not inside the shipped artefacts,
+    creatable and writable. Returns the resolved folder."""
+    folder = folder.resolve()
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"--out names a file, not a folder: {folder}.")
+    if folder == ARTEFACTS.resolve() or ARTEFACTS.resolve() in folder.parents:
+        raise UserError("--out is inside the repository's shipped artefacts; train elsewhere and add --ship to "
+                        "replace the shipped weights on purpose.")
+    try:
+        (folder / RUN).mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder / RUN, prefix=".write-check-"):
+            pass
+    except OSError as err:
+        raise UserError(f"cannot write the run's folder {folder} ({err.strerror or err}).") from err
+    return folder
+
+
+def ship(result: Path, system: str, facts) -> Path:
+    """Copy a finished artefact folder (every file at its top level) into the shipped artefacts, atomically."""
+    dest = shipped_dir(system, facts)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
+    try:
+        for f in result.iterdir():
+            if f.is_file() and not f.name.startswith("."):
+                shutil.copy2(f, tmp / f.name)
+        kept = {p.name: p for p in dest.iterdir() if p.is_dir()} if dest.is_dir() else {}  # e.g. ablations/
+        old = dest.with_name(dest.name + f".old{os.getpid()}")
+        if dest.exists():
+            dest.rename(old)
+        tmp.rename(dest)
+        for name in kept:
+            (old / name).rename(dest / name)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
