@@ -21,7 +21,7 @@ from cache.keys import make_key
 from cache.store import CacheWarning, Entry, Store
 
 __all__ = ["Store", "Entry", "CacheWarning", "default_store", "make_key", "cached_encode", "auto_window",
-           "resolve_method", "cached_compress_predict"]
+           "needs_window", "resolve_method", "cached_compress_predict"]
 
 _default: Store | None = None
 
@@ -56,10 +56,16 @@ def auto_window(store: Store, backbone, method, progress=None, *, compute: bool 
     return idm.window_from_record(entry.arrays, entry.meta, L)
 
 
+def needs_window(method, backbone) -> bool:
+    """Whether `method` still has a `layers=auto` window to resolve on `backbone` (KV-Embedding's
+    `needs_window`; a method without one never has)."""
+    return getattr(method, "needs_window", lambda backbone: False)(backbone)
+
+
 def resolve_method(store: Store, backbone, method, progress=None):
     """The method ready to run on `backbone`: a `layers=auto` window looked up in (or computed into) the store.
     Methods without such a choice are returned as they are."""
-    if not getattr(method, "needs_window", lambda backbone: False)(backbone):
+    if not needs_window(method, backbone):
         return method
     sel, _ = auto_window(store, backbone, method, progress)
     return method.with_window(backbone, sel.layers)

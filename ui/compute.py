@@ -55,7 +55,7 @@ def ready(method):
     """The method ready to run on the chosen model: KV-Embedding's `layers=auto` window looked up in the cache,
     or computed into it once per model and prompt (with a progress bar)."""
     backbone = get_backbone()
-    if not getattr(method, "needs_window", lambda b: False)(backbone):
+    if not cache.needs_window(method, backbone):  # nothing to resolve: no progress bar
         return method
     bar, progress = _progress_bar(f"{method.title}: the layers=auto window (intrinsic dimension, once per model "
                                   "and prompt)…")

@@ -16,11 +16,10 @@ from analysis.eval import samples
 from analysis.core.errors import UserError
 from ui.text import md
 
-# The app's limits live in analysis/core/budgets.py (one table, documented in the README); the names stay for importers.
+# The app's limits, from the one table in analysis/core/budgets.py (an app session runs under budgets.APP).
 MAX_TEXTS = budgets.APP.texts
 MAX_PAIRS = budgets.APP.pairs
 MAX_CHARS = budgets.APP.chars_per_text
-MAX_TOTAL_CHARS = budgets.APP.total_chars
 DEFAULT_LIMIT = 200
 
 

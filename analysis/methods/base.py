@@ -31,7 +31,6 @@ from analysis.core.tokens import (MAX_COPIES, PLACEHOLDER, Batch, Encoded, batch
                              encode_texts)
 from analysis.core.trace import Trace
 
-MAX_TRACE_TEXTS = budgets.APP.trace_texts  # kept for importers; the limit in force is budgets.limit("trace_texts")
 
 
 def param(default, help: str, **meta):

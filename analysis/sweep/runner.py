@@ -37,6 +37,7 @@ from analysis.core.errors import UserError
 from analysis.sweep.windows import Cell, cell_method
 from analysis.core.forward import _first_tensor, attention_backend, hooks
 from analysis.core.tokens import Batch, batches_by_length
+from analysis.core.vectors import l2_normalize
 
 MEMORY_MB = 512  # stored prefix states above this spill to disk: a shared 24 GiB machine, 30 starts x ~30 MB
 
@@ -133,7 +134,7 @@ class SuffixRunner:
                 groups.append(group)
                 if progress is not None:
                     progress(sum(len(g.rows) for g in groups), len(self.texts))
-        self._groups, self._prompt_only = groups, _normalise(out)
+        self._groups, self._prompt_only = groups, l2_normalize(out)  # as `encode` normalises: the same numbers
         self.prefix_seconds = time.perf_counter() - began
 
     def _write(self, h: torch.Tensor, start: int, index: int) -> Path:
@@ -184,12 +185,7 @@ class SuffixRunner:
                     h = _first_tensor(blocks[l](h, *args, **kwargs, **{KWARG: cfg}))  # (B, T, d)
                 h = bb.decoder.norm(h)
                 out[group.rows] = method.readout(h, group.batch).float().numpy()
-        return _normalise(out)
-
-
-def _normalise(emb: np.ndarray) -> np.ndarray:
-    """As `EmbeddingMethod.encode` normalises, so the numbers are the same."""
-    return emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+        return l2_normalize(out)
 
 
 def _default_spill_root() -> Path:

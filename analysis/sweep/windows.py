@@ -7,17 +7,16 @@ decoder layer) and one bias, scored by the Spearman correlation of cosine simila
 Layer axis: a cell's `start` is a decoder-layer index, which is also the hidden-state index of that layer's
 input (decoder layer l reads hidden state l), so the sweep and the ID trajectory share one axis.
 
-The sweep is a plain loop over cells; each cell is scored by a caller-supplied `score(cell)` (the app and
-scripts route it through the compute cache, so stopping and running again resumes where it stopped).
+Cells are scored at the cost floor by `analysis.sweep.runner` (one prompt-only forward, then each cell from its
+start layer); `cache.sweep.cached_sweep` stores one entry per cell, so a stopped sweep resumes where it stopped.
 
     cells = grid(L, starts=range(1, L, 3), widths=[4], biases=[1.0])
-    rows = sweep(cells, lambda c: cell_score(backbone, pairs, c), should_stop=lambda: False)
+    rho = spearman_of(backbone, cell_method(cells[0], L), pairs)   # one cell the plain way: a full encode
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -84,19 +83,6 @@ def spearman_of(backbone, method, pairs, progress=None, batch_size: int = 16) ->
     from analysis.eval.sts import sts_spearman
 
     return float(sts_spearman(backbone, method, pairs, batch_size=batch_size, progress=progress)["spearman"])
-
-
-def sweep(cells: list[Cell], score: Callable[[Cell], float], *, should_stop: Callable[[], bool] | None = None,
-          progress: Callable[[int, int], None] | None = None) -> list[dict]:
-    """Score cells in order until done or `should_stop()`; rows of {start, width, bias, rerotate, spearman}."""
-    rows = []
-    for i, cell in enumerate(cells):
-        if should_stop is not None and should_stop():
-            break
-        rows.append({**asdict(cell), "spearman": float(score(cell))})
-        if progress is not None:
-            progress(i + 1, len(cells))
-    return rows
 
 
 def summary(rows: list[dict], n_layers: int, id_layers: tuple[int, ...] | None, id_score: float | None,
