@@ -29,7 +29,6 @@ from analysis.core.errors import UserError
 from analysis.core.vectors import normalize
 from analysis.eval.stats import bootstrap_mean_ci, percentile_ci
 
-MAX_POINTS = budgets.APP.map_points  # all-pairs statistics hold an (n, n) float64 matrix: 5000 texts = 200 MB
 UMAP_NEIGHBOURS = 15  # umap-learn's default; clipped to n - 1 for small corpora
 
 
