@@ -82,6 +82,9 @@ def check_flags(args, base: dict) -> tuple[list[float], list[int] | None, list[i
         raise UserError(f"--rerotate must be false, true or both, not {args.rerotate!r:.40}.")
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}.")
+    for flag, n in (("--limit", args.limit), ("--sample", args.sample)):
+        if n is not None and n < 2:  # before the pairs are read: no warning about one pair before the refusal
+            raise UserError(f"{flag} must be at least 2 pairs for a sweep, got {n}.")
     if args.memory_mb is not None and not (math.isfinite(args.memory_mb) and args.memory_mb >= 0):
         raise UserError(f"--memory-mb must be a finite number of megabytes, 0 or more, not {args.memory_mb}.")
     try:
