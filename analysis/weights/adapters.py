@@ -14,12 +14,9 @@ committed under analysis/artefacts/gircse/<model>/; models without one stay froz
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import re
-import threading
-import weakref
 from pathlib import Path
 
 from analysis.models.backbone import Backbone
@@ -33,8 +30,6 @@ MANIFEST = "manifest.json"  # an artefact of `python -m analysis train gircse` (
 _SPEC = re.compile(r"^(?P<path>.+)@(?P<fp>[0-9a-f]{16})$")  # "folder@fingerprint", see adapter_spec
 SHIPPED, NONE = "shipped", "none"
 
-_memo: "weakref.WeakKeyDictionary[Backbone, dict[str, Backbone]]" = weakref.WeakKeyDictionary()
-_lock = threading.Lock()
 
 
 def adapter_folder(path: str) -> Path:
@@ -125,32 +120,25 @@ def load_adapter(backbone: Backbone, path: str) -> Backbone:
     Raises:
         UserError: the folder is not a PEFT adapter, or it does not fit this model.
     """
+    from analysis.weights.lora import merged_copy
+
     folder = adapter_folder(path)
     fingerprint = adapter_fingerprint(folder)
-    key = f"{folder}@{fingerprint}"
-    with _lock:
-        done = _memo.get(backbone, {}).get(key)
-        if done is not None:
-            return done
+
+    def build(model):
         from peft import PeftModel
 
-        with backbone.lock:  # nobody hooks the base model while we copy it
-            model = copy.deepcopy(backbone.model)
         try:
             if (folder / MANIFEST).is_file():  # trained here: check it was trained for this very model
-                merged = _artefact_model(model, folder, backbone.identity)
-            else:
-                merged = PeftModel.from_pretrained(model, str(folder), is_trainable=False).merge_and_unload()
+                return _artefact_model(model, folder, backbone.identity)
+            return PeftModel.from_pretrained(model, str(folder), is_trainable=False).merge_and_unload()
         except UserError:
             raise
         except (OSError, ValueError, KeyError, RuntimeError, AttributeError, TypeError) as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise UserError(f"The adapter in '{folder}' does not fit {backbone.facts.name}: {first}") from err
-        merged.eval()
-        merged.requires_grad_(False)
-        tuned = Backbone(merged, backbone.tokenizer, backbone.facts, f"{backbone.identity}+adapter:{fingerprint}")
-        _memo.setdefault(backbone, {})[key] = tuned
-        return tuned
+
+    return merged_copy(backbone, f"{folder}@{fingerprint}", build, f"adapter:{fingerprint}")
 
 
 def _artefact_model(model, folder: Path, identity: str):

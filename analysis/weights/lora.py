@@ -64,22 +64,35 @@ def lora_tensors(model) -> dict:
     return {f"lora.{n}": p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
 
 
-def merged_backbone(backbone: Backbone, tensors: dict, cfg: dict, tag: str) -> Backbone:
-    """A new Backbone: a copy of `backbone.model` with the LoRA update in `tensors` merged; memoised per tag."""
+def merged_copy(backbone: Backbone, key: str, build, suffix: str) -> Backbone:
+    """The one memo of merged decoder copies (Causal2Vec's LoRA, GIRCSE adapters): a Backbone over
+    `build(copy of backbone.model)`, identity `<identity>+<suffix>`, made once per (backbone, key) and freed with
+    the backbone (weak keys). `build` returns the merged model; it runs under the lock, so two pages asking for
+    the same adapter at once build it once."""
     with _lock:
-        done = _memo.get(backbone, {}).get(tag)
+        done = _memo.get(backbone, {}).get(key)
         if done is not None:
             return done
-        peft = _peft()
-        with backbone.lock:
+        with backbone.lock:  # nobody hooks the base model while we copy it
             model = copy.deepcopy(backbone.model)
+        model = build(model)
+        model.eval().requires_grad_(False)
+        tuned = Backbone(model, backbone.tokenizer, backbone.facts, f"{backbone.identity}+{suffix}")
+        _memo.setdefault(backbone, {})[key] = tuned
+        return tuned
+
+
+def merged_backbone(backbone: Backbone, tensors: dict, cfg: dict, tag: str) -> Backbone:
+    """A new Backbone: a copy of `backbone.model` with the LoRA update in `tensors` merged; memoised per tag."""
+    import torch
+
+    def build(model):
+        peft = _peft()
         add_lora(model, cfg)
         params = dict(model.named_parameters())
         wanted = {k[len("lora."):]: v for k, v in tensors.items() if k.startswith("lora.")}
         if set(wanted) != {n for n in params if "lora_" in n}:
             raise UserError(f"The LoRA weights do not fit {backbone.facts.name} (different layers or names).")
-        import torch
-
         with torch.no_grad():
             for n, v in wanted.items():
                 if params[n].shape != v.shape:
@@ -89,7 +102,6 @@ def merged_backbone(backbone: Backbone, tensors: dict, cfg: dict, tag: str) -> B
         for module in model.modules():
             if isinstance(module, peft.tuners.lora.LoraLayer):
                 module.merge()
-        model.eval().requires_grad_(False)
-        tuned = Backbone(model, backbone.tokenizer, backbone.facts, f"{backbone.identity}+{tag}")
-        _memo.setdefault(backbone, {})[tag] = tuned
-        return tuned
+        return model
+
+    return merged_copy(backbone, tag, build, tag)
