@@ -16,8 +16,8 @@ import numpy as np
 
 from analysis.core.errors import UserError
 from analysis.core.vectors import normalize
-from analysis.eval.stats import bootstrap_mean_ci, percentile_ci
-from analysis.eval.sts import pair_cosines, pair_index, spearman  # the project's one Spearman (scipy's spearmanr)
+from analysis.eval.stats import bootstrap_mean_ci
+from analysis.eval.sts import pair_cosines, pair_index, score_cosines, spearman  # the one Spearman and STS scorer
 
 
 # ---- STS -------------------------------------------------------------------------------------------------------
@@ -45,12 +45,8 @@ def sts(emb_left, emb_right, gold, *, n_boot: int = 1000, seed: int = 0, level: 
         raise UserError(f"{len(sims)} similarity pairs but {len(gold)} gold scores.")
     if len(gold) < 3:
         raise UserError(f"A rank correlation needs at least 3 pairs, got {len(gold)}.")
-    rho = spearman(sims, gold)
-    ci = (float("nan"), float("nan"))
-    if n_boot:
-        idx = np.random.default_rng(seed).integers(0, len(gold), size=(n_boot, len(gold)))  # (n_boot, n)
-        ci = percentile_ci([spearman(sims[i], gold[i]) for i in idx], level)  # ~0.3 ms per replicate
-    return StsResult(float(rho), ci, len(gold))
+    s = score_cosines(sims, gold, n_boot=n_boot, seed=seed, level=level)
+    return StsResult(float(s.spearman), s.ci, len(gold))
 
 
 def pair_rows(pairs) -> tuple[list[str], np.ndarray, np.ndarray]:

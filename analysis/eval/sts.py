@@ -1,13 +1,16 @@
 """Semantic textual similarity: how well a method's cosine similarities rank sentence pairs like people do.
 
-Each unique sentence is encoded once (STS-B repeats many sentences), every pair is scored by the cosine of its
-two embeddings, and the score is Spearman's rank correlation with the gold ratings (scipy's `spearmanr`).
+`score_pairs` is the one scorer every caller uses (the commands, the trainers, soft tokens' scaling curve, the
+sweep's references): each unique sentence is encoded once (STS-B repeats many sentences), every pair is scored
+by the cosine of its two embeddings, the score is Spearman's rank correlation with the gold ratings (scipy's
+`spearmanr`) with a percentile bootstrap interval over pairs, and the per-pair cosines come back too, so a paired
+comparison of two methods (`analysis.eval.stats.paired_difference`) reuses them without encoding again.
 
-    from analysis import load_backbone, get_method
     from analysis.data.datasets import stsb_pairs
-    r = sts_spearman(load_backbone(), get_method("prompteol"), stsb_pairs("dev"))
-    r["spearman"], r["seconds"]
+    s = score_pairs(stsb_pairs("dev"), lambda texts: method.encode(backbone, texts))   # StsScore
+    s.spearman, s.ci, s.cosines                       # rho, (lo, hi), (n_pairs,) in the pairs' order
 
+`sts_spearman(backbone, method, pairs, encode=...)` is the same for an `EmbeddingMethod`, as a JSON-able dict;
 `encode` lets a caller put a cache (or anything else) between the method and the model:
     sts_spearman(bb, m, pairs, encode=lambda texts, progress: my_cached_encode(m, texts, progress))
 """
@@ -17,12 +20,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from analysis.core.errors import UserError
 from analysis.core.vectors import l2_normalize
+from analysis.eval.stats import percentile_ci, resample_indices, spearman_replicates
 
 Encoder = Callable[[list[str], Callable[[int, int], None] | None], np.ndarray]
 
@@ -62,6 +67,55 @@ def check_pairs(pairs) -> None:
         raise UserError(f"All {n} gold scores in {pairs.name} are equal, so there is no ranking to compare with.")
 
 
+@dataclass(frozen=True)
+class StsScore:
+    spearman: float  # NaN when every similarity is equal
+    ci: tuple[float, float]  # percentile bootstrap interval over pairs; NaN with n_boot=0
+    cosines: np.ndarray  # (n_pairs,) float64, in the pairs' order: what a paired comparison resamples
+    n_pairs: int
+    n_texts: int
+    seconds: float  # wall time of the one encode call
+
+
+def score_cosines(cosines, gold, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                  n_texts: int = 0, seconds: float = 0.0) -> StsScore:
+    """Spearman of per-pair similarities with the gold scores and its interval (resamples: `resample_indices(n,
+    n_boot, seed)`, so two scores with the same seed and pairs are resampled alike)."""
+    cosines = np.asarray(cosines, dtype=np.float64)  # (n_pairs,)
+    gold = np.asarray(gold, dtype=np.float64)  # (n_pairs,)
+    ci = (math.nan, math.nan)
+    if n_boot:
+        ci = percentile_ci(spearman_replicates(cosines, gold, resample_indices(len(gold), n_boot, seed))[0], level)
+    return StsScore(spearman(cosines, gold), ci, cosines, len(gold), n_texts, seconds)
+
+
+def score_pairs(pairs, encode: Callable[[list[str]], np.ndarray], *, n_boot: int = 1000, seed: int = 0,
+                level: float = 0.95) -> StsScore:
+    """Score an encoder on STS pairs: the one STS scorer.
+
+    Args:
+        pairs: an `analysis.data.corpora.Pairs` (at least 2 pairs whose gold scores are not all equal).
+        encode: `encode(texts) -> (len(texts), d)` array-like (a method through the cache, a model being trained
+            under torch.no_grad(), ...); called once, with every distinct sentence once.
+        n_boot: bootstrap resamples of the pairs for the interval (0: none); seed: their seed; level: its level.
+
+    Returns:
+        StsScore(spearman, ci, cosines (n_pairs,), n_pairs, n_texts, seconds).
+
+    Raises:
+        UserError: too few pairs, or gold scores that are all equal (no ranking to compare with).
+    """
+    check_pairs(pairs)
+    texts, left, right = pair_index(pairs)
+    start = time.perf_counter()
+    emb = np.asarray(encode(texts))  # (n_texts, d)
+    seconds = time.perf_counter() - start
+    if emb.ndim != 2 or emb.shape[0] != len(texts):
+        raise RuntimeError(f"expected ({len(texts)}, d) embeddings, got shape {emb.shape}")
+    return score_cosines(pair_cosines(emb, left, right), pairs.scores, n_boot=n_boot, seed=seed, level=level,
+                         n_texts=len(texts), seconds=seconds)
+
+
 def sts_spearman(
     backbone,
     method,
@@ -70,8 +124,10 @@ def sts_spearman(
     encode: Encoder | None = None,
     batch_size: int = 16,
     progress: Callable[[int, int], None] | None = None,
+    n_boot: int = 0,
+    seed: int = 0,
 ) -> dict:
-    """Spearman correlation between a method's cosine similarities and the gold scores of `pairs`.
+    """`score_pairs` for an `EmbeddingMethod`, as a JSON-able dict.
 
     Args:
         backbone: a loaded `Backbone`.
@@ -81,32 +137,30 @@ def sts_spearman(
             e.g. to go through the compute cache.
         batch_size: texts per forward pass when `encode` is not given.
         progress: called as progress(done, total) while encoding.
+        n_boot, seed: bootstrap resamples for the interval (default 0: none, for sweeps that only rank) and seed.
 
     Returns:
         {"method", "params" (dict), "model" (backbone identity), "n_pairs", "n_texts", "spearman"
-        (NaN if every similarity is equal), "seconds" (wall time of the encoding)}.
+        (NaN if every similarity is equal), "ci" ([lo, hi], NaN without resamples), "seconds" (encoding)}.
 
     Raises:
         UserError: too few pairs, or gold scores that are all equal (no ranking to compare with).
     """
-    check_pairs(pairs)
-    gold = np.asarray(pairs.scores, dtype=np.float64)  # (n_pairs,)
     if encode is None:
         def encode(texts, progress):
             return method.encode(backbone, texts, batch_size=batch_size, progress=progress)
 
-    texts, left, right = pair_index(pairs)
-    start = time.perf_counter()
-    emb = np.asarray(encode(texts, progress))  # (n_texts, d)
-    seconds = time.perf_counter() - start
-    if emb.ndim != 2 or emb.shape[0] != len(texts):
-        raise RuntimeError(f"{method.name}: expected ({len(texts)}, d) embeddings, got shape {emb.shape}")
+    try:
+        s = score_pairs(pairs, lambda texts: encode(texts, progress), n_boot=n_boot, seed=seed)
+    except RuntimeError as err:
+        raise RuntimeError(f"{method.name}: {err}") from None
     return {
         "method": method.name,
         "params": dataclasses.asdict(method.params),
         "model": backbone.identity,
-        "n_pairs": len(pairs),
-        "n_texts": len(texts),
-        "spearman": spearman(pair_cosines(emb, left, right), gold),
-        "seconds": seconds,
+        "n_pairs": s.n_pairs,
+        "n_texts": s.n_texts,
+        "spearman": s.spearman,
+        "ci": list(s.ci),
+        "seconds": s.seconds,
     }

@@ -123,34 +123,22 @@ def scaling_curve(backbone, pairs, ks=SCALING_KS, *, instruction: str = DEFAULT_
     """
     import time
 
-    from scipy.stats import spearmanr
+    from analysis.eval.sts import check_pairs, score_pairs
 
+    check_pairs(pairs)  # before the generation, which is the expensive part
     ks = sorted({int(k) for k in ks})
-    if len(pairs) < 3:
-        raise UserError(f"A rank correlation needs at least 3 pairs, got {len(pairs)}.")
-    if np.ptp(pairs.scores) == 0:
-        raise UserError(f"All {len(pairs)} pairs have the same gold score: a rank correlation needs varied scores "
-                        "(use more pairs).")
-    texts = pairs.unique_texts()
-    row = {t: i for i, t in enumerate(texts)}
-    left = np.array([row[t] for t in pairs.left])
-    right = np.array([row[t] for t in pairs.right])
     method = SoftTokens(k=max(ks), temperature=temperature, top_k=top_k, instruction=instruction, mode=mode,
                         pooling=pooling, layer=layer, adapter=adapter)
+    texts = pairs.unique_texts()
+    row = {t: i for i, t in enumerate(texts)}
     start = time.perf_counter()
-    emb = method.encode_steps(backbone, texts, ks, batch_size=batch_size, progress=progress)  # (n, m, d) unit
+    emb = method.encode_steps(backbone, texts, ks, batch_size=batch_size, progress=progress)  # (n_texts, m, d)
     seconds = time.perf_counter() - start
-    sims = np.einsum("pmd,pmd->mp", emb[left], emb[right])  # (m, n_pairs)
-    rho = np.array([spearmanr(s, pairs.scores).statistic for s in sims])
-    ci = np.full((len(ks), 2), np.nan)
-    if n_boot:
-        from analysis.eval.stats import percentile_ci
-        from analysis.eval.sts import spearman
-
-        idx = np.random.default_rng(0).integers(0, len(pairs), size=(n_boot, len(pairs)))  # (n_boot, n_pairs)
-        gold = np.asarray(pairs.scores)
-        ci = np.array([percentile_ci([spearman(s[i], gold[i]) for i in idx], 0.95) for s in sims])  # (m, 2)
-    return {"ks": np.array(ks), "spearman": rho, "ci": ci, "sims": sims.astype(np.float32),
+    scores = [score_pairs(pairs, lambda batch, j=j: emb[[row[t] for t in batch], j], n_boot=n_boot, seed=0)
+              for j in range(len(ks))]  # seed 0 for every K: the same resampled pairs
+    return {"ks": np.array(ks), "spearman": np.array([s.spearman for s in scores]),
+            "ci": np.array([s.ci for s in scores]),  # (m, 2)
+            "sims": np.stack([s.cosines for s in scores]).astype(np.float32),  # (m, n_pairs)
             "seconds": np.array([seconds])}
 
 

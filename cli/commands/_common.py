@@ -48,13 +48,29 @@ def reported(report: dict) -> dict:
     return {"sample": {k: report[k] for k in ("how", "n", "of", "seed")}, "genres": report["genres"]}
 
 
-def choose(args, data):
+def choose(args, data, check=None):
     """(chosen, fields): the pairs or texts --sample/--limit/--seed pick (`analysis.eval.samples.select`) and
-    what to report about them (`reported`)."""
+    what to report about them (`reported`). `check(chosen)` runs before any warning is printed, so a choice that
+    cannot be used gives its one error line and nothing else."""
     from analysis.eval.samples import select
 
     chosen, report = select(data, **picks(args))
+    if check is not None:
+        check(chosen)
     return chosen, reported(report)
+
+
+def add_boot_argument(parser) -> None:
+    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates for the intervals (0 = none)")
+
+
+def check_boot(args) -> None:
+    """--n-boot within 0 and the bootstrap budget, before any work."""
+    from analysis.core import budgets
+
+    if args.n_boot < 0:
+        raise UserError(f"--n-boot must be 0 or more, got {args.n_boot}.")
+    budgets.check("bootstrap", args.n_boot, "the number of bootstrap replicates")
 
 
 def add_method_arguments(parser) -> None:

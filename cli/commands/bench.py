@@ -26,12 +26,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="[METHOD.]KEY=VALUE",
                         help="method parameter, e.g. --param prompteol.layer=20; without METHOD. it applies to "
                              "every chosen method that has the parameter (repeatable)")
-    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates for the intervals (0 = none)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the samples, the bootstrap and the "
                         "cross-validation (default 0)")
     parser.add_argument("--format", choices=["csv", "json"], default="csv", help="output: CSV table (default) or JSON")
-    from cli.commands._common import add_model_arguments, add_sample_arguments
+    from cli.commands._common import add_boot_argument, add_model_arguments, add_sample_arguments
 
+    add_boot_argument(parser)
     add_sample_arguments(parser, "pairs / texts / queries per data set", seed=False)
     add_model_arguments(parser, many=True)
     parser.add_argument("--model", dest="models", help=argparse.SUPPRESS)  # the one-model spelling still works
@@ -67,17 +67,12 @@ def configure_methods(names: str, params: list[str]) -> list:
 
 
 def run(args):
-    from cli.commands._common import encode, load_model, picks, reported
-    from analysis.eval.tasks import select_task
-    from analysis.eval.tasks import load_task, run_task, score_from_record, score_record
+    from cli.commands._common import check_boot, encode, load_model, picks, reported
+    from analysis.eval.tasks import load_task, run_task, score_from_record, score_record, select_task
     from cache.keys import BENCH, bench_parts
 
     methods = configure_methods(args.methods, args.param)
-    if args.n_boot < 0:
-        raise UserError(f"--n-boot must be 0 or more, got {args.n_boot}.")
-    from analysis.core import budgets
-
-    budgets.check("bootstrap", args.n_boot, "the number of bootstrap replicates")  # before any work
+    check_boot(args)
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}.")
     specs = [s.strip() for s in args.data.split(",") if s.strip()]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from cli.commands._common import (add_method_arguments, add_sample_arguments, choose, encode, load_model,
-                                  method_from_args, params_dict, ready)
+from cli.commands._common import (add_boot_argument, add_method_arguments, add_sample_arguments, check_boot, choose,
+                                  encode, load_model, method_from_args, params_dict, ready)
 
 HELP = ("Alignment (positive pairs: gold >= 4 of 5, or >= 0.8 on a 0-1 scale), uniformity and anisotropy of a "
         "method's embeddings on a pair set (lee, demo, stsb-dev, stsb-train or an STS file), with bootstrap intervals.")
@@ -19,7 +19,7 @@ def add_arguments(parser) -> None:
     add_sample_arguments(parser, "pairs", seed=False)
     parser.add_argument("--threshold", type=float, default=None,
                         help="gold score from which a pair is positive (default: 4 on a 0-5 scale, 0.8 on 0-1)")
-    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates for the intervals (0 = none)")
+    add_boot_argument(parser)
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample and the bootstrap (default 0)")
     parser.add_argument("--by-layer", action="store_true",
                         help="also report anisotropy at every hidden state (one extra pass over all layers)")
@@ -31,11 +31,7 @@ def run(args) -> dict:
     from analysis.inspect.geometry import anisotropy_by_layer, measure, positive_pairs
 
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
-    if args.n_boot < 0:
-        raise UserError(f"--n-boot must be 0 or more, got {args.n_boot}.")
-    from analysis.core import budgets
-
-    budgets.check("bootstrap", args.n_boot, "the number of bootstrap replicates")  # before any work
+    check_boot(args)
     if args.threshold is not None and not math.isfinite(args.threshold):
         raise UserError(f"--threshold must be a finite gold score, not {args.threshold}.")
     pairs, picked = choose(args, pairs_of(args.data))

@@ -3,13 +3,11 @@ on STS pairs."""
 
 from __future__ import annotations
 
-import math
-
-from cli.commands._common import (add_method_arguments, add_sample_arguments, choose, encode, load_model,
-                                  method_from_args)
+from cli.commands._common import (add_boot_argument, add_method_arguments, add_sample_arguments, check_boot, choose,
+                                  encode, load_model, method_from_args)
 
 HELP = ("Score a method on STS-Benchmark-format pairs (tab-separated: gold in column 5, sentences in 6 and 7): "
-        "Spearman correlation of cosine similarity with the gold scores.")
+        "Spearman correlation of cosine similarity with the gold scores, with a 95% bootstrap interval.")
 
 
 def add_arguments(parser) -> None:
@@ -18,6 +16,7 @@ def add_arguments(parser) -> None:
                         "a table with sentence1, sentence2, score columns, or a built-in pair set "
                         "(demo, lee, stsb-dev, stsb-train, sick, sts12 ... sts16)")
     add_sample_arguments(parser, "pairs")
+    add_boot_argument(parser)
 
 
 def run(args) -> dict:
@@ -25,8 +24,8 @@ def run(args) -> dict:
     from analysis.eval.sts import check_pairs, sts_spearman
 
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
-    pairs, picked = choose(args, pairs_of(args.data))
-    check_pairs(pairs)
+    check_boot(args)
+    pairs, picked = choose(args, pairs_of(args.data), check_pairs)
     backbone = load_model(args)
     info = {}
 
@@ -35,11 +34,11 @@ def run(args) -> dict:
         info.update(meta)
         return emb
 
-    result = sts_spearman(backbone, method, pairs, encode=cached_encode)
-    rho = result["spearman"]
+    result = sts_spearman(backbone, method, pairs, encode=cached_encode, n_boot=args.n_boot, seed=args.seed)
     return {
         **result,
-        "spearman": None if math.isnan(rho) else round(rho, 6),  # JSON has no NaN
+        "spearman": round(result["spearman"], 6),  # NaN is written as null
+        "ci": [round(v, 6) for v in result["ci"]],
         "seconds": round(info["seconds"], 3),
         "cached": info["cached"],
         "data": str(args.data),
