@@ -15,6 +15,7 @@ import os
 import shutil
 import threading
 import time
+from importlib import import_module
 from pathlib import Path
 
 import numpy as np
@@ -238,15 +239,15 @@ MODEL_CASES = {
     "trace-too-many-texts": lambda bb: get_method("mean").encode(bb, ["t"] * 65, trace=True),
     "attention-too-long": lambda bb: get_method("prompteol").encode(bb, [_long_text(1200)], trace=True,
                                                                       attention=True),
-    "sensitivity-exact-too-long": lambda bb: __import__("analysis.inspect.sensitivity").sensitivity.jacobian_norms(
+    "sensitivity-exact-too-long": lambda bb: import_module("analysis.inspect.sensitivity").jacobian_norms(
         bb, get_method("mean"), _long_text(20), layer=-1, probes=2, exact=True),  # ~40 tokens > 24
-    "sensitivity-too-many-probes": lambda bb: __import__("analysis.inspect.sensitivity").sensitivity.jacobian_norms(
+    "sensitivity-too-many-probes": lambda bb: import_module("analysis.inspect.sensitivity").jacobian_norms(
         bb, get_method("mean"), "short text", layer=-1, probes=10**6),
-    "sensitivity-too-long": lambda bb: __import__("analysis.inspect.sensitivity").sensitivity.jacobian_norms(
+    "sensitivity-too-long": lambda bb: import_module("analysis.inspect.sensitivity").jacobian_norms(
         bb, get_method("mean"), _long_text(1200), layer=-1, probes=2),
-    "soft-tokens-k": lambda bb: __import__("analysis.inspect.generation").soft_tokens.generate_soft_tokens(
+    "soft-tokens-k": lambda bb: import_module("analysis.inspect.generation").generate_soft_tokens(
         bb, "a text", k=1000),
-    "soft-tokens-nan-temperature": lambda bb: __import__("analysis.inspect.generation").soft_tokens.generate_soft_tokens(
+    "soft-tokens-nan-temperature": lambda bb: import_module("analysis.inspect.generation").generate_soft_tokens(
         bb, "a text", temperature=NAN),
 }
 
@@ -284,15 +285,15 @@ def test_attention_budget_is_checked_before_the_pass(tiny):
 
 
 BUDGET_CASES = {
-    "grid-cells": lambda: __import__("analysis.sweep.windows", fromlist=["grid"]).grid(30, range(30), range(1, 11), [0.0, 1.0], [False]),
-    "bootstrap-geometry": lambda: __import__("analysis.inspect.geometry").geometry.measure(
+    "grid-cells": lambda: import_module("analysis.sweep.windows").grid(30, range(30), range(1, 11), [0.0, 1.0], [False]),
+    "bootstrap-geometry": lambda: import_module("analysis.inspect.geometry").measure(
         np.random.default_rng(0).normal(size=(10, 4)), [0], [1], n_boot=10**6),
-    "map-points": lambda: __import__("analysis.inspect.geometry").geometry.embedding_map(
+    "map-points": lambda: import_module("analysis.inspect.geometry").embedding_map(
         np.random.default_rng(0).normal(size=(6000, 4)), "pca"),
-    "all-pairs-points": lambda: __import__("analysis.inspect.geometry").geometry.measure(
+    "all-pairs-points": lambda: import_module("analysis.inspect.geometry").measure(
         np.random.default_rng(0).normal(size=(6000, 4)), [0], [1], n_boot=0),
-    "bootstrap-benchmark": lambda: __import__("analysis.eval.tasks").tasks.run_task(
-        __import__("analysis.eval.tasks").tasks.Task("x", "sts", __import__("analysis.data.corpora").corpora.demo_pairs()),
+    "bootstrap-benchmark": lambda: import_module("analysis.eval.tasks").run_task(
+        import_module("analysis.eval.tasks").Task("x", "sts", import_module("analysis.data.corpora").demo_pairs()),
         lambda texts: np.ones((len(texts), 4)), n_boot=10**7),
 }
 
