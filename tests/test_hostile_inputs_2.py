@@ -249,6 +249,14 @@ def test_sweep_address_that_is_not_a_cluster_is_refused_in_seconds(capfd, cache_
     assert words in message, message
 
 
+def test_sweep_address_auto_is_resolved_and_probed_before_any_work(capfd, cache_dir, monkeypatch):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -r requirements-cluster.txt)")
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")  # where `auto` points: a port nobody listens on
+    message = refused(capfd, cache_dir, "sweep", "--model", "/nonexistent/model", "--executor", "ray", "--address",
+                      "auto", seconds=10)
+    assert "No Ray cluster answers" in message, message
+
+
 SWEEP_MODEL_CASES = [  # need the (tiny, 4-layer) model: its depth bounds the starts
     (["--starts", "50"], "not a decoder layer"),
     (["--starts", "0-3", "--widths", "1-1024", "--biases", ",".join(f"{i / 10:g}" for i in range(40))],

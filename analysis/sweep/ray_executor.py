@@ -40,11 +40,16 @@ def import_ray():
 
 
 def check_address(address: str | None) -> str | None:
-    """The `--address` of a running cluster, checked before any work: "auto", or host:port (Ray's own address,
-    port 6379 by default) or ray://host:port (Ray Client, which needs the `ray[client]` extra), answering as a
-    gRPC server within CONNECT_SECONDS. None stays None (a local cluster is started). Else one UserError."""
-    if address is None or address == "auto":
-        return address
+    """The `--address` of a running cluster, checked before any work: "auto" (the cluster running on this machine),
+    host:port (Ray's own address, port 6379 by default) or ray://host:port (Ray Client, which needs the `ray[client]`
+    extra), answering as a gRPC server within CONNECT_SECONDS. None stays None (a local cluster is started). Else
+    one UserError."""
+    if address is None:
+        return None
+    if address.strip() == "auto":
+        address = _running_cluster()
+        if address is None:  # this Ray cannot say where "auto" points before ray.init does
+            return "auto"
     match = _ADDRESS.fullmatch(address.strip())
     if match is None or not 0 < int(match["port"]) < 65536:
         raise UserError(f"--address {address!r:.80} is not auto, host:port or ray://host:port.")
@@ -64,6 +69,20 @@ def check_address(address: str | None) -> str | None:
     if len(answer) < 4 or answer[3] != 4:
         raise UserError(f"{address.strip()} answers, but not as a Ray cluster (no gRPC server there).")
     return address.strip()
+
+
+def _running_cluster() -> str | None:
+    """The address `auto` stands for (RAY_ADDRESS, else the cluster `ray start` last started on this machine), found
+    the way Ray finds it; resolved here so that no cluster is one sentence before any work, not after it."""
+    try:
+        from ray._private.services import canonicalize_bootstrap_address_or_die
+    except ImportError:  # a Ray without this helper: "auto" is left to ray.init, whose failure is caught there
+        return None
+    try:
+        return canonicalize_bootstrap_address_or_die("auto")
+    except (ConnectionError, ValueError):
+        raise UserError("--address auto found no running Ray cluster on this machine: start one with `ray start "
+                        "--head`, or give its address (host:6379).") from None
 
 
 def available_cpus() -> int:
