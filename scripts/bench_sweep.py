@@ -4,9 +4,9 @@
 
 On the first N STS-B dev pairs with the default model: F = one prompt-only forward over the pairs' texts (timed
 before and after, the mean is used); floor of a grid = F x (1 + sum over cells of (L - s) / L). Grids: 16 cells
-(windows of 4 starting at 1, 5, ..., 29; b in {1, 16}: the README's earlier sweep) and 64 cells (the same starts,
-b in {0, 1, 3, 16}, rerotate off and on). The old loop (a full `encode` per cell, no
-cache) runs on the 16-cell grid, and its Spearman values must equal the new ones. Prints one JSON line.
+(windows of 4 starting at 1, 5, ..., 29; b in {1, 16}: the earlier sweep in docs/RESULTS.md) and 64 cells (the
+same starts, b in {0, 1, 3, 16}, rerotate off and on). The old loop (a full `encode` per cell, no cache) runs on
+the 16-cell grid, and its Spearman values must equal the new ones. Prints one JSON line.
 """
 
 from __future__ import annotations

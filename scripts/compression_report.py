@@ -1,5 +1,5 @@
-"""The README's context-compression numbers in one run: the held-out table (exact match and first-token accuracy
-per fact key for every mode) and the scaling curve (exact match as distractor sentences are added),
+"""The context-compression numbers of docs/RESULTS.md in one run: the held-out table (exact match and first-token
+accuracy per fact key for every mode) and the scaling curve (exact match as distractor sentences are added),
 and optionally (`--ood N`) the out-of-distribution probes.
 
     flock /work/.heavy.lock python3 scripts/compression_report.py --n 200 --scaling-n 50 > report.json

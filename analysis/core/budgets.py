@@ -2,9 +2,9 @@
 
 The app is a shared server: one visitor's request must not take it down. Every limit here is chosen so that no
 single app request needs more than about 2 GiB above the loaded model (measured with `scripts/stress_pages.py`,
-table in the README), or, for limits that only cost time (grid cells, replicates), so that one request finishes in
-minutes on two CPU cores. The library and the app use `current()`; the command line and scripts lift them
-explicitly (`python -m analysis ... --no-budgets`, or `with budgets.lifted(): ...`), never the server silently.
+table in docs/BUDGETS.md), or, for limits that only cost time (grid cells, replicates), so that one request
+finishes in minutes on two CPU cores. The library and the app use `current()`; the command line and scripts lift
+them explicitly (`python -m analysis ... --no-budgets`, or `with budgets.lifted(): ...`), never the server silently.
 
     from analysis.core import budgets
     budgets.check("attention_tokens", n_tokens, "tokens in one text with attention maps")  # UserError if over
@@ -56,7 +56,7 @@ APP = Budgets()
 _LIFTED = Budgets(**{f.name: 2**62 for f in dataclasses.fields(Budgets)})
 _current: contextvars.ContextVar[Budgets] = contextvars.ContextVar("embedscope_budgets", default=APP)
 
-DESCRIPTIONS = {  # for the README table and messages
+DESCRIPTIONS = {  # for the table in docs/BUDGETS.md and messages
     "texts": "texts per request",
     "pairs": "similarity pairs per request",
     "chars_per_text": "characters per text",
