@@ -202,7 +202,7 @@ def test_sweep_command_resumes_from_the_cache(tiny_folder, sts_file, tmp_path, m
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--starts", "5-2"], "empty range"), (["--widths", "0"], "Widths"), (["--rerotate", "maybe"], "rerotate"),
+    (["--starts", "5-2"], "runs backwards"), (["--widths", "0"], "Widths"), (["--rerotate", "maybe"], "rerotate"),
     (["--executor", "spark"], "executor"), (["--starts", "1,x"], "not a number"), (["--biases", "a"], "biases"),
 ])
 def test_sweep_command_bad_input(argv, message, tiny_folder, sts_file, capsys):
