@@ -1,31 +1,43 @@
-"""Causal2Vec on STS-B dev: every readout of the shipped and the untrained bridge, the direct-concatenation
-control, the encoder alone and the decoder baselines, each with a bootstrap 95% interval (analysis.eval.metrics.sts,
-the bench machinery), and the inference cost of Causal2Vec as a ratio to the vanilla forward in the same run.
+"""Causal2Vec on held-out STS-B: does the decoder add to the encoder? Writes docs/results/causal2vec.json.
 
-    python scripts/causal2vec_results.py [--limit N] [--baselines prompteol,last] [--speed-n 256] [--json]
+    python scripts/causal2vec_results.py [--bridge shipped] [--sample 0] [--speed-n 256] [--speed-long 64]
 
-The four readouts of one bridge come from ONE forward pass (they differ only in which states are read), so the
-table costs one pass per bridge, one for the control and one per baseline. Speed: `--speed-n` STS-B dev
-sentences, batch 16, medians of `--repeats` interleaved rounds of vanilla (raw text, last token, the same
-function as scripts/benchmark.py), sentence encoder alone, and Causal2Vec (shipped, concat) end to end.
+Data: the report part of STS-B dev (`analysis.eval.samples.dev_split`: 1,200 pairs of all six sources that no
+checkpoint or setting was selected on), or a genre-stratified `--sample` of it. Configurations, all with the
+instruction the bridge was trained with: the trained system's concat / EOS / contextual readouts (one forward pass
+gives all three), the same readouts with the untrained bridge and no LoRA, the direct-concatenation control (the
+plain decoder's EOS next to the encoder vector, the paper's), the encoder alone, PromptEOL, and the earlier
+MLP-only bridge (shipped under ablations/mlp-only). Each with a 95% bootstrap interval; the claims as paired
+differences (the same 1,000 resampled pairs for both sides), overall and per genre. Speed: ratios to the vanilla
+forward of the same texts, measured interleaved in the same run (`--speed-n` sentences, `--speed-long` documents).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CLAIMS = [  # (A, B, what A > B would show)
+    ("trained concat", "trained contextual", "the decoder's reading of the text adds to C alone"),
+    ("trained concat", "direct control", "the trained system beats the paper's no-contextual-token control"),
+    ("trained EOS", "untrained EOS", "training taught the half that reads the text"),
+    ("trained concat", "encoder alone", "the system beats its encoder"),
+    ("trained concat", "PromptEOL", "the system beats the decoder's best training-free method"),
+    ("trained concat", "MLP-only concat", "the paper's recipe beats the earlier MLP-only bridge"),
+]
 
 
 def readouts_one_pass(bb, method, texts, batch_size=32):
-    """{readout: (n, D)} for concat/eos/contextual/mean from one forward pass per batch."""
+    """{readout: (n, D)} for concat/eos/contextual from one forward pass per batch."""
     import numpy as np
     import torch
 
-    from analysis.methods.causal2vec import readout_at
     from analysis.core.tokens import batches_by_length
+    from analysis.methods.causal2vec import readout_at
 
     runner = method.load(bb)[1]
     L = bb.facts.n_layers
@@ -35,78 +47,88 @@ def readouts_one_pass(bb, method, texts, batch_size=32):
         for idx in batches_by_length([len(e) for e in items], batch_size):
             batch = method.collate(runner, [items[i] for i in idx], "right")
             hidden = method.forward(runner, batch, [L]).hidden[L]
-            for r in ("concat", "eos", "contextual", "mean"):
+            for r in ("concat", "eos", "contextual"):
                 z = readout_at(hidden, batch, r).float().numpy()
                 out.setdefault(r, np.zeros((len(texts), z.shape[1]), dtype=np.float32))[idx] = z
     return out
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--limit", type=int, default=None, help="first N STS-B dev pairs (default all 1,500)")
-    ap.add_argument("--baselines", default="prompteol,last", help="decoder methods scored alongside ('' = none)")
-    ap.add_argument("--speed-n", type=int, default=256, help="sentences for the speed comparison (0 = skip)")
-    ap.add_argument("--speed-long", type=int, default=0,
-                    help="also time this many Lee corpus documents (~100-200 tokens): the fixed extra positions "
-                         "and the encoder weigh less on longer texts (0 = skip)")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--n-boot", type=int, default=1000)
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
+def embeddings(bb, bridge: str, ablation: Path, texts: list[str]) -> tuple[dict, dict]:
+    """({configuration: (n, D) embeddings}, {configuration: seconds}) for every configuration of the table."""
+    from analysis import get_method
 
-    from transformers.utils import logging as hf_logging
+    trained = get_method("causal2vec", bridge=bridge)
+    instruction = trained.params.instruction  # what the bridge was trained with (instruction=auto)
+    out, seconds = {}, {}
 
-    from analysis import get_method, load_backbone
-    from analysis.data.corpora import shared_stsb
-    from analysis.data.files import read_sts
-    from analysis.eval.metrics import pair_rows, sts
-
-    hf_logging.disable_progress_bar()
-    path = shared_stsb("dev")
-    if path is None:
-        sys.exit("error: STS-B dev is not in the shared data folder.")
-    pairs = read_sts(path, limit=args.limit)
-    texts, left, right = pair_rows(pairs)
-    bb = load_backbone()
-    rows, seconds = [], {}
-
-    def score(label, emb):
-        r = sts(emb[left], emb[right], pairs.scores, n_boot=args.n_boot)
-        rows.append({"configuration": label, "spearman": round(r.spearman, 4),
-                     "ci": [round(r.ci[0], 4), round(r.ci[1], 4)], "n": r.n})
-        print(f"{label:45s} {r.spearman:.3f} [{r.ci[0]:.3f}, {r.ci[1]:.3f}]", file=sys.stderr, flush=True)
-
-    for bridge in ("shipped", "untrained"):
+    def timed(label, f):
         start = time.perf_counter()
-        embs = readouts_one_pass(bb, get_method("causal2vec", bridge=bridge), texts)
-        seconds[f"causal2vec[{bridge}] (4 readouts)"] = time.perf_counter() - start
-        for r, emb in embs.items():
-            score(f"causal2vec bridge={bridge} readout={r}", emb)
-    for label, method in [("causal2vec readout=direct (control)", get_method("causal2vec", readout="direct")),
-                          ("sentence_encoder (MiniLM alone)", get_method("sentence_encoder")),
-                          *[(n, get_method(n)) for n in args.baselines.split(",") if n.strip()]]:
-        start = time.perf_counter()
-        emb = method.encode(bb, texts, batch_size=32)
-        seconds[label] = time.perf_counter() - start
-        score(label, emb)
-    result = {"data": f"STS-B dev, {len(pairs)} pairs, {len(texts)} texts", "rows": rows,
-              "seconds": {k: round(v, 1) for k, v in seconds.items()}}
-    if args.speed_n:
-        result["speed"] = speed(bb, texts[: args.speed_n], args.repeats)
-    if args.speed_long:
-        from analysis.data.corpora import lee_documents
+        result = f()
+        seconds[label] = round(time.perf_counter() - start, 1)
+        print(f"{label}: {seconds[label]:.0f} s", file=sys.stderr, flush=True)
+        return result
 
-        result["speed_long"] = speed(bb, lee_documents().texts[: args.speed_long], args.repeats)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print("| configuration | Spearman [95% CI] |\n|---|---|")
-        for r in rows:
-            print(f"| {r['configuration']} | {r['spearman']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] |")
-        print(json.dumps({k: v for k, v in result.items() if k != "rows"}))
+    for name, r in timed("trained (3 readouts)", lambda: readouts_one_pass(bb, trained, texts)).items():
+        out[f"trained {name if name != 'eos' else 'EOS'}"] = r
+    untrained = get_method("causal2vec", bridge="untrained", instruction=instruction)
+    for name, r in timed("untrained (3 readouts)", lambda: readouts_one_pass(bb, untrained, texts)).items():
+        out[f"untrained {name if name != 'eos' else 'EOS'}"] = r
+    out["direct control"] = timed("direct control", lambda: get_method(
+        "causal2vec", readout="direct", instruction=instruction).encode(bb, texts, batch_size=32))
+    out["encoder alone"] = timed("encoder alone", lambda: get_method("sentence_encoder").encode(bb, texts, batch_size=32))
+    out["PromptEOL"] = timed("PromptEOL", lambda: get_method("prompteol").encode(bb, texts, batch_size=32))
+    if (ablation / "manifest.json").is_file():
+        old = get_method("causal2vec", bridge=str(ablation))
+        r = timed("MLP-only (3 readouts)", lambda: readouts_one_pass(bb, old, texts))
+        out["MLP-only concat"], out["MLP-only contextual"] = r["concat"], r["contextual"]
+    return out, seconds
 
 
-def speed(bb, texts, repeats):
+def tables(pairs, emb: dict, n_boot: int) -> tuple[list[dict], list[str], dict]:
+    """(tables, findings, raw numbers) from the embeddings: scores with intervals, per genre, paired claims."""
+    import numpy as np
+
+    from analysis.eval.stats import paired_difference, resample_indices, spearman_replicates
+    from analysis.eval.sts import pair_cosines, pair_index, score_cosines
+
+    texts, left, right = pair_index(pairs)
+    cos = {k: pair_cosines(v, left, right) for k, v in emb.items()}
+    gold = np.asarray(pairs.scores)
+    scores = {k: score_cosines(c, gold, n_boot=n_boot) for k, c in cos.items()}
+    genre = np.array([g.split("/")[0] for g in pairs.genres])
+    genres = sorted(set(genre))
+    per_genre = {k: {g: float(score_cosines(c[genre == g], gold[genre == g], n_boot=0).spearman) for g in genres}
+                 for k, c in cos.items()}
+    main = {"title": f"Spearman on {len(pairs)} held-out pairs ({len(texts)} sentences), 95% bootstrap interval, "
+                     "and per genre",
+            "columns": ["configuration", "Spearman", "95% CI", *genres],
+            "rows": [[k, round(s.spearman, 4), [round(s.ci[0], 4), round(s.ci[1], 4)],
+                      *[round(per_genre[k][g], 4) for g in genres]] for k, s in scores.items()]}
+    idx = resample_indices(len(gold), n_boot, seed=0)
+    claims, findings, raw = [], [], {"scores": {k: s.spearman for k, s in scores.items()}, "paired": {}}
+    for a, b, meaning in CLAIMS:
+        if a not in cos or b not in cos:
+            continue
+        row = [f"{a} − {b}"]
+        for subset in ["all", *genres]:
+            m = np.ones(len(gold), bool) if subset == "all" else genre == subset
+            sub_idx = idx if subset == "all" else resample_indices(int(m.sum()), n_boot, seed=0)
+            reps = spearman_replicates(np.stack([cos[a][m], cos[b][m]]), gold[m], sub_idx)
+            d = paired_difference(reps[0], reps[1], scores[a].spearman - scores[b].spearman if subset == "all"
+                                  else per_genre[a][subset] - per_genre[b][subset])
+            raw["paired"][f"{a} - {b} | {subset}"] = {"difference": d.difference, "ci": d.ci, "p": d.p}
+            row.append(f"{d.difference:+.3f} [{d.ci[0]:+.3f}, {d.ci[1]:+.3f}]")
+            if subset == "all":
+                verdict = ("holds" if d.ci[0] > 0 else "is reversed" if d.ci[1] < 0 else "is not shown")
+                findings.append(f"{meaning[0].upper()}{meaning[1:]}: {verdict} ({a} − {b} = {d.difference:+.3f}, "
+                                f"paired 95% CI [{d.ci[0]:+.3f}, {d.ci[1]:+.3f}], p = {d.p:.3g}).")
+        claims.append(row)
+    paired = {"title": "Paired differences (the same resampled pairs for both sides), overall and per genre",
+              "columns": ["A − B", "all", *genres], "rows": claims}
+    return [main, paired], findings, raw
+
+
+def speed(bb, bridge: str, texts, repeats):
     """Medians of interleaved rounds; ratios to the vanilla forward of the same round set."""
     import torch
 
@@ -114,10 +136,10 @@ def speed(bb, texts, repeats):
     from benchmark import vanilla_forward  # scripts/benchmark.py, beside this script
 
     configs = {
-        "vanilla": lambda: vanilla_forward(bb, texts, 16),
-        "sentence_encoder": lambda: get_method("sentence_encoder").encode(bb, texts, batch_size=16),
-        "causal2vec": lambda: get_method("causal2vec").encode(bb, texts, batch_size=16),
-        "prompteol": lambda: get_method("prompteol").encode(bb, texts, batch_size=16),
+        "vanilla forward": lambda: vanilla_forward(bb, texts, 16),
+        "encoder alone": lambda: get_method("sentence_encoder").encode(bb, texts, batch_size=16),
+        "Causal2Vec (concat)": lambda: get_method("causal2vec", bridge=bridge).encode(bb, texts, batch_size=16),
+        "PromptEOL": lambda: get_method("prompteol").encode(bb, texts, batch_size=16),
     }
     times = {k: [] for k in configs}
     with torch.inference_mode():
@@ -129,9 +151,61 @@ def speed(bb, texts, repeats):
                 f()
                 times[k].append(time.perf_counter() - start)
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {"n": len(texts), "seconds": {k: round(v, 3) for k, v in med.items()},
-            "x_vanilla": {k: round(v / med["vanilla"], 3) for k, v in med.items()},
-            "load_average": __import__("os").getloadavg()[0]}
+    return {k: (round(v, 3), round(v / med["vanilla forward"], 3)) for k, v in med.items()}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bridge", default="shipped", help="the trained system: shipped or a folder")
+    ap.add_argument("--sample", type=int, default=0, help="a genre-stratified sample of the report part (0 = all)")
+    ap.add_argument("--speed-n", type=int, default=256, help="sentences for the speed comparison (0 = skip)")
+    ap.add_argument("--speed-long", type=int, default=64, help="Lee corpus documents for the speed comparison")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--n-boot", type=int, default=1000)
+    ap.add_argument("--out", default=str(REPO / "docs" / "results"), help="folder of the results records")
+    args = ap.parse_args(argv)
+
+    from transformers.utils import logging as hf_logging
+
+    from analysis import load_backbone
+    from analysis.data.corpora import lee_documents
+    from analysis.data.datasets import stsb_pairs
+    from analysis.eval.results import write_record
+    from analysis.eval.samples import dev_split, genre_counts, sample_pairs
+    from analysis.eval.sts import pair_index
+    from analysis.weights.artefacts import read_manifest, shipped_dir
+
+    hf_logging.disable_progress_bar()
+    wall = time.perf_counter()
+    _, report = dev_split(stsb_pairs("dev"))
+    pairs = sample_pairs(report, args.sample, seed=0) if args.sample else report
+    texts = pair_index(pairs)[0]
+    bb = load_backbone()
+    shipped = shipped_dir("causal2vec", bb.facts)
+    emb, seconds = embeddings(bb, args.bridge, shipped / "ablations" / "mlp-only", texts)
+    tabs, findings, raw = tables(pairs, emb, args.n_boot)
+    if args.speed_n or args.speed_long:
+        rows = []
+        for label, sample in (("sentences", texts[: args.speed_n]), ("documents", lee_documents().texts[: args.speed_long])):
+            if len(sample):
+                for k, (s, x) in speed(bb, args.bridge, sample, args.repeats).items():
+                    rows.append([f"{label} ({len(sample)})", k, s, x])
+        tabs.append({"title": "Inference cost, medians of interleaved rounds in one run (batch 16)",
+                     "columns": ["texts", "configuration", "seconds", "× vanilla forward"], "rows": rows})
+    man = read_manifest(shipped if args.bridge == "shipped" else Path(args.bridge))
+    record = {"id": "causal2vec", "title": "Causal2Vec: does the decoder add to the encoder?",
+              "command": "python scripts/causal2vec_results.py" + (f" --sample {args.sample}" if args.sample else ""),
+              "data": f"{pairs.name}: STS-B dev pairs that no checkpoint or setting was selected on",
+              "sample": {"n": len(pairs), "of": len(report), "how": "all of the report part" if not args.sample
+                         else "stratified by genre/source", "seed": 0, "genres": genre_counts(pairs)},
+              "trained_by": {"command": man.get("command"), "steps": man.get("steps_done"),
+                             "best_step": man.get("best_step"), "wall_seconds": man.get("wall_seconds"),
+                             "examples_per_second": man.get("examples_per_second")},
+              "wall_seconds": round(time.perf_counter() - wall, 1), "seconds": seconds, "tables": tabs,
+              "findings": findings, "raw": raw}
+    path = write_record(args.out, record)
+    print("\n".join(findings))
+    print(f"written: {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,36 @@
+"""`python -m analysis results`: regenerate docs/RESULTS.md and the README's headline table from docs/results/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HELP = ("Regenerate docs/RESULTS.md and the README's headline table from the results records in docs/results/ "
+        "(each written by the command that measured it); --check only says whether they are up to date.")
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--records", default=str(REPO / "docs" / "results"), help="folder of the results records")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 2 when docs/RESULTS.md or the README differ from the records")
+
+
+def run(args) -> dict:
+    from analysis.core.errors import UserError
+    from analysis.eval.results import headline, read_records, render, replace_block
+
+    records = read_records(args.records)
+    if not records:
+        raise UserError(f"No results records in {args.records}; the measuring commands write them there.")
+    targets = {REPO / "docs" / "RESULTS.md": render(records)}
+    readme = REPO / "README.md"
+    targets[readme] = replace_block(readme.read_text(encoding="utf-8"), headline(records))
+    stale = [str(p.relative_to(REPO)) for p, text in targets.items()
+             if not p.exists() or p.read_text(encoding="utf-8") != text]
+    if args.check:
+        if stale:
+            raise UserError(f"{', '.join(stale)} differ from the records; run `python -m analysis results`.")
+        return {"up_to_date": True, "records": sorted(records)}
+    for path, text in targets.items():
+        path.write_text(text, encoding="utf-8")
+    return {"written": stale, "records": sorted(records)}

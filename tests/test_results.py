@@ -1,0 +1,46 @@
+"""The results document: records render into docs/RESULTS.md and the README's headline block, and the committed
+document is what its records say (`python -m analysis results --check`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis.core.errors import UserError
+from analysis.eval.results import HEADLINE, read_records, render, replace_block, headline, write_record
+
+RECORD = {"id": "methods_models", "title": "Methods x models", "command": "python -m analysis compare ...",
+          "data": "STS-B dev report part", "sample": {"n": 500, "of": 1200, "how": "stratified", "seed": 0,
+                                                      "genres": {"main-news/headlines": 10}},
+          "wall_seconds": 60.0, "tables": [{"title": "t", "columns": ["method", "Spearman", "95% CI"],
+                                            "rows": [["prompteol", 0.6321, [0.6, 0.66]], ["last", None, None]]}],
+          "findings": ["PromptEOL leads."]}
+
+
+def test_a_record_renders_with_its_command_sample_and_machine(tmp_path):
+    write_record(tmp_path, RECORD)
+    records = read_records(tmp_path)
+    md = render(records)
+    assert "## Methods x models" in md and "`python -m analysis compare ...`" in md
+    assert "| prompteol | 0.632 | [0.600, 0.660] |" in md and "| last | – | – |" in md
+    assert "500 of 1200; stratified; seed 0; genres main-news/headlines 10" in md
+    assert "load average" in md and "PromptEOL leads." in md
+    text = f"intro\n{HEADLINE[0]}\nold\n{HEADLINE[1]}\nrest"
+    new = replace_block(text, headline(records))
+    assert new.startswith("intro\n") and new.endswith("rest") and "prompteol" in new and "old" not in new
+    with pytest.raises(UserError, match="block"):
+        replace_block("no markers", "x")
+
+
+def test_a_record_missing_its_command_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="command"):
+        write_record(tmp_path, {k: v for k, v in RECORD.items() if k != "command"})
+
+
+def test_the_committed_results_document_matches_its_records(capsys):
+    from pathlib import Path
+
+    from cli import main
+
+    if not list((Path(__file__).resolve().parent.parent / "docs" / "results").glob("*.json")):
+        pytest.skip("no results records committed yet")
+    assert main(["results", "--check"]) == 0, capsys.readouterr().err
