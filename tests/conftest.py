@@ -45,6 +45,16 @@ def real():
     return load_backbone()
 
 
+@pytest.fixture(scope="session")
+def tiny_model_folder(tmp_path_factory):
+    """A tiny random Llama (32-token limit) saved as a Hugging Face folder, for commands run with --model PATH."""
+    folder = tmp_path_factory.mktemp("tiny-llama-folder")
+    bb = tiny_backbone("llama", max_length=32)
+    bb.model.save_pretrained(folder)
+    bb.tokenizer.save_pretrained(folder)
+    return folder
+
+
 def stsb_dev_or_skip():
     from analysis.data.corpora import shared_stsb
 

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
+from analysis.core.errors import UserError
 from analysis.data.corpora import Pairs
 from analysis.eval.stats import paired_difference, resample_indices, spearman_replicates
-from analysis.eval.sts import score_pairs
+from analysis.eval.sts import compare_cosines, score_pairs
 
 
 def _methods(n=300, seed=0):
@@ -80,3 +81,73 @@ def test_score_pairs_encodes_each_sentence_once_and_returns_cosines():
     assert s.spearman == pytest.approx(spearmanr(want, pairs.scores).statistic)
     assert np.isfinite(s.ci).all() and s.ci[0] <= s.ci[1]
     assert np.isnan(score_pairs(pairs, encode, n_boot=0).ci).all()
+
+
+def test_compare_cosines_every_pair_or_versus_the_best():
+    gold, good, noisy = _methods(n=200)
+    table = compare_cosines({"good": good, "noisy": noisy, "copy": good.copy()}, gold, n_boot=300, seed=1)
+    assert [m["method"] for m in table["methods"]] == ["good", "noisy", "copy"]
+    assert [(d["a"], d["b"]) for d in table["differences"]] == [("good", "noisy"), ("good", "copy"),
+                                                                ("noisy", "copy")]
+    first, same = table["differences"][0], table["differences"][1]
+    assert first["ci"][0] > 0 and first["p"] < 0.01 and (same["difference"], same["p"]) == (0.0, 1.0)
+    assert table["methods"][0]["ci"] == table["methods"][2]["ci"]  # the same resamples for every method
+    versus = compare_cosines({"good": good, "noisy": noisy}, gold, n_boot=0, versus="noisy")
+    assert [(d["a"], d["b"]) for d in versus["differences"]] == [("noisy", "good")]
+    assert versus["differences"][0]["difference"] < 0 and np.isnan(versus["differences"][0]["p"])
+    with pytest.raises(UserError, match="not among the compared methods"):
+        compare_cosines({"good": good}, gold, versus="best")
+
+
+# ---- python -m analysis compare -------------------------------------------------------------------------------
+@pytest.fixture
+def sts_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path / "cache"))
+    rng = np.random.default_rng(0)
+    words = ["cat", "dog", "sun", "rain", "car", "tree", "bird", "fish", "road", "book"]
+    rows = []
+    for i in range(30):
+        a, b = rng.choice(words, 3), rng.choice(words, 3)
+        genre = ("main-captions\tMSRvid", "main-news\theadlines")[i // 20]  # sorted by genre, like STS-B
+        rows.append(f"{genre}\t2012\t{i:04d}\t{rng.uniform(0, 5):.2f}\tA {' '.join(a)}.\tThe {' '.join(b)}.\n")
+    path = tmp_path / "pairs.csv"
+    path.write_text("".join(rows), encoding="utf-8")
+    return path
+
+
+def _run(capsys, *argv):
+    from cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else None), err
+
+
+def test_compare_command_paired_table(tiny_model_folder, sts_file, capsys):
+    common = ["--model", tiny_model_folder, "--data", sts_file, "--n-boot", "200"]
+    code, res, err = _run(capsys, "compare", "--methods", "mean,last,deep=last,twin=mean", "--param", "deep.layer=2",
+                          *common, "--sample", "15", "--seed", "3")
+    assert code == 0, err
+    assert res["sample"] == {"how": "stratified by genre", "n": 15, "of": 30, "seed": 3}
+    assert res["genres"] == {"main-captions/MSRvid": 10, "main-news/headlines": 5} and res["n_pairs"] == 15
+    rows = {m["method"]: m for m in res["methods"]}
+    assert rows["deep"]["name"] == "last" and rows["deep"]["params"] == {"layer": 2}
+    assert all(m["ci"][0] <= m["ci"][1] for m in res["methods"])
+    assert len(res["differences"]) == 6 and "same resampled pairs" in res["bootstrap"]
+    twin = next(d for d in res["differences"] if (d["a"], d["b"]) == ("mean", "twin"))
+    assert twin["difference"] == 0 and twin["p"] == 1 and twin["ci"] == [0, 0]
+    code, again, _ = _run(capsys, "compare", "--methods", "mean,last,deep=last,twin=mean", "--param",
+                          "deep.layer=2", *common, "--sample", "15", "--seed", "3")
+    assert again["differences"] == res["differences"] and all(m["cached"] for m in again["methods"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--methods", "mean"], "at least two methods"),
+    (["--methods", "mean,mean"], "names 'mean' twice"),
+    (["--methods", "mean,last", "--param", "other.layer=2"], "'other' is not among the chosen methods"),
+    (["--methods", "mean,bad label=last"], "is not a label"),
+    (["--methods", "mean,last", "--n-boot", "-1"], "--n-boot must be 0 or more"),
+])
+def test_compare_command_errors_are_one_sentence(argv, message, sts_file, capsys):
+    code, _, err = _run(capsys, "compare", *argv, "--data", sts_file, "--model", "no-such-org/not-loaded")
+    assert code == 2 and err.count("\n") == 1 and message in err

@@ -119,6 +119,13 @@ def test_benchmark_table_fills_matches_the_library_and_reloads_from_cache(real):
     bars = figure(at)["data"]
     assert len(bars) == 2 and all("error_y" in b for b in bars)
     assert any("4 computed now" in c.value for c in at.caption)
+    paired = at.dataframe[1].value  # each method vs the best on the STS set, paired bootstrap
+    assert list(paired["data"]) == ["Demo pairs"] and len(paired) == 1
+    scores = {m: float(wide.loc[m, "Demo pairs (Spearman)"].split()[0]) for m in wide.index}
+    best, other = paired["best"][0], paired["method"][0]
+    assert scores[best] >= scores[other] and paired["difference"][0] == pytest.approx(scores[best] - scores[other],
+                                                                                      abs=2e-3)
+    assert 0 < paired["p"][0] <= 1 and any("same resampled pairs" in c.value for c in at.caption)
     at.run()
     assert any("0 computed now, 4 from the cache" in c.value for c in at.caption)
     assert at.dataframe[0].value.equals(wide)

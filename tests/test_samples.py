@@ -10,7 +10,6 @@ from analysis.core.errors import UserError
 from analysis.data.corpora import Pairs, Texts
 from analysis.eval.samples import caption, select
 from analysis.eval.tasks import Task, select_task
-from analysis.models.tiny import tiny_backbone
 from cli import main
 
 GENRES = ["main-captions/MSRvid"] * 12 + ["main-forums/answers-forums"] * 6 + ["main-news/headlines"] * 6  # sorted
@@ -66,17 +65,9 @@ def test_select_task_names_the_sample_so_page_and_command_share_cells():
 
 
 # ---- the commands -------------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    bb = tiny_backbone("llama", max_length=32)
-    bb.model.save_pretrained(folder)
-    bb.tokenizer.save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture
 def sorted_file(tmp_path, monkeypatch):
+    """The sorted pairs as an STS-B file, with a private compute cache."""
     monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path / "cache"))
     p = _sorted_pairs()
     rows = [f"{g.split('/')[0]}\t{g.split('/')[1]}\t2012\t{i:04d}\t{s:.3f}\t{a}\t{b}\n"
@@ -92,8 +83,8 @@ def _run(capsys, *argv):
     return code, (json.loads(out) if code == 0 else None), err
 
 
-def test_commands_report_the_sample_and_its_genres(tiny_folder, sorted_file, capsys):
-    common = ["--model", tiny_folder, "--data", sorted_file]
+def test_commands_report_the_sample_and_its_genres(tiny_model_folder, sorted_file, capsys):
+    common = ["--model", tiny_model_folder, "--data", sorted_file]
     code, res, err = _run(capsys, "sts", "--method", "mean", *common, "--sample", "8", "--seed", "2")
     assert code == 0, err
     assert res["sample"] == {"how": "stratified by genre", "n": 8, "of": 24, "seed": 2} and res["n_pairs"] == 8
@@ -107,8 +98,8 @@ def test_commands_report_the_sample_and_its_genres(tiny_folder, sorted_file, cap
     code, res, err = _run(capsys, "id", *common, "--sample", "20", "--bootstrap", "0")
     assert code == 0, err  # texts: the pairs' distinct sentences, labelled by genre
     assert res["n_texts"] == 20 and res["sample"]["how"] == "stratified by label" and res["sample"]["of"] == 48
-    code, rows, err = _run(capsys, "bench", "--model", tiny_folder, "--methods", "mean", "--data", f"sts:{sorted_file}",
-                           "--sample", "10", "--n-boot", "10", "--format", "json")
+    code, rows, err = _run(capsys, "bench", "--model", tiny_model_folder, "--methods", "mean", "--data",
+                           f"sts:{sorted_file}", "--sample", "10", "--n-boot", "10", "--format", "json")
     assert code == 0, err
     assert rows[0]["data"] == "sts-sorted.csv (10 stratified by genre, seed 0)" and rows[0]["n"] == 10
     assert rows[0]["genres"] == {"main-captions/MSRvid": 5, "main-forums/answers-forums": 3, "main-news/headlines": 2}

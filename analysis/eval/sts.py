@@ -164,3 +164,42 @@ def sts_spearman(
         "ci": list(s.ci),
         "seconds": s.seconds,
     }
+
+
+def compare_cosines(cosines: dict, gold, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                    versus: str | None = None) -> dict:
+    """Methods scored on the same pairs, compared with a paired bootstrap (`analysis.eval.stats`).
+
+    Args:
+        cosines: {label: (n_pairs,) per-pair similarities} (`StsScore.cosines`), every method on the same pairs.
+        gold: (n_pairs,) gold scores.
+        n_boot, seed, level: the resamples (one (n_boot, n_pairs) matrix shared by every method) and the level.
+        versus: a label to compare every other method with (e.g. the best); None: every pair (a before b in order).
+
+    Returns:
+        {"methods": [{"method", "spearman", "ci"}], "differences": [{"a", "b", "difference" (a minus b), "ci",
+        "p"}], "n_pairs", "n_boot", "seed", "bootstrap" (what was resampled and how p is read)}.
+    """
+    from analysis.eval.stats import paired_difference
+
+    labels = list(cosines)
+    if versus is not None and versus not in cosines:
+        raise UserError(f"{versus!r} is not among the compared methods {labels}.")
+    gold = np.asarray(gold, dtype=np.float64)
+    sims = np.stack([np.asarray(cosines[k], dtype=np.float64) for k in labels])  # (m, n_pairs)
+    rho = [spearman(s, gold) for s in sims]
+    reps = spearman_replicates(sims, gold, resample_indices(len(gold), n_boot, seed)) if n_boot else None  # (m, B)
+    nan = (math.nan, math.nan)
+    methods = [{"method": k, "spearman": rho[i], "ci": percentile_ci(reps[i], level) if n_boot else nan}
+               for i, k in enumerate(labels)]
+    pairs = [(versus, k) for k in labels if k != versus] if versus is not None else \
+        [(a, b) for i, a in enumerate(labels) for b in labels[i + 1:]]
+    differences = []
+    for a, b in pairs:
+        i, j = labels.index(a), labels.index(b)
+        d = paired_difference(reps[i], reps[j], rho[i] - rho[j], level) if n_boot else None
+        differences.append({"a": a, "b": b, "difference": rho[i] - rho[j], "ci": d.ci if d else nan,
+                            "p": d.p if d else math.nan})
+    return {"methods": methods, "differences": differences, "n_pairs": len(gold), "n_boot": n_boot, "seed": seed,
+            "bootstrap": f"paired percentile bootstrap over pairs ({n_boot} resamples, seed {seed}): the same "
+                         "resampled pairs for every method; p = two-sided bootstrap p-value of no difference"}

@@ -7,6 +7,7 @@ each."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 import time
 import warnings
@@ -78,8 +79,58 @@ def add_method_arguments(parser) -> None:
     parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                         help="method parameter, e.g. --param layer=20 (repeatable)")
     add_model_arguments(parser)
+    add_run_arguments(parser)
+
+
+def add_run_arguments(parser) -> None:
+    """--batch-size and --no-cache, for every command that embeds texts."""
     parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass (default 16)")
     parser.add_argument("--no-cache", action="store_true", help="always compute; neither read nor write the cache")
+
+
+METHODS_PARAM_HELP = ("method parameter: LABEL.KEY=VALUE for one chosen method (LABEL: its label, by default its "
+                      "name), e.g. --param prompteol.layer=20; KEY=VALUE for every chosen method that has KEY "
+                      "(repeatable)")
+LABEL = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def configure_methods(names: str, params: list[str]) -> dict:
+    """{label: method} from --methods 'a,b,c' ('all': every method) and --param values (`METHODS_PARAM_HELP`).
+
+    An entry LABEL=NAME adds a labelled copy, so one method can be compared with itself under other parameters:
+    `--methods last,deep=last --param deep.layer=20`. Unknown names, labels and keys are one UserError each."""
+    from analysis.methods import get_method, list_methods, method_class, parse_params
+
+    entries = [m.name for m in list_methods()] if names.strip() == "all" else \
+        [n.strip() for n in names.split(",") if n.strip()]
+    if not entries:
+        raise UserError("--methods names no method.")
+    chosen: dict[str, str] = {}  # label -> method name
+    for entry in entries:
+        label, eq, name = entry.partition("=")
+        label, name = label.strip(), (name if eq else label).strip()
+        if not LABEL.fullmatch(label):
+            raise UserError(f"--methods: {label!r:.40} is not a label (letters, digits, _ and - only).")
+        method_class(name)  # unknown name -> UserError listing the available ones
+        if label in chosen:
+            raise UserError(f"--methods names {label!r} twice: give the copy its own label, e.g. {label}2={name}.")
+        chosen[label] = name
+    per_method: dict[str, list[str]] = {label: [] for label in chosen}
+    for p in params:
+        key = p.partition("=")[0]
+        target, dot, _ = key.partition(".")
+        if dot:
+            if target not in per_method:
+                raise UserError(f"--param {p}: {target!r} is not among the chosen methods {list(chosen)}.")
+            per_method[target].append(p[len(target) + 1:])
+            continue
+        takers = [label for label, name in chosen.items()
+                  if key.strip() in {f.name for f in dataclasses.fields(method_class(name).Params)}]
+        if not takers:
+            raise UserError(f"--param {p}: no chosen method has a parameter {key.strip()!r}.")
+        for label in takers:
+            per_method[label].append(p)
+    return {label: get_method(name, **parse_params(name, per_method[label])) for label, name in chosen.items()}
 
 
 MODEL_HELP = ("a built-in model (default = smollm2-135m, gemma3-270m), a Hugging Face id in the local cache, a "

@@ -12,6 +12,8 @@ import math
 import sys
 
 from analysis.core.errors import UserError
+from cli.commands._common import (METHODS_PARAM_HELP, add_boot_argument, add_model_arguments, add_run_arguments,
+                                  add_sample_arguments)
 
 HELP = ("Benchmark methods on data sets: STS Spearman (lee, demo, stsb-dev, stsb-train, sts:FILE), probe accuracy "
         "(polarity, topics, probe:FILE), retrieval nDCG@10 (beir:FOLDER); each score with a bootstrap interval. "
@@ -21,57 +23,27 @@ DEFAULT_DATA = "lee,demo,polarity"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--methods", default="all", help="comma-separated method names, or 'all' (default)")
+    parser.add_argument("--methods", default="all", help="comma-separated method names (LABEL=NAME for a labelled "
+                        "copy), or 'all' (default)")
     parser.add_argument("--data", default=DEFAULT_DATA, help=f"comma-separated data sets (default {DEFAULT_DATA})")
-    parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="[METHOD.]KEY=VALUE",
-                        help="method parameter, e.g. --param prompteol.layer=20; without METHOD. it applies to "
-                             "every chosen method that has the parameter (repeatable)")
+    parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="[LABEL.]KEY=VALUE",
+                        help=METHODS_PARAM_HELP)
     parser.add_argument("--seed", type=int, default=0, help="seed of the samples, the bootstrap and the "
                         "cross-validation (default 0)")
     parser.add_argument("--format", choices=["csv", "json"], default="csv", help="output: CSV table (default) or JSON")
-    from cli.commands._common import add_boot_argument, add_model_arguments, add_sample_arguments
-
     add_boot_argument(parser)
     add_sample_arguments(parser, "pairs / texts / queries per data set", seed=False)
     add_model_arguments(parser, many=True)
     parser.add_argument("--model", dest="models", help=argparse.SUPPRESS)  # the one-model spelling still works
-    parser.add_argument("--batch-size", type=int, default=16, help="texts per forward pass (default 16)")
-    parser.add_argument("--no-cache", action="store_true", help="always compute; neither read nor write the cache")
-
-
-def configure_methods(names: str, params: list[str]) -> list:
-    """Methods from 'a,b,c' or 'all', with `[method.]key=value` parameters parsed by each method's Params."""
-    from analysis.methods import get_method, list_methods, method_class, parse_params
-
-    chosen = [m.name for m in list_methods()] if names.strip() == "all" else \
-        [n.strip() for n in names.split(",") if n.strip()]
-    if not chosen:
-        raise UserError("--methods names no method.")
-    for n in chosen:
-        method_class(n)  # unknown name -> UserError listing the available ones
-    per_method: dict[str, list[str]] = {n: [] for n in chosen}
-    for p in params:
-        key = p.partition("=")[0]
-        target, dot, _ = key.partition(".")
-        if dot:
-            if target not in per_method:
-                raise UserError(f"--param {p}: {target!r} is not among the chosen methods {chosen}.")
-            per_method[target].append(p[len(target) + 1:])
-            continue
-        takers = [n for n in chosen if key.strip() in {f.name for f in dataclasses.fields(method_class(n).Params)}]
-        if not takers:
-            raise UserError(f"--param {p}: no chosen method has a parameter {key.strip()!r}.")
-        for n in takers:
-            per_method[n].append(p)
-    return [get_method(n, **parse_params(n, per_method[n])) for n in chosen]
+    add_run_arguments(parser)
 
 
 def run(args):
-    from cli.commands._common import check_boot, encode, load_model, picks, reported
+    from cli.commands._common import check_boot, configure_methods, encode, load_model, picks, reported
     from analysis.eval.tasks import load_task, run_task, score_from_record, score_record, select_task
     from cache.keys import BENCH, bench_parts
 
-    methods = configure_methods(args.methods, args.param)
+    methods = list(configure_methods(args.methods, args.param).values())
     check_boot(args)
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}.")
