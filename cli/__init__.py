@@ -30,7 +30,8 @@ def main(argv=None) -> int:
             continue
         module = importlib.import_module(f"cli.commands.{mod.name}")
         name = getattr(module, "NAME", mod.name.replace("_", "-"))
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        # argparse %-formats a sub-command's help (not its description): "95% bootstrap" must not break --help
+        p = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
         module.add_arguments(p)
         p.add_argument("--no-budgets", action="store_true",
                        help="lift the per-request limits the app enforces (attention tokens, grid cells, bootstrap "

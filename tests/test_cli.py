@@ -63,6 +63,14 @@ def _run(capsys, *argv):
 
 # ---- embed ------------------------------------------------------------------------------------------------------
 @pytest.mark.real
+def test_help_lists_every_command(capsys):
+    """A help text with a percent sign ("95% bootstrap") once broke `--help` for every command."""
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and all(name in out for name in ("sts", "sweep", "train", "bench"))
+
+
 def test_embed_writes_the_same_array_as_the_library(real, cache_dir, tmp_path, capsys):
     texts = ["A man is playing a guitar.", "Stocks fell sharply on Monday.", "Cats sleep a lot."]
     src = tmp_path / "texts.txt"

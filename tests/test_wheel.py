@@ -38,12 +38,16 @@ print(json.dumps({"analysis": analysis.__file__, "found": found}))
 
 
 def _source_copy(dest: Path) -> Path:
-    """The repository as a fresh clone has it: no .git, no cache/store, no build leftovers."""
-    def ignore(folder, names):
-        skipped = set(shutil.ignore_patterns(*NOT_SOURCE)(folder, names))
-        return skipped | ({"store"} if Path(folder) == REPO / "cache" else set())
-
-    return Path(shutil.copytree(REPO, dest, ignore=ignore))
+    """The repository as a fresh clone has it: the files git tracks (as they are in the working tree), so neither
+    cache/store nor anyone's unfinished new file goes in; outside a git checkout, every file but build leftovers."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True)
+    if listed.returncode != 0:
+        return Path(shutil.copytree(REPO, dest, ignore=shutil.ignore_patterns(*NOT_SOURCE, "store")))
+    for name in filter(None, listed.stdout.split("\0")):
+        if (REPO / name).is_file():  # a tracked file deleted in the working tree is not there
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, dest / name)
+    return dest
 
 
 def _run(argv, cwd, **kw):
