@@ -419,3 +419,52 @@ def test_safetensors_header_checks(tmp_path):
             safefile.read_shapes(bad)
     with pytest.raises(UserError, match="another size"):
         safefile.check_shapes(good, safefile.read_shapes(good), {"a": (4, None)})
+
+
+# ---- the trainers: every flag checked before a model loads, the run's folder before the first step ----------------
+TRAIN_CASES = [
+    ("causal2vec", ["--steps", "0"], "--steps must be >= 1"),
+    ("causal2vec", ["--steps", "1000000000000"], "--steps 1000000000000 is over this tool's limit"),
+    ("causal2vec", ["--lr", "nan"], "--lr must be a finite number"),
+    ("causal2vec", ["--lr", "inf"], "--lr must be a finite number"),
+    ("causal2vec", ["--lr", "-1"], "--lr must be > 0.0"),
+    ("causal2vec", ["--batch-size", "0"], "--batch-size must be >= 2"),
+    ("causal2vec", ["--lora-rank", "10000000"], "--lora-rank 10000000 is over this tool's limit"),
+    ("causal2vec", ["--temperature", "0"], "--temperature must be > 0.0"),
+    ("causal2vec", ["--temperature", "nan"], "--temperature must be a finite number"),
+    ("causal2vec", ["--max-minutes", "nan"], "--max-minutes must be a finite number"),
+    ("causal2vec", ["--max-minutes", "-1"], "--max-minutes must be > 0.0"),
+    ("causal2vec", ["--eval-pairs", "0"], "--eval-pairs must be >= 10"),
+    ("causal2vec", ["--hard-negatives", "-1"], "--hard-negatives must be >= 0"),
+    ("gircse", ["--k", "0"], "--k must be >= 1"),
+    ("gircse", ["--lam", "nan"], "--lam must be a finite number"),
+    ("gircse", ["--lora-rank", "0"], "--lora-rank must be >= 1"),
+    ("gircse", ["--steps", "1000000000000"], "over this tool's limit"),
+    ("compression", ["--personas", "1000000000"], "--personas 1000000000 is over this tool's limit"),
+    ("compression", ["--val", "0"], "--val must be >= 1"),
+    ("compression", ["--curriculum", "1.5"], "--curriculum must be >= 0.0 and <= 0.99"),
+    ("compression", ["--pool-scale", "0"], "--pool-scale must be > 0.0"),
+    ("compression", ["--lora-from", "-0.1"], "--lora-from must be >= 0.0"),
+]
+
+
+@pytest.mark.parametrize("system,args,match", TRAIN_CASES, ids=[f"{s} {' '.join(a)}" for s, a, _ in TRAIN_CASES])
+def test_train_flags_are_refused_before_any_work(capfd, cache_dir, system, args, match):
+    assert match in refused(capfd, cache_dir, "train", system, *args, seconds=10)
+
+
+def test_train_out_naming_a_file_or_the_shipped_artefacts_is_refused_before_the_model_loads(capfd, cache_dir, tmp_path):
+    from analysis.core.paths import ARTEFACTS
+
+    file = tmp_path / "a_file"
+    file.write_text("x")
+    assert "names a file" in refused(capfd, cache_dir, "train", "causal2vec", "--out", str(file), keep=(file,))
+    shipped = ARTEFACTS / "causal2vec"
+    assert "shipped artefacts" in refused(capfd, cache_dir, "train", "gircse", "--out",
+                                          str(ARTEFACTS / "gircse" / "smollm2-135m"), keep=(shipped, ARTEFACTS / "gircse"))
+    read_only = tmp_path / "ro"
+    read_only.mkdir()
+    read_only.chmod(0o500)
+    if os.access(read_only, os.W_OK):  # root writes anywhere: the read-only case cannot be made here
+        return
+    assert "cannot write" in refused(capfd, cache_dir, "train", "compression", "--out", str(read_only / "x"))

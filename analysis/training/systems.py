@@ -72,6 +72,8 @@ def run(name: str, config, *, backbone=None, progress=None, **data) -> dict:
     check(config)
     if config.threads:
         torch.set_num_threads(config.threads)
+    if config.out:  # a folder the user named is checked before the model loads (the default is the cache's)
+        runs.prepare(Path(config.out).expanduser())
     if backbone is None:
         from analysis.models.backbone import load_backbone
 

@@ -36,11 +36,15 @@ def run(args) -> dict:
 
 
 def _progress(name: str, total: int):
+    """A tqdm bar on stderr, opened at the first step: a run refused before it starts prints only its sentence."""
     from tqdm import tqdm
 
-    bar = tqdm(total=total, file=sys.stderr, desc=name, dynamic_ncols=True)
+    bar = None
 
-    def progress(step, total, info):
+    def progress(step, total_steps, info):
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, file=sys.stderr, desc=name, dynamic_ncols=True)
         bar.n = step
         shown = {"loss": f"{info['loss']:.3f}"}
         if "score" in info:
@@ -48,5 +52,5 @@ def _progress(name: str, total: int):
         bar.set_postfix(shown, refresh=False)
         bar.refresh()
 
-    progress.close = bar.close
+    progress.close = lambda: bar is not None and bar.close()
     return progress
