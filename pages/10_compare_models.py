@@ -18,7 +18,7 @@ from analysis.data import datasets
 from analysis.data.corpora import shared_stsb
 from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method, list_methods
-from analysis.eval import samples
+from analysis.data import samples
 from analysis.eval.tasks import load_task, score_from_record, select_task
 from cache.keys import BENCH, STS_SCORE, bench_parts, sts_score_parts
 from ui.model import load_named, title_of

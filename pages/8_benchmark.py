@@ -15,7 +15,7 @@ from analysis.core import budgets
 from analysis.data import datasets
 from analysis.core.errors import UserError
 from analysis.data.files import load_beir, read_sts, read_texts
-from analysis.eval import samples
+from analysis.data import samples
 from analysis.eval.sts import compare_cosines, score_pairs
 from analysis.eval.tasks import KIND_OF, Task, run_task, score_from_record, score_record, select_task
 from cache.keys import BENCH, bench_parts

@@ -2,7 +2,7 @@
 
     python scripts/causal2vec_results.py [--bridge shipped] [--sample 0] [--speed-n 256] [--speed-long 64]
 
-Data: the report part of STS-B dev (`analysis.eval.samples.dev_split`: 1,200 pairs of all six sources that no
+Data: the report part of STS-B dev (`analysis.data.samples.dev_split`: 1,200 pairs of all six sources that no
 checkpoint or setting was selected on), or a genre-stratified `--sample` of it. Configurations, all with the
 instruction the bridge was trained with: the trained system's concat / EOS / contextual readouts (one forward pass
 gives all three), the same readouts with the untrained bridge and no LoRA, the direct-concatenation control (the
@@ -171,7 +171,7 @@ def main(argv=None):
     from analysis.data.corpora import lee_documents
     from analysis.data.datasets import stsb_pairs
     from analysis.eval.results import write_record
-    from analysis.eval.samples import dev_split, genre_counts, sample_pairs
+    from analysis.data.samples import dev_split, genre_counts, sample_pairs
     from analysis.eval.sts import pair_index
     from analysis.weights.artefacts import read_manifest, shipped_dir
 

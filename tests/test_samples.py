@@ -8,7 +8,7 @@ import pytest
 
 from analysis.core.errors import UserError
 from analysis.data.corpora import Pairs, Texts
-from analysis.eval.samples import caption, select
+from analysis.data.samples import caption, select
 from analysis.eval.tasks import Task, select_task
 from cli import main
 

@@ -12,7 +12,7 @@ from analysis.core import budgets
 from analysis.data import datasets
 from analysis.data.corpora import Pairs, Texts
 from analysis.data.files import read_sts, read_texts
-from analysis.eval import samples
+from analysis.data import samples
 from analysis.core.errors import UserError
 from ui.text import md
 

@@ -78,6 +78,21 @@ def _stsb(split: str) -> Dataset:
                    lambda: corpora.shared_stsb(split) is not None, fetch_name="stsb")
 
 
+def stsb_dev_part(part: str) -> Pairs:
+    """The fixed selection (300) or report (1,200) part of STS-B dev (`samples.dev_split`): trainers select on the
+    first, every held-out number is reported on the second."""
+    from analysis.data.samples import dev_split
+
+    selection, report = dev_split(stsb_pairs("dev"))
+    return selection if part == "selection" else report
+
+
+def _stsb_part(part: str, size: str) -> Dataset:
+    return Dataset(f"stsb-dev-{part}", f"STS-B dev, {part} part ({size})", "pairs",
+                   functools.partial(stsb_dev_part, part), f"STS-B dev {part}", None,
+                   lambda: corpora.shared_stsb("dev") is not None, fetch_name="stsb")
+
+
 def _fetched(name: str, label: str, short: str) -> Dataset:
     """A pair set that `python -m analysis data fetch NAME` stores in the data folder."""
     return Dataset(name, label, "pairs", functools.partial(fetch.pairs, name), short,
@@ -98,6 +113,8 @@ REGISTRY: tuple[Dataset, ...] = (  # menu order
             origin=GENSIM),
     Dataset("demo", "Demo paraphrase pairs", "pairs", corpora.demo_pairs, "Demo pairs"),
     _stsb("dev"),
+    _stsb_part("report", "1,200 pairs never used for selection"),
+    _stsb_part("selection", "300 pairs trainers select on"),
     _stsb("train"),
     _fetched("sick", "SICK-R test", "SICK-R"),
     *(_fetched(f"sts{year}", f"STS{year}", f"STS{year}") for year in fetch.SEMEVAL),

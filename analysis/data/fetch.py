@@ -106,7 +106,7 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
     *(_semeval(year) for year in SEMEVAL),
 )}
 # STS-B's test split is left in the archive on purpose: this project selects on part of dev and reports on the rest
-# (analysis.eval.samples.dev_split), so no number it publishes has seen the test pairs.
+# (analysis.data.samples.dev_split), so no number it publishes has seen the test pairs.
 
 
 def source(name: str) -> Source:

@@ -120,7 +120,7 @@ def select_task(task: Task, *, sample: int | None = None, limit: int | None = No
     """(task, report): the task on what `samples.select` picks of its data (pairs stratified by genre, labelled texts
     by label; a retrieval task's judged queries at random, every document kept), renamed so the Benchmark page and
     the `bench` command name (and so cache) the same cell alike: "STS-B dev (500 stratified by genre, seed 0)"."""
-    from analysis.eval.samples import select
+    from analysis.data.samples import select
 
     if task.kind == "retrieval":
         b = task.data

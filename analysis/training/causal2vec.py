@@ -12,7 +12,7 @@ Data: STS-B train only (in-domain STS: the judgement is on held-out dev genres, 
   negatives are on the same topic, and `--hard-negatives` sentences from that source's pairs scored <=
   `--negative-max` join every row as extra negatives (STS-B's natural hard negatives);
 - cosent: CoSENT over the batch's graded pairs; both: the sum.
-Selection: every evaluation scores the fixed selection part of STS-B dev (`analysis.eval.samples.dev_split`,
+Selection: every evaluation scores the fixed selection part of STS-B dev (`analysis.data.samples.dev_split`,
 300 pairs, genre-stratified); the final numbers are on the disjoint report part (1,200 pairs), which selection
 never saw. `--train-readout contextual` keeps the old, cheaper MLP-only recipe (texts cut after C) as an ablation.
 The result is an artefact (weights.safetensors with `bridge.*` and `lora.*` tensors + manifest.json), written by
@@ -69,7 +69,7 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
     from analysis.core.errors import UserError
     from analysis.core.forward import run as forward_run
     from analysis.data.datasets import stsb_pairs
-    from analysis.eval.samples import SELECTION_SIZE, dev_split
+    from analysis.data.samples import SELECTION_SIZE, dev_split
     from analysis.eval.sts import spearman
     from analysis.methods.causal2vec import (Bridge, C2VEncoded, Causal2Vec, contextual_inputs, embedding_rms,
                                              readout_at)

@@ -11,7 +11,7 @@ batched generation the `soft_tokens` method uses at inference (analysis/methods/
 pass fills the KV cache and every step adds one position; gradients flow from the losses through every step's
 mix d_k = s_k·E, through the cache, into the LoRA weights. Positives are STS-B train pairs scored >= --min-score,
 negatives the other texts of the batch (one source per batch: same-topic negatives) plus `--hard-negatives`
-sentences of that source's pairs scored <= --negative-max. The dev selection part (analysis.eval.samples.dev_split)
+sentences of that source's pairs scored <= --negative-max. The dev selection part (analysis.data.samples.dev_split)
 selects the checkpoint; the final numbers are on the disjoint report part.
 
 The adapter is saved with peft's `adapter_config.json` next to weights + manifest, so `soft_tokens --param
@@ -182,7 +182,7 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None):
     from peft import set_peft_model_state_dict
 
     from analysis.data.datasets import stsb_pairs
-    from analysis.eval.samples import SELECTION_SIZE, dev_split
+    from analysis.data.samples import SELECTION_SIZE, dev_split
     from analysis.eval.sts import spearman
     from analysis.methods.soft_tokens import SoftTokens
     from analysis.training.systems import Job

@@ -35,7 +35,7 @@ def add_sample_arguments(parser, unit: str = "pairs", *, seed: bool = True, defa
 
 
 def picks(args) -> dict:
-    """--sample/--limit/--seed as keywords of `analysis.eval.samples.select` (the command's default sample when
+    """--sample/--limit/--seed as keywords of `analysis.data.samples.select` (the command's default sample when
     neither --sample nor --limit is given)."""
     sample = args.sample if args.sample is not None or args.limit is not None else args.default_sample
     return {"sample": sample, "limit": args.limit, "seed": args.seed}
@@ -50,10 +50,10 @@ def reported(report: dict) -> dict:
 
 
 def choose(args, data, check=None):
-    """(chosen, fields): the pairs or texts --sample/--limit/--seed pick (`analysis.eval.samples.select`) and
+    """(chosen, fields): the pairs or texts --sample/--limit/--seed pick (`analysis.data.samples.select`) and
     what to report about them (`reported`). `check(chosen)` runs before any warning is printed, so a choice that
     cannot be used gives its one error line and nothing else."""
-    from analysis.eval.samples import select
+    from analysis.data.samples import select
 
     chosen, report = select(data, **picks(args))
     if check is not None:

@@ -1,0 +1,157 @@
+"""Samples that can support a number: seeded, stratified by genre where the data has one, never "the first N".
+
+STS-B's files are sorted by genre (the first 500 dev pairs are all image captions), so a prefix measures one
+genre only. `sample_pairs` draws a seeded sample whose genre shares follow the whole file's (proportional
+allocation, largest remainders); `dev_split` cuts STS-B dev once into a selection part (checkpoints, settings)
+and a disjoint report part, the same for every trainer, so no reported number was seen by selection.
+
+    sel, rep = dev_split(stsb_pairs("dev"))          # 300 selection pairs, 1,200 report pairs, both stratified
+    test = sample_pairs(rep, 500, seed=0)             # a genre-balanced 500 of the report part
+    genre_counts(test)                                # {"main-captions": 175, "main-forums": 52, ...}
+    chosen, report = select(texts, sample=200, seed=1)  # what the commands and pages use: pairs or texts
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from analysis.core.errors import UserError
+
+SELECTION_SIZE = 300  # STS-B dev pairs every trainer selects on (20% of 1,500); the other 1,200 are reported on
+SPLIT_SEED = 20261124  # fixed once: changing it would move pairs between selection and report
+
+
+def stratified_indices(groups: list[str], n: int, seed: int) -> np.ndarray:
+    """Indices of a seeded sample of `n` items, stratified by `groups` .
+
+    Each group gets n x its share of the items, rounded by largest remainders (ties by group name), so a
+    sample's genre mix is the file's. Within a group the items are a seeded permutation's first k. Returned in
+    file order, so a sample of a sample is still readable top to bottom.
+    """
+    total = len(groups)
+    if n < 1:
+        raise UserError(f"A sample needs at least one item, got {n}.")
+    if n >= total:
+        return np.arange(total)
+    rng = np.random.default_rng(seed)
+    members: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    names = sorted(members)
+    exact = np.array([n * len(members[g]) / total for g in names])
+    take = np.floor(exact).astype(int)
+    order = sorted(range(len(names)), key=lambda j: (-(exact[j] - take[j]), names[j]))
+    for j in order[: n - int(take.sum())]:
+        take[j] += 1
+    chosen = []
+    for g, k in zip(names, take):
+        idx = np.array(members[g])
+        chosen.extend(idx[rng.permutation(len(idx))[:k]].tolist())
+    return np.array(sorted(chosen))
+
+
+def sample_indices(n_items: int, groups: list[str] | None, n: int, seed: int) -> np.ndarray:
+    """`stratified_indices` when the items have groups, else a plain seeded random sample (file order)."""
+    if groups is not None:
+        return stratified_indices(groups, n, seed)
+    if n < 1:
+        raise UserError(f"A sample needs at least one item, got {n}.")
+    if n >= n_items:
+        return np.arange(n_items)
+    return np.sort(np.random.default_rng(seed).permutation(n_items)[:n])
+
+
+def subset(data, idx, name: str | None = None):
+    """The pairs (or texts) at `idx` (any order kept), genres (labels) included."""
+    from analysis.data.corpora import Pairs, Texts
+
+    idx = [int(i) for i in idx]
+    g = groups(data)
+    picked = None if g is None else [g[i] for i in idx]
+    if isinstance(data, Texts):
+        return Texts(name or data.name, [data.texts[i] for i in idx], picked)
+    return Pairs(name or data.name, [data.left[i] for i in idx], [data.right[i] for i in idx], data.scores[idx],
+                 picked)
+
+
+def groups(data) -> list[str] | None:
+    """The strata of a data set: a pair set's genres, a text set's labels (STS-B's sentences carry their genre)."""
+    return data.genres if hasattr(data, "genres") else data.labels
+
+
+def _how(data) -> str:
+    if groups(data) is None:
+        return "random"
+    return "stratified by genre" if hasattr(data, "genres") else "stratified by label"
+
+
+def sample_pairs(pairs, n: int, seed: int = 0):
+    """A seeded sample of `n` pairs (or texts), stratified by genre (label) when there is one; all when n >= len."""
+    if n >= len(pairs):
+        return pairs
+    return subset(pairs, sample_indices(len(pairs), groups(pairs), n, seed),
+                  f"{pairs.name} ({n} {_how(pairs)}, seed {seed})")
+
+
+def genre_counts(pairs) -> dict[str, int] | None:
+    """{genre: pairs} (or {label: texts}) of what was scored (None when the data has no genres), sorted."""
+    g = groups(pairs)
+    return None if g is None else dict(sorted(Counter(g).items()))
+
+
+def single_genre_warning(pairs, n: int) -> str | None:
+    """A one-line warning when the first `n` pairs (texts) of a multi-genre file hold one genre only (STS-B is
+    sorted by genre, and its sentences are labelled by genre)."""
+    g = groups(pairs)
+    if g is None or len(set(g)) < 2:
+        return None
+    head = set(g[:n])
+    if len(head) == 1:
+        unit = "pairs" if hasattr(pairs, "genres") else "texts"
+        return (f"--limit {n} keeps the first {n} {unit}, all of genre '{next(iter(head))}' (the file is sorted "
+                f"by genre); use --sample {n} for a genre-balanced sample.")
+    return None
+
+
+def select(data, *, sample: int | None = None, limit: int | None = None, seed: int = 0):
+    """What a command or a page scores, and what to say about it: (chosen, report).
+
+    `sample`: a seeded sample stratified by genre (`sample_pairs`), for numbers; `limit`: the first N, for a
+    quick look (not representative of a sorted file); neither: everything. `report` = {"how", "n", "of",
+    "seed" (None unless sampled), "genres" (`genre_counts` of the chosen), "warning" (`single_genre_warning`
+    for a limit, else None)}, ready for a command's JSON or a page's caption.
+    """
+    if sample is not None and limit is not None:
+        raise UserError("Use --sample (a genre-balanced sample) or --limit (the first N), not both.")
+    for value, flag in ((sample, "--sample"), (limit, "--limit")):
+        if value is not None and value < 1:
+            raise UserError(f"{flag} must be a positive number, got {value}.")
+    warning, seed_used = None, None
+    if sample is not None and sample < len(data):
+        chosen, how, seed_used = sample_pairs(data, sample, seed), _how(data), seed
+    elif limit is not None and limit < len(data):
+        chosen, how, warning = data.head(limit), f"first {limit}", single_genre_warning(data, limit)
+    else:
+        chosen, how = data, "all"
+    return chosen, {"how": how, "n": len(chosen), "of": len(data), "seed": seed_used,
+                    "genres": genre_counts(chosen), "warning": warning}
+
+
+def caption(report: dict) -> str:
+    """The report as one line for a page: '500 of 1,500 pairs, stratified by genre (seed 0): a 175, b 52, ...'."""
+    seed = "" if report["seed"] is None else f" (seed {report['seed']})"
+    genres = "" if not report["genres"] else ": " + ", ".join(f"{g} {k}" for g, k in report["genres"].items())
+    return f"{report['n']:,} of {report['of']:,}, {report['how']}{seed}{genres}"
+
+
+def dev_split(dev, n_select: int = SELECTION_SIZE, seed: int = SPLIT_SEED):
+    """(selection, report): a stratified `n_select` pairs of STS-B dev for every choice a trainer makes, and the
+    disjoint rest on which final numbers are reported. Fixed by `seed`: every trainer, test and table uses it."""
+    if not 0 < n_select < len(dev):
+        raise UserError(f"The selection part must leave pairs to report on: 0 < {n_select} < {len(dev)}.")
+    sel = sample_indices(len(dev), dev.genres, n_select, seed)
+    rest = np.setdiff1d(np.arange(len(dev)), sel)
+    return (subset(dev, sel, f"{dev.name} selection ({len(sel)}, seed {seed})"),
+            subset(dev, rest, f"{dev.name} report ({len(rest)}, seed {seed})"))
