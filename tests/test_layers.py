@@ -114,6 +114,7 @@ FOLDERS = {
     "sweep": {"core", "models", "data", "methods", "eval", "inspect"},
     "compression": {"core", "models", "data", "weights"},
     "training": {"core", "models", "data", "weights", "methods", "eval", "inspect", "compression"},
+    "report": {"core", "models", "data", "weights", "methods", "eval", "inspect", "sweep"},  # the model report
 }
 EXCEPTIONS = {("analysis.methods.kv_embedding", "analysis.inspect.intrinsic_dim")}
 

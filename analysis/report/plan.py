@@ -1,0 +1,126 @@
+"""What a model report will compute within its time budget, and what that is estimated to cost, before any work.
+
+The unit of cost is one plain forward of one text of the sample (measured on this machine, in this run, by
+`calibrate`): every section's estimate is a number of such forwards times the measured seconds. The quality
+table is what a report is for, so a budget that cannot hold it is refused in one sentence; the other sections
+are planned in order (cost, layers, mechanism) and the layer map is sized to what is left, from the finest grid
+down to a coarse one. A section that does not fit is left out with its reason, never silently.
+
+    plan = make_plan(backbone, methods, n_texts=980, budget_minutes=30, seconds_per_text=0.02)
+    plan.estimate   # {"quality": s, "cost": s, "layers": s, "mechanism": s}; plan.skipped: {section: reason}
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from analysis.core.errors import UserError
+from analysis.sweep import runner, windows
+
+SECTIONS = ("quality", "cost", "layers", "mechanism", "recommendation")
+
+# Forwards per text relative to the plain forward; rough on purpose (the estimate is a guide shown before the
+# run), each from what the method adds to the sequence or the passes it makes.
+RELATIVE_COST = {
+    "last": 1.0, "mean": 1.0,  # the plain forward itself
+    "prompteol": 1.3, "kv_embedding": 1.3, "token_prepending": 1.3,  # a prompt of about the text's length around it
+    "htp": 1.5,  # the prompt plus one placeholder per sentence block
+    "echo": 2.3,  # the text twice inside the prompt: attention grows with the square of the length
+    "soft_tokens": 4.0,  # K = 5 generation steps after the prompt, each a (cached) forward of one position
+    "causal2vec": 1.5,  # the prompt plus a MiniLM pass for the contextual token
+}
+TIMING_TEXTS = 16  # texts each method is timed on: enough for a stable median, small next to the sample
+TIMING_REPEATS = 3  # interleaved rounds; the median of three is robust to one disturbed round
+MECHANISM_TEXTS = 8  # texts whose attention maps are averaged (eager attention: slow, memory-hungry)
+SOFT_PAIRS = 64  # pairs of the soft-token K curve: a curve, not a headline number
+SOFT_KS = (0, 1, 2, 3, 5, 8)  # K = 0 (no generation) up to past GIRCSE's default of 5
+ID_TEXT_FORWARDS = 362 * 2.0  # the `layers=auto` trajectory: 362 texts, the 50 Lee documents among them long
+
+
+def ladder(n_layers: int) -> list[tuple[list[int], list[int], list[float]]]:
+    """Layer-map grids from the finest to the coarsest: (starts, widths, biases). Each step halves the work
+    roughly; the coarsest still spans the depth (a start every quarter) at the paper's width and bias."""
+    L, w = n_layers, windows.paper_width(n_layers)
+    every = lambda step: list(range(1, L, max(1, step)))  # noqa: E731 - decoder layers 1.., as the sweep command
+    return [(every(2), sorted({w, min(2 * w, L)}), [0.0, 1.0, 3.0]),
+            (every(3), [w], [1.0, 3.0]),
+            (every(4), [w], [1.0]),
+            (every(max(1, L // 4)), [w], [1.0])]
+
+
+@dataclass
+class Plan:
+    methods: dict  # label -> configured EmbeddingMethod (the quality table's rows)
+    cells: list  # the layer map's `windows.Cell`s (the ID window's cell is added once the window is known)
+    soft_curve: bool  # a shipped soft-token adapter exists: draw its K curve
+    seconds_per_text: float  # one plain forward of one text, measured
+    budget_seconds: float
+    estimate: dict = field(default_factory=dict)  # section -> seconds
+    skipped: dict = field(default_factory=dict)  # section -> the reason it is left out
+    trained: set = field(default_factory=set)  # labels of methods with trained weights
+
+    def as_dict(self) -> dict:
+        return {"methods": list(self.methods), "trained": sorted(self.trained), "cells": len(self.cells), "soft_curve": self.soft_curve,
+                "seconds_per_text": self.seconds_per_text, "budget_seconds": self.budget_seconds,
+                "estimate_seconds": {k: round(v, 1) for k, v in self.estimate.items()},
+                "estimate_total_seconds": round(sum(self.estimate.values()), 1), "skipped": dict(self.skipped)}
+
+
+def calibrate(backbone, texts: list[str], batch_size: int = 16) -> float:
+    """Seconds of one plain forward of one text (`last`), timed on up to TIMING_TEXTS of `texts` after one
+    warm-up batch (the first call pays for lazy initialisation)."""
+    from analysis.methods import get_method
+
+    probe = list(texts[:TIMING_TEXTS])
+    method = get_method("last")
+    method.encode(backbone, probe[:2], batch_size=batch_size)
+    began = time.perf_counter()
+    method.encode(backbone, probe, batch_size=batch_size)
+    return max((time.perf_counter() - began) / max(len(probe), 1), 1e-6)
+
+
+def quality_forwards(methods: dict, n_texts: int) -> float:
+    """The quality table in plain forwards of one text: every method over the sample, plus the ID trajectory
+    behind KV-Embedding's `layers=auto` window."""
+    work = sum(RELATIVE_COST.get(m.name, 2.0) for m in methods.values()) * n_texts
+    return work + (ID_TEXT_FORWARDS if any(m.name == "kv_embedding" for m in methods.values()) else 0.0)
+
+
+def make_plan(backbone, methods: dict, *, n_texts: int, budget_minutes: float, seconds_per_text: float,
+              soft_curve: bool) -> Plan:
+    """Fit the sections into `budget_minutes` (see the module docstring). Raises UserError when even the quality
+    table does not fit."""
+    if not (math.isfinite(budget_minutes) and budget_minutes > 0):
+        raise UserError(f"--budget-minutes must be a positive number of minutes, not {budget_minutes}.")
+    budget = budget_minutes * 60.0
+    L = backbone.facts.n_layers
+    plan = Plan(methods, [], soft_curve, seconds_per_text, budget)
+    plan.estimate["quality"] = quality_forwards(methods, n_texts) * seconds_per_text
+    if plan.estimate["quality"] > budget:
+        need = math.ceil(plan.estimate["quality"] / 60.0)
+        raise UserError(f"A budget of {budget_minutes:g} min is too small for even the quality table (about {need} "
+                        f"min for {len(methods)} methods on {n_texts} texts here); give --budget-minutes {need} or "
+                        "more, or a smaller --sample.")
+    left = budget - plan.estimate["quality"]
+    timing = (1 + sum(RELATIVE_COST.get(m.name, 2.0) for m in methods.values())) * TIMING_TEXTS * TIMING_REPEATS
+    plan.estimate["cost"] = timing * seconds_per_text
+    mechanism = MECHANISM_TEXTS * 3.0 + (SOFT_PAIRS * 2 * RELATIVE_COST["soft_tokens"] * 2 if soft_curve else 0)
+    plan.estimate["mechanism"] = mechanism * seconds_per_text
+    for section in ("cost", "mechanism"):  # small and fixed: in when they fit
+        if plan.estimate[section] > left:
+            plan.skipped[section] = "the budget ran out before this section (raise --budget-minutes)"
+            plan.estimate.pop(section)
+        else:
+            left -= plan.estimate[section]
+    for starts, widths, biases in ladder(L):
+        cells = windows.grid(L, starts, widths, biases)
+        seconds = runner.cost(cells, L) * n_texts * RELATIVE_COST["kv_embedding"] * seconds_per_text
+        if seconds <= left:
+            plan.cells, plan.estimate["layers"] = cells, seconds
+            break
+    else:
+        plan.skipped["layers"] = ("even the coarsest layer map (a start every quarter of the depth) does not fit "
+                                  "the budget left after the quality table (raise --budget-minutes)")
+    return plan

@@ -1,0 +1,170 @@
+"""The measured sections of a model report, each a plain dict of numbers (what report.json holds).
+
+Every function reuses the one implementation of its measurement: STS scores and the paired bootstrap
+(`analysis.eval.sts`), interleaved timing (`analysis.core.timing`), the sweep summary (`analysis.sweep.windows`),
+the window rules (`analysis.inspect.intrinsic_dim`) and prefix-mass summaries (`analysis.inspect.attention`).
+Embeddings, sweep cells and the soft-token curve come from callables, so the application can serve them from
+its cache (the library never imports it).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict
+
+import numpy as np
+
+NOT_DIFFERENT_P = 0.05  # two-sided level of the paired test: "not significantly different from the best"
+
+
+def quality(pairs, methods: dict, encode, *, n_boot: int, seed: int, trained: set,
+            progress=None, should_stop=None) -> dict:
+    """Every method's Spearman with its interval, and its paired difference to the best (same resampled pairs).
+
+    `encode(method, texts) -> (emb (n, d), info {"cached", "seconds"})`; `progress(label)` before each method;
+    `should_stop()` is checked between methods (raises `Stopped`)."""
+    from analysis.eval.sts import compare_cosines, score_pairs, spearman
+
+    cosines, runs = {}, {}
+    for label, method in methods.items():
+        stop_if(should_stop)
+        if progress is not None:
+            progress(label)
+        info = {}
+
+        def embed(texts, method=method, info=info):
+            emb, meta = encode(method, texts)
+            info.update(meta)
+            return emb
+
+        cosines[label] = score_pairs(pairs, embed, n_boot=0).cosines  # intervals below, on shared resamples
+        runs[label] = {"name": method.name, "params": asdict(method.params), "trained": label in trained,
+                       "cached": bool(info.get("cached")), "seconds": round(float(info.get("seconds", 0.0)), 3)}
+    gold = np.asarray(pairs.scores, dtype=np.float64)
+    rho = {k: spearman(c, gold) for k, c in cosines.items()}
+    best = max(rho, key=lambda k: -np.inf if np.isnan(rho[k]) else rho[k])
+    table = compare_cosines(cosines, gold, n_boot=n_boot, seed=seed, versus=best)
+    versus = {d["b"]: d for d in table["differences"]}
+    rows = []
+    for row in table["methods"]:
+        d = versus.get(row["method"])
+        rows.append({"label": row["method"], **runs[row["method"]], "spearman": row["spearman"],
+                     "ci": list(row["ci"]), "difference_to_best": None if d is None else -d["difference"],
+                     "difference_ci": None if d is None else [-d["ci"][1], -d["ci"][0]],
+                     "p": None if d is None else d["p"]})
+    return {"best": best, "methods": rows, "n_pairs": table["n_pairs"], "n_boot": n_boot, "seed": seed,
+            "bootstrap": table["bootstrap"]}
+
+
+class Stopped(Exception):
+    """The run was asked to stop (`should_stop()`); the report keeps what is finished."""
+
+
+def stop_if(should_stop) -> None:
+    if should_stop is not None and should_stop():
+        raise Stopped()
+
+
+def peak_memory_mb(fn, device: str = "cpu") -> float:
+    """Peak memory above the starting level while `fn()` runs, in MB: the CUDA allocator's peak on a GPU, else
+    the process's resident memory sampled every 5 ms by a thread (a CPU allocator keeps no peak of its own)."""
+    import torch
+
+    if str(device).startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        fn()
+        return (torch.cuda.max_memory_allocated() - base) / 2**20
+    import psutil
+
+    proc, peak, done = psutil.Process(), [0], threading.Event()
+    base = proc.memory_info().rss
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], proc.memory_info().rss)
+            done.wait(0.005)
+
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    try:
+        fn()
+    finally:
+        done.set()
+        watcher.join()
+    return max(peak[0] - base, 0) / 2**20
+
+
+def cost(backbone, methods: dict, texts: list[str], *, repeats: int, batch_size: int = 16,
+         should_stop=None) -> dict:
+    """Each method's time on `texts` as a ratio to the plain forward (`last`) timed in the same rounds
+    (`interleaved_medians`: load changes hit every configuration alike), and its peak memory."""
+    from analysis.core.timing import interleaved_medians
+    from analysis.methods import get_method
+
+    plain = "plain forward"
+    configs = {plain: get_method("last"), **methods}
+    run = {label: (lambda m=m: m.encode(backbone, texts, batch_size=batch_size)) for label, m in configs.items()}
+    for fn in run.values():  # warm-up: lazy initialisation (merged adapters, MiniLM) is not the method's cost
+        stop_if(should_stop)
+        fn()
+    medians = interleaved_medians(run, repeats, after_round=lambda _: stop_if(should_stop))
+    rows = []
+    for label, fn in run.items():
+        stop_if(should_stop)
+        rows.append({"label": label, "seconds": medians[label], "ratio": medians[label] / medians[plain],
+                     "peak_mb": round(peak_memory_mb(fn, backbone.facts.device), 1)})
+    return {"baseline": plain, "texts": len(texts), "repeats": repeats, "rows": rows}
+
+
+def rule_windows(ids, n_layers: int) -> dict:
+    """The window each of the intrinsic-dimension rules would pick from this trajectory (the one that applies is
+    the selection's `rule`): the global minimum (a clear U-shape) and the lowest estimate after the first 20% of
+    the depth (several minima, or flat)."""
+    from analysis.inspect.intrinsic_dim import EXCLUDE_FRACTION, WIDTH_FRACTION
+
+    L = n_layers
+    y = np.array([np.nan if v is None else float(v) for v in ids], dtype=np.float64)[1:L]  # hidden states 1..L-1
+    if not np.isfinite(y).any():
+        return {}
+    width, exclude = int(np.floor(WIDTH_FRACTION * L)), int(np.floor(EXCLUDE_FRACTION * L))
+    late = np.where(np.arange(1, L) >= max(1, exclude), y, np.nan)
+    out = {}
+    for rule, values in (("u-shape", y), ("several-minima / flat", late)):
+        if np.isfinite(values).any():
+            start = 1 + int(np.nanargmin(values))
+            out[rule] = {"start": start, "end": min(L - 1, start + width)}
+    return out
+
+
+def layer_map(cells: list, scores: dict, n_layers: int, selection, id_cell, prompt_only) -> dict:
+    """The coarse KV-Embedding map, its best cell and where the ID window ranks in it (`windows.summary`)."""
+    from analysis.sweep import windows
+
+    rows = [{**asdict(c), "layers": list(c.layers(n_layers)), "spearman": scores[c]} for c in cells if c in scores]
+    id_score = scores.get(id_cell) if id_cell is not None else None
+    summary = windows.summary(rows, n_layers, selection.layers or None, id_score, {"prompt only": prompt_only})
+    if summary.get("id_window") and id_cell is not None:
+        summary["id_window"]["cell"] = asdict(id_cell)
+    return {"cells": rows, "grid": {"starts": sorted({c.start for c in cells}),
+                                    "widths": sorted({c.width for c in cells}),
+                                    "biases": sorted({c.bias for c in cells})},
+            "prompt_only": prompt_only, "best": summary["best"], "id_window": summary.get("id_window")}
+
+
+def prefix_mass(backbone, kv_method, texts: list[str]) -> dict:
+    """Attention mass on KV-Embedding's re-routed prefix per decoder layer: the mean over the texts, heads and
+    query positions of `kv.prefix_mass` (zero outside the re-routed set)."""
+    from analysis.inspect.attention import prefix_mass_summary
+    from analysis.methods.kv_embedding import PREFIX_MASS
+
+    _, trace = kv_method.encode(backbone, texts, trace=True)
+    per_layer = np.mean([prefix_mass_summary(m)[0].mean(axis=1) for m in trace[PREFIX_MASS]], axis=0)  # (L,)
+    return {"texts": len(texts), "layers": sorted(kv_method.decoder_layers(backbone)),
+            "mass": [float(v) for v in per_layer]}
+
+
+def soft_curve(arrays: dict) -> dict:
+    """The soft-token K curve (`inspect.generation.scaling_curve`'s arrays) as numbers."""
+    return {"ks": [int(k) for k in arrays["ks"]], "spearman": [float(v) for v in arrays["spearman"]],
+            "ci": [[float(a), float(b)] for a, b in np.asarray(arrays["ci"]).reshape(-1, 2)]}
