@@ -9,7 +9,6 @@ import argparse
 import contextlib
 import importlib
 import json
-import math
 import os
 import pkgutil
 import sys
@@ -60,23 +59,7 @@ def _warning_line(message, category, filename, lineno, file=None, line=None) -> 
 def to_json(obj) -> str:
     """One line of strict JSON: NaN and infinities become null (bare NaN is not JSON), arrays become lists.
     The one place command output is serialised, so no command needs its own NaN handling."""
-    return json.dumps(_finite(obj), allow_nan=False)
+    from analysis.core.finite import finite
 
-
-def _finite(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, (str, int, bool)) or obj is None:
-        return obj
-    if hasattr(obj, "tolist"):  # numpy arrays and scalars (a numpy float becomes a Python float, then checked)
-        return _finite(obj.tolist())
-    if hasattr(obj, "__dataclass_fields__"):
-        import dataclasses
-
-        return _finite(dataclasses.asdict(obj))
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+    return json.dumps(finite(obj), allow_nan=False)
 

@@ -233,19 +233,9 @@ def _ci(ci) -> str:
 
 def dumps(report: dict) -> str:
     """The report as strict JSON (NaN and infinities become null)."""
-    return json.dumps(_strict(report), indent=1, allow_nan=False)
+    from analysis.core.finite import finite
 
-
-def _strict(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _strict(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_strict(v) for v in obj]
-    if hasattr(obj, "item"):  # numpy scalars
-        return _strict(obj.item())
-    return obj
+    return json.dumps(finite(report), indent=1, allow_nan=False)
 
 
 def save(report: dict, out) -> tuple[Path, Path]:

@@ -61,7 +61,7 @@ def id_rule(layers: dict | None) -> dict:
              f"{window['spearman']:.3f}, rank {rank} of {n} map cells, {gap:.3f} below the best cell "
              f"({best['start']}+{best['width']}, bias {best['bias']:g}: {best['spearman']:.3f})")
     verdict = ("so the ID rule can be trusted on this model" if trusted else
-               f"so the ID rule is NOT to be trusted on this model: use the map's best window instead")
+               "so the ID rule is NOT to be trusted on this model: use the map's best window instead")
     return {"trusted": bool(trusted), "reason": f"{where}; {verdict}."}
 
 
