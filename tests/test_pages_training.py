@@ -34,6 +34,7 @@ def test_training_page_shows_the_shipped_curves():
     names = [t.get("name") for t in fig["data"]]
     assert "loss" in names and "dev Spearman" in names
     assert at.dataframe[0].value["steps"].iloc[0] == man["steps_done"]
+    assert len(at.dataframe[0].value) == 2  # the shipped system and the MLP-only ablation, side by side
 
 
 def test_a_live_run_becomes_a_bridge(page_cache):
@@ -49,7 +50,7 @@ def test_a_live_run_becomes_a_bridge(page_cache):
     assert not at.exception, at.exception
     assert any("Done" in s.value for s in at.success)
     assert any(c.endswith("/t1") for c in bridge_choices())
-    assert len(figures(at)) == 2  # shipped curves and the live run's
+    assert len(figures(at)) == 3  # the two shipped runs' curves and the live run's
 
 
 def test_attention_page_shows_attention_to_the_contextual_token():
