@@ -211,16 +211,21 @@ def test_scaling_curve_intervals(tiny_llama):
 # ---- the shipped adapter on the real model -----------------------------------------------------------------------
 @pytest.mark.real
 def test_shipped_adapter_beats_the_frozen_model(real):
-    """Held out from checkpoint selection (which used the first 100 dev pairs): dev pairs 100..299, K = 5."""
-    from analysis.weights.adapters import shipped_folder
-    from analysis.data.files import read_sts
+    """On pairs no selection saw: the report part of STS-B dev (never the selection part) without the first 200 dev
+    pairs (the shipped adapter's own selection set, from before the split), 200 of them stratified by genre, K = 5."""
+    from analysis.data.datasets import stsb_dev_part, stsb_pairs
+    from analysis.data.samples import sample_pairs, subset
     from analysis.inspect.generation import scaling_curve
+    from analysis.weights.adapters import shipped_folder
 
-    path = stsb_dev_or_skip()
+    stsb_dev_or_skip()
     if shipped_folder(real.facts) is None:
         pytest.fail("the default model's shipped GIRCSE adapter is missing (analysis/artefacts/gircse/)")
-    pairs = read_sts(path, name="STS-B dev")
-    pairs = type(pairs)("STS-B dev 100-299", pairs.left[100:300], pairs.right[100:300], pairs.scores[100:300])
+    dev, report = stsb_pairs("dev"), stsb_dev_part("report")
+    seen = set(zip(dev.left[:200], dev.right[:200]))
+    unseen = subset(report, [i for i, p in enumerate(zip(report.left, report.right)) if p not in seen])
+    pairs = sample_pairs(unseen, 200, seed=0)
+    assert not seen & set(zip(pairs.left, pairs.right)) and len(set(pairs.genres)) == 6
     trained = scaling_curve(real, pairs, ks=(5,), adapter="shipped", n_boot=0)["spearman"][0]
     frozen = scaling_curve(real, pairs, ks=(5,), adapter="none", n_boot=0)["spearman"][0]
     assert trained > frozen + 0.05, (trained, frozen)
