@@ -14,18 +14,13 @@ import streamlit as st
 import cache
 import ui
 from analysis.data import personas
-from analysis.compression.system import (SCALING_SIZES, TABLE_MODES, CompressionSystem, default_artefact, score,
+from analysis.compression.system import (SCALING_SIZES, TABLE_MODES, default_artefact, score,
                                   split_mode, split_sentences)
 from analysis.weights.artefacts import artefact_digest
+from ui.traces import compression_system
 
 MODE_LABELS = {"sentence": "per-sentence pools", "sentence+ids": "per-sentence pools + identifier tokens",
                "paragraph": "one paragraph pool", "text": "full text", "none": "no context"}
-
-
-@st.cache_resource(show_spinner="Loading the adapter, the LoRA and the sentence encoder…", max_entries=2)
-def system_for(_backbone, identity: str, folder: str, digest: str):
-    """`digest` keys the weights, so retrained weights in the same folder are reloaded."""
-    return CompressionSystem.from_artefact(_backbone, folder)
 
 
 def predict(system, items, mode, label):
@@ -53,7 +48,7 @@ with ui.user_errors():
         st.info(f"No compression weights at {folder}; train them with `python -m analysis train compression` "
                 "(under an hour on one core of this 2-core CPU).")
         st.stop()
-    system = system_for(backbone, backbone.identity, folder, artefact_digest(folder))
+    system = compression_system(backbone, backbone.identity, folder, artefact_digest(folder))
     m = system.manifest
     if m.get("steps_done"):
         val = m.get("results", {}).get("validation", {}).get("sentence", {}).get("exact")

@@ -14,6 +14,7 @@ import ui
 from analysis.data import datasets
 from analysis.inspect import intrinsic_dim as idm
 from cache.keys import INTRINSIC_DIM, trajectory_parts
+from ui.traces import trajectory
 
 RULES = ("**Rules** (KV-Embedding): a *clear U-shape* (exactly one interior minimum rising by at least "
          f"{idm.PROMINENCE:.0%} of the ID range on both sides, and it is the global minimum ℓ*) gives the window "
@@ -25,17 +26,10 @@ RULES = ("**Rules** (KV-Embedding): a *clear U-shape* (exactly one interior mini
 
 def compute_trajectory(method, texts, readout, n_boot, run: bool):
     backbone = ui.get_backbone()
-
-    def compute(progress):
-        df = idm.trajectory(backbone, method, texts, readout, bootstrap=n_boot, seed=0, progress=progress)
-        return idm.to_arrays(df), {}
-
     parts = trajectory_parts(backbone, method, texts, readout, n_boot)
     if not run and ui.store().get(cache.make_key(parts), INTRINSIC_DIM) is None:
         return None  # not computed yet: wait for the button
-    arrays, _ = ui.cached(INTRINSIC_DIM, parts, compute, f"{method.title}: intrinsic dimension of "
-                          f"{len(texts):,} texts")
-    return idm.from_arrays(arrays)
+    return trajectory(backbone, method, texts, readout, n_boot)
 
 
 def figure(curves: dict, windows: dict) -> go.Figure:

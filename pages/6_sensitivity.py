@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 import ui
 from analysis.core import budgets
 from analysis.inspect import sensitivity as S
-from cache.keys import SENSITIVITY, sensitivity_parts
+from ui.traces import jacobians
 
 OFFERED = ("mean", "htp", "kv_embedding", "token_prepending")
 READOUT_NAMES = {"last": "last-token readout", "mean": "mean readout"}
@@ -30,18 +30,7 @@ def clean(token: str) -> str:
 
 def measure(method, text: str, layer: int, probes: int, exact: bool):
     """Sensitivities and bound for one method, through the cache."""
-    backbone = ui.get_backbone()
-
-    def compute(progress):
-        s = S.jacobian_norms(backbone, method, text, layer=layer, probes=probes, exact=exact, progress=progress)
-        b = S.attention_bound(backbone, method, text, layer=layer)
-        arrays = {**s.arrays(), "bound_last": b.last, "bound_mean": b.mean}
-        meta = {"tokens": s.tokens, "layer": s.layer, "agreement": S.compare(s, b), "decay": S.decay(s),
-                "sensitivity_seconds": s.seconds}
-        return arrays, meta
-
-    parts = sensitivity_parts(backbone, method, text, layer, probes, exact)
-    return ui.cached(SENSITIVITY, parts, compute, f"{label(method)}: Jacobians and attention bound", quiet=True)
+    return jacobians(method, text, layer, probes, exact, label(method))
 
 
 def figure(arrays, tokens, title: str, exact: bool) -> go.Figure:

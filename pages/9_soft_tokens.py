@@ -12,18 +12,11 @@ import streamlit as st
 import ui
 from analysis.data import datasets
 from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
-from analysis.inspect.generation import (SCALING_KS, adapter_variants, generate_soft_tokens, scaling_curve, steps_frame,
-                                  token_heatmap, training_log)
-from cache.keys import SOFT_SCALING, soft_scaling_parts
+from analysis.inspect.generation import SCALING_KS, adapter_variants, steps_frame, token_heatmap, training_log
+from ui.traces import soft_generation, soft_scaling
 
 EMOTION = "Which emotion does this text express?"
 DEFAULT_TEXT = "After months of waiting, the letter finally came: she had been accepted."
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def generate(_backbone, identity: str, text: str, instruction: str, **settings) -> dict:
-    """One text's generation report; reruns of the page (any widget change) reuse it. `identity` keys the model."""
-    return generate_soft_tokens(_backbone, text, instruction, **settings)
 
 
 def shown(token: str) -> str:
@@ -120,7 +113,7 @@ with ui.user_errors():
     results = {}
     with st.spinner("Generating…"):
         for label, instruction in (("A", instr_a), ("B", instr_b)):
-            results[label] = generate(backbone, backbone.identity, text, instruction, **settings)
+            results[label] = soft_generation(backbone, backbone.identity, text, instruction, **settings)
 
     # ---- one instruction, step by step -------------------------------------------------------------------
     st.subheader("Step by step (instruction A)")
@@ -147,7 +140,7 @@ with ui.user_errors():
     # ---- trained vs frozen --------------------------------------------------------------------------------
     if adapter != "none":
         st.subheader("Trained vs frozen, same text")
-        frozen = generate(backbone, backbone.identity, text, instr_a, **{**settings, "adapter": "none"})
+        frozen = soft_generation(backbone, backbone.identity, text, instr_a, **{**settings, "adapter": "none"})
         pair = {"trained": r, "frozen": frozen}
         cols = st.columns(2)
         for col, (label, res) in zip(cols, pair.items()):
@@ -246,13 +239,7 @@ with ui.user_errors():
     for label in chosen_variants:
         params = dict(instruction=chosen, temperature=float(temperature), top_k=int(top_k), mode=mode,
                       adapter=options[label])
-        from analysis.weights.adapters import adapter_spec
-
-        parts = soft_scaling_parts(backbone, pairs, sorted({0, *ks}), params, adapter_spec(options[label]))
-        arrays, _ = ui.cached(SOFT_SCALING, parts,
-                              lambda progress, params=params: (
-                                  scaling_curve(backbone, pairs, sorted({0, *ks}), progress=progress, **params), {}),
-                              label=f"Soft-token scaling: {label}, K up to {max(ks)}")
+        arrays = soft_scaling(backbone, pairs, ks, params, label)
         x, y, ci = arrays["ks"], arrays["spearman"], arrays["ci"]
         fig.add_scatter(x=x, y=y, mode="lines+markers", name=label,
                         error_y=dict(type="data", symmetric=False, array=ci[:, 1] - y, arrayminus=y - ci[:, 0]))

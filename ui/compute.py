@@ -12,6 +12,7 @@ import streamlit as st
 
 import cache
 from analysis.core.errors import UserError
+from ui.figures import start_page
 from ui.model import get_backbone, store
 from ui.nav import hand_over_to_app
 from ui.text import md
@@ -20,8 +21,10 @@ from ui.text import md
 @contextlib.contextmanager
 def user_errors():
     """Run a page body: a UserError becomes its message on the page, and the page stops there. On a fresh
-    server's first run of a page opened by its link, hands the run over to app.py first (`ui.nav`)."""
+    server's first run of a page opened by its link, hands the run over to app.py first (`ui.nav`). Starts the
+    collection of the page's figures (`ui.figures`)."""
     hand_over_to_app()
+    start_page()
     try:
         yield
     except UserError as err:

@@ -1,16 +1,36 @@
-"""Figures: a Plotly chart whose toolbar always offers "download as PNG", plus its data as CSV."""
+"""Figures: a Plotly chart whose toolbar always offers "download as PNG", plus its data as CSV; and every figure a
+page draws collected for one "Save this page's figures" HTML file (ui.export)."""
 
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 
 import streamlit as st
+
+from ui.export import Section, standalone_html
+
+# The figures drawn so far in this script run, (name, figure) in page order; None outside a page body. Reset by
+# `start_page` (through ui.user_errors, which every page enters first), read when the HTML button is clicked.
+_PAGE_FIGURES: ContextVar[list | None] = ContextVar("embedscope_page_figures", default=None)
+
+
+def start_page() -> None:
+    _PAGE_FIGURES.set([])
+
+
+def page_html(figures: list) -> bytes:
+    """One standalone HTML file holding `figures` ((name, figure) pairs), each under its name."""
+    return standalone_html("embedscope: this page's figures",
+                           [Section(name.replace("_", " "), figures=[fig]) for name, fig in figures]).encode("utf-8")
 
 
 def show_figure(fig, data, name: str) -> None:
     """Draw `fig` and offer `data` (a pandas DataFrame) as `<name>.csv`. `name` must be unique on the page.
 
-    PNG export happens in the browser through Plotly's toolbar (no kaleido: it needs a browser install)."""
+    PNG export happens in the browser through Plotly's toolbar (no kaleido: it needs a browser install). The
+    page's first figure also puts "Save this page's figures (HTML)" in the sidebar; the file is built on click
+    from every figure the page drew."""
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "figure"
     st.plotly_chart(fig, key=f"fig_{slug}", config={
         "displayModeBar": True,  # always visible, not only on hover: the PNG button is the figure's export
@@ -19,3 +39,12 @@ def show_figure(fig, data, name: str) -> None:
     })
     st.download_button("Download data (CSV)", data.to_csv(index=False).encode("utf-8"), file_name=f"{slug}.csv",
                        mime="text/csv", key=f"csv_{slug}", on_click="ignore")
+    figures = _PAGE_FIGURES.get()
+    if figures is None:
+        return
+    if not figures:
+        st.sidebar.download_button("Save this page's figures (HTML)", lambda: page_html(figures),
+                                   file_name="embedscope_figures.html", mime="text/html", key="page_figures_html",
+                                   on_click="ignore", help="One file with every figure of this page, interactive, "
+                                                           "that opens in any browser without a server.")
+    figures.append((slug, fig))

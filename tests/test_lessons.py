@@ -1,0 +1,113 @@
+"""The Lessons page, headless with AppTest on a tiny random Llama (a local folder) in an isolated cache: every step
+of every lesson that runs without shipped weights, the step addresses, Next/Back, presenter mode, the download;
+and the standalone HTML export. Steps that need weights trained for the default model are in
+tests/test_lessons_real.py."""
+
+from html.parser import HTMLParser
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from apptools import errors, figures, isolated_cache
+from ui.export import Section, standalone_html
+from ui.lessons import BY_ID, LESSONS
+from ui.lessons.base import document
+
+REPO = Path(__file__).resolve().parent.parent
+PAGE = str(REPO / "pages" / "13_lessons.py")
+NEEDS_SHIPPED = {"soft-tokens", "causal2vec", "compression"}  # weights trained for the default model only
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory):
+    from analysis.models.tiny import tiny_backbone
+
+    bb = tiny_backbone("llama", max_length=128)
+    folder = tmp_path_factory.mktemp("tiny_llama_lessons")
+    bb.model.save_pretrained(folder)
+    bb.tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module", autouse=True)
+def lesson_cache(tmp_path_factory):
+    with isolated_cache(tmp_path_factory, shared=()) as root:
+        yield root
+
+
+def open_step(folder, lesson: str, step: int, present: bool = False) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.session_state["embedscope_model"] = str(folder)
+    at.query_params.update({"lesson": lesson, "step": str(step), **({"present": "1"} if present else {})})
+    return at.run()
+
+
+STEPS = [(lesson.id, i) for lesson in LESSONS if lesson.id not in NEEDS_SHIPPED
+         for i in range(1, len(lesson.steps) + 1)]
+
+
+@pytest.mark.parametrize("lesson,step", STEPS)
+def test_every_step_draws_its_figure(tiny_folder, lesson, step):
+    at = open_step(tiny_folder, lesson, step)
+    assert not at.exception, at.exception
+    assert not errors(at), errors(at)
+    assert at.header[0].value == f"{step}. {BY_ID[lesson].steps[step - 1].title}"
+    assert len(figures(at)) == 1
+
+
+def test_next_back_and_presenter_mode_follow_the_address(tiny_folder):
+    at = open_step(tiny_folder, LESSONS[0].id, 1)
+    at.button(key="lesson_next").click().run()
+    assert at.query_params["step"] == "2" and at.header[0].value.startswith("2. ")
+    at.button(key="lesson_back").click().run()
+    assert at.query_params["step"] == "1"
+    at.toggle(key="lesson_present").set_value(True).run()
+    assert at.query_params["present"] == "1" and not at.title  # no page title: one step per screen
+    assert figures(at)[0]["layout"]["height"] == 600
+
+
+def test_a_bad_address_is_one_sentence(tiny_folder):
+    at = open_step(tiny_folder, "nope", 1)
+    assert not at.exception and "There is no lesson 'nope'" in errors(at)[0]
+    at = open_step(tiny_folder, LESSONS[0].id, 99)
+    assert not at.exception and "Step '99' does not exist" in errors(at)[0]
+
+
+def test_a_students_text_goes_through_the_budgets(tiny_folder):
+    at = open_step(tiny_folder, "why-last", 2)
+    at.text_area(key="lesson_why-last_2").set_value("x" * 100_000).run()
+    assert not at.exception and "characters" in errors(at)[0]
+
+
+class _Parsed(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.divs, self.scripts = [], [], 0
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag == "div" and dict(attrs).get("id", "").startswith("figure-"):
+            self.divs.append(dict(attrs)["id"])
+        self.scripts += tag == "script"
+
+
+def test_lesson_html_holds_every_step_and_figure_and_plotly_once():
+    lesson = LESSONS[0]
+    figs = [go.Figure(go.Bar(x=[1, 2], y=[i, i + 1])) for i in range(len(lesson.steps))]
+    html = document(lesson, figs)
+    parsed = _Parsed()
+    parsed.feed(html)
+    assert parsed.divs == [f"figure-{i}" for i in range(len(lesson.steps))]
+    assert html.count("plotly.js v") == 1 or html.count("* plotly.js") == 1  # the library embedded once
+    assert "cdn" not in html.split("</script>", 1)[1].lower()  # no figure fetches anything
+    for s in lesson.steps:
+        assert s.title in html
+    assert html.count("<details>") == sum(bool(s.question) for s in lesson.steps)
+
+
+def test_export_escapes_text_and_keeps_markup_subset():
+    html = standalone_html("<T>", [Section("a", "**bold** and *it* and `code` <script>x</script>")])
+    assert "<strong>bold</strong>" in html and "<em>it</em>" in html and "<code>code</code>" in html
+    assert "&lt;script&gt;x&lt;/script&gt;" in html and "<title>&lt;T&gt;</title>" in html
