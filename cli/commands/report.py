@@ -1,0 +1,111 @@
+"""`python -m analysis report --model M --data stsb-dev --sample 500 --budget-minutes 30 --out report.html`: one
+model's report (which method, which layers, at what cost) as a standalone HTML file and a JSON with every number
+(`analysis.report`), through the compute cache so an interrupted report resumes from every finished cell."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+
+from analysis.core.errors import UserError
+
+HELP = ("Write one model's report: every method's STS Spearman with paired differences to the best, its cost as "
+        "x the plain forward and peak memory, the intrinsic-dimension windows and a KV-Embedding layer map sized to "
+        "the budget, mechanism summaries and a recommendation with its reasons; --out report.html also writes "
+        "report.json. The estimate is printed before the work starts; Ctrl-C keeps a partial report, and the same "
+        "command resumes from the cache.")
+
+
+def add_arguments(parser) -> None:
+    from cli.commands._common import add_boot_argument, add_model_arguments, add_run_arguments, add_sample_arguments
+
+    parser.add_argument("--data", default="stsb-dev", help="a built-in pair set (stsb-dev, sick, sts12 ... sts16, lee, "
+                        "demo) or an STS file (STS-B format, or sentence1, sentence2, score[, genre])")
+    add_sample_arguments(parser, "pairs", default_sample=500)
+    parser.add_argument("--budget-minutes", type=float, default=30.0,
+                        help="time for the whole report (default 30); the quality table must fit, the layer map is "
+                             "sized to what is left")
+    parser.add_argument("--executor", default="local", help="where the layer map runs: local or ray")
+    parser.add_argument("--address", default=None, help="with --executor ray: a running cluster (default: start one)")
+    parser.add_argument("--out", required=True, help="the HTML file to write (its .json is written beside it)")
+    add_boot_argument(parser)
+    add_model_arguments(parser)
+    add_run_arguments(parser)
+
+
+def check_flags(args) -> Path:
+    """Every flag that needs no model, before any work: the output path, the budget, the executor."""
+    from cli.commands._common import check_boot
+
+    out = Path(args.out)
+    if out.suffix.lower() != ".html":
+        raise UserError(f"--out must name an .html file (its .json goes beside it), not {args.out!r:.60}.")
+    if not out.parent.resolve().is_dir():
+        raise UserError(f"--out: the folder {str(out.parent)!r:.80} does not exist.")
+    if out.is_dir() or not os.access(out.parent.resolve(), os.W_OK):
+        raise UserError(f"--out: {args.out!r:.80} cannot be written here.")
+    if not (math.isfinite(args.budget_minutes) and args.budget_minutes > 0):
+        raise UserError(f"--budget-minutes must be a positive number of minutes, not {args.budget_minutes}.")
+    if args.executor not in ("local", "ray"):
+        raise UserError(f"--executor must be local or ray, not {args.executor!r:.40}.")
+    if args.address is not None and args.executor != "ray":
+        raise UserError("--address only applies to --executor ray.")
+    if args.batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {args.batch_size}.")
+    check_boot(args)
+    if args.executor == "ray":
+        from analysis.sweep.ray_executor import check_address, import_ray
+
+        import_ray()
+        args.address = check_address(args.address)
+    return out
+
+
+def run(args) -> dict:
+    from analysis.data.datasets import pairs_of
+    from analysis.eval.sts import check_pairs
+    from analysis.report.build import build, prepare
+    from analysis.report.html import save
+    from cache import default_store
+    from cache.report import report_hooks
+    from cli.commands._common import choose, load_model
+
+    out = check_flags(args)
+    pairs, picked = choose(args, pairs_of(args.data), check_pairs)
+    backbone = load_model(args)
+    plan = prepare(backbone, pairs, budget_minutes=args.budget_minutes, batch_size=args.batch_size)
+    estimate = plan.as_dict()
+    say(f"estimate: {estimate['estimate_total_seconds'] / 60:.1f} min of {args.budget_minutes:g} "
+        f"({', '.join(f'{k} {v:.0f} s' for k, v in estimate['estimate_seconds'].items())})"
+        + "".join(f"; {k} left out: {v}" for k, v in plan.skipped.items()))
+    store = None if args.no_cache else default_store()
+    hooks = report_hooks(store, backbone, pairs, batch_size=args.batch_size, executor=args.executor,
+                         address=args.address, model=args.model)
+    about = {"data": {"requested": str(args.data), **picked},
+             "settings": {"executor": args.executor, "command": command_line(args)}}
+    report = build(backbone, pairs, plan, hooks=hooks, seed=args.seed, n_boot=args.n_boot,
+                   batch_size=args.batch_size, about=about, progress=lambda f, m: say(f"[{f:4.0%}] {m}"))
+    html_path, json_path = save(report, out)
+    if report["interrupted"]:
+        raise UserError(f"Interrupted: the partial report in {html_path} says which sections are missing; the same "
+                        "command resumes from the cache.")
+    return {"html": str(html_path), "json": str(json_path), "model": backbone.identity, "complete": report["complete"],
+            "missing": report["missing"], "recommendation": report["recommendation"],
+            "spent_seconds": report["spent_seconds"], "estimate_seconds": estimate["estimate_seconds"]}
+
+
+def command_line(args) -> str:
+    """The command that regenerates the report, without this machine's paths beyond what the user typed."""
+    parts = [f"python -m analysis report --model {args.model} --data {args.data}"]
+    if args.sample is not None or args.limit is None:
+        parts.append(f"--sample {args.sample if args.sample is not None else args.default_sample}")
+    if args.limit is not None:
+        parts.append(f"--limit {args.limit}")
+    parts.append(f"--seed {args.seed} --budget-minutes {args.budget_minutes:g} --out {Path(args.out).name}")
+    return " ".join(parts)
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

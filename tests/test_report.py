@@ -1,0 +1,167 @@
+"""`python -m analysis report` end to end on a tiny model folder and a tiny genre-labelled STS file: the HTML
+parses and holds every section, the JSON has the documented keys, an interrupted report resumes from every
+finished cell, and bad input or a too-small budget ends in one sentence with nothing written."""
+
+import json
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+
+import cli
+from analysis.models.tiny import save_tiny
+from analysis.report import build as report_build
+from analysis.report.html import ORDER
+
+WORDS = "cat dog sat ran the a on mat big small red blue house car tree bird sang sky".split()
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """(model folder, STS file) with an isolated cache for the module."""
+    from tests.apptools import isolated_cache
+
+    with isolated_cache(tmp_path_factory, shared=()):
+        root = tmp_path_factory.mktemp("report")
+        folder = save_tiny(root / "tiny-llama", n_layers=6)
+        rng = np.random.default_rng(0)
+        lines = ["sentence1,sentence2,score,genre"]
+        for i in range(16):
+            lines.append(f"{' '.join(rng.choice(WORDS, 5))}.,{' '.join(rng.choice(WORDS, 5))}.,"
+                         f"{rng.uniform(0, 5):.2f},{'news' if i % 2 else 'captions'}")
+        data = root / "pairs.csv"
+        data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        yield str(folder), str(data)
+
+
+def run(args, capsys):
+    code = cli.main(["report", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+class Sections(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids, self.missing = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "section":
+            self.ids.append(attrs.get("id"))
+        if attrs.get("class") == "missing":
+            self.missing += 1
+
+
+def test_report_end_to_end(setup, tmp_path, capsys):
+    folder, data = setup
+    out = tmp_path / "r.html"
+    code, stdout, err = run(["--model", folder, "--data", data, "--sample", "12", "--n-boot", "50",
+                             "--budget-minutes", "10", "--out", str(out)], capsys)
+    assert code == 0, err
+    result = json.loads(stdout)
+    assert result["complete"] and result["missing"] == {}
+    assert "estimate:" in err  # the estimate comes before the work
+    parser = Sections()
+    parser.feed(out.read_text(encoding="utf-8"))
+    assert parser.ids == list(ORDER) and parser.missing == 0
+    assert out.stat().st_size < 4 * 2**20
+    report = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert tuple(report) == report_build.KEYS and report["schema"] == report_build.SCHEMA
+    assert report["data"]["genres"] == {"captions": 6, "news": 6}  # the sample is stratified by genre
+    q = report["quality"]
+    labels = {r["label"] for r in q["methods"]}
+    assert {"last", "mean", "prompteol", "echo", "kv_embedding", "soft_tokens"} <= labels
+    best = next(r for r in q["methods"] if r["label"] == q["best"])
+    assert best["difference_to_best"] is None and all(len(r["ci"]) == 2 for r in q["methods"])
+    assert all(r["p"] is not None for r in q["methods"] if r["label"] != q["best"])
+    rows = {r["label"]: r for r in report["cost"]["rows"]}
+    assert rows["plain forward"]["ratio"] == 1.0 and set(rows) == labels | {"plain forward"}
+    layers = report["layers"]
+    assert len(layers["id_trajectory"]) == 7 and layers["selection"]["rule"] in ("u-shape", "several-minima", "flat")
+    assert layers["map"]["cells"] and layers["map"]["id_window"]["rank_among_cells"] >= 1
+    assert len(report["mechanism"]["prefix_mass"]["mass"]) == 6
+    rec = report["recommendation"]
+    assert rec["best"] == q["best"] and rec["id_rule"]["trusted"] in (True, False) and rec["reasons"]
+
+
+def test_an_interrupted_report_resumes_from_every_finished_cell(setup, monkeypatch):
+    from analysis.data.files import read_sts
+    from analysis.models.backbone import load_backbone
+    from cache import default_store
+    from cache.keys import EMBEDDINGS, STS_SCORE
+    from cache.report import report_hooks
+    from cache.store import Store
+
+    folder, data = setup
+    backbone, pairs = load_backbone(folder), read_sts(data)
+    pairs = type(pairs)("resume", pairs.left[:10], pairs.right[:10], pairs.scores[:10])  # cells of their own
+    puts = []
+    real_put = Store.put
+    monkeypatch.setattr(Store, "put", lambda self, key, arrays, meta, *a, namespace="default", **k: (
+        puts.append(namespace), real_put(self, key, arrays, meta, *a, namespace=namespace, **k))[1])
+    stop = {"now": False}
+
+    def progress(fraction, message):
+        if message.startswith("layer map: cell 3/"):
+            stop["now"] = True  # three cells are finished and stored
+
+    def report():
+        plan = report_build.prepare(backbone, pairs, budget_minutes=10)
+        hooks = report_hooks(default_store(), backbone, pairs)
+        return report_build.build(backbone, pairs, plan, hooks=hooks, n_boot=20, progress=progress,
+                                  should_stop=lambda: stop["now"])
+
+    first = report()
+    assert first["interrupted"] and first["quality"] is not None and first["layers"]["map"] is None
+    assert set(first["missing"]) == {"layers", "mechanism", "recommendation"}
+    cells_done = puts.count(STS_SCORE) - 1  # the prompt-only reference is stored beside the cells
+    assert cells_done == 3
+    puts.clear()
+    stop["now"] = False
+    second = report_build.build(backbone, pairs, report_build.prepare(backbone, pairs, budget_minutes=10),
+                                hooks=report_hooks(default_store(), backbone, pairs), n_boot=20)
+    assert second["complete"]
+    assert puts.count(EMBEDDINGS) == 0 and all(r["cached"] for r in second["quality"]["methods"])
+    assert second["layers"]["cached"] == cells_done  # every finished cell reused, none computed twice
+    assert second["layers"]["computed"] == puts.count(STS_SCORE) > 0
+    assert second["layers"]["cached"] + second["layers"]["computed"] >= second["plan"]["cells"]
+
+
+def test_ctrl_c_leaves_a_partial_report_that_says_what_is_missing(setup, tmp_path, capsys, monkeypatch):
+    from analysis.report import sections
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sections, "cost", interrupted)
+    folder, data = setup
+    out = tmp_path / "partial.html"
+    code, stdout, err = run(["--model", folder, "--data", data, "--sample", "12", "--n-boot", "20",
+                             "--out", str(out)], capsys)
+    assert code == 2 and stdout == "" and "resumes from the cache" in err.splitlines()[-1]
+    assert sum(line.startswith("error:") for line in err.splitlines()) == 1  # progress lines before it
+    parser = Sections()
+    text = out.read_text(encoding="utf-8")
+    parser.feed(text)
+    assert parser.ids == list(ORDER) and parser.missing == 4 and "PARTIAL" in text
+    report = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert report["interrupted"] and not report["complete"] and report["quality"] is not None
+    assert set(report["missing"]) == {"cost", "layers", "mechanism", "recommendation"}
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--budget-minutes", "0.0001"], "too small for even the quality table"),
+    (["--budget-minutes", "nan"], "--budget-minutes"),
+    (["--data", "/nonexistent/pairs.tsv"], "pairs.tsv"),
+    (["--model", "/nonexistent/model"], "model"),
+    (["--out", "report.txt"], ".html"),
+])
+def test_bad_input_is_one_sentence_and_writes_nothing(setup, tmp_path, capsys, args, words, monkeypatch):
+    folder, data = setup
+    monkeypatch.chdir(tmp_path)
+    base = {"--model": folder, "--data": data, "--sample": "12", "--out": "r.html"}
+    base.update(dict(zip(args[::2], args[1::2])))
+    code, stdout, err = run([x for kv in base.items() for x in kv], capsys)
+    assert code == 2 and stdout == "" and err.count("\n") == 1 and words in err, err
+    assert list(tmp_path.iterdir()) == []
