@@ -1,7 +1,8 @@
 """Compare models
 
 Two models side by side on the same texts: their intrinsic-dimension trajectories over relative depth with the
-window KV-Embedding's rule picks for each, the Layer explorer's maps, and a methods × models table from the cache.
+window KV-Embedding's rule picks for each, the Layer explorer's maps, and a methods × models table from the cache;
+or two model reports (the Report page's JSON) side by side.
 """
 
 import numpy as np
@@ -22,6 +23,7 @@ from analysis.data import samples
 from analysis.eval.tasks import load_task, score_from_record, select_task
 from cache.keys import BENCH, STS_SCORE, bench_parts, sts_score_parts
 from ui.model import load_named, title_of
+from ui.reports import compare_uploads
 
 COLORS = ("#1f77b4", "#d62728")
 
@@ -53,6 +55,8 @@ with ui.user_errors():
     st.caption("The answer to “which method, which layers” depends on the model. Depth is relative (hidden state "
                "k of a model with L layers at k/L), so models of different depth share one axis. "
                + ui.LAYER_CONVENTION)
+    with st.expander("Two model reports side by side (from their JSON files)"):
+        compare_uploads("cmp_reports")
     names = [DEFAULT_NAME, *[n for n in BUILTIN if n != "smollm2-135m"]]
     c1, c2 = st.columns(2)
     a = c1.selectbox("Model A", names, index=0, key="cmp_a", format_func=title_of)

@@ -4,6 +4,7 @@ finished cell, and bad input or a too-small budget ends in one sentence with not
 
 import json
 from html.parser import HTMLParser
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -53,11 +54,23 @@ class Sections(HTMLParser):
             self.missing += 1
 
 
-def test_report_end_to_end(setup, tmp_path, capsys):
+@pytest.fixture(scope="module")
+def made(setup, tmp_path_factory):
+    """One report written by the command: (exit code, stdout, stderr, the HTML's path)."""
+    import contextlib
+    import io
+
     folder, data = setup
-    out = tmp_path / "r.html"
-    code, stdout, err = run(["--model", folder, "--data", data, "--sample", "12", "--n-boot", "50",
-                             "--budget-minutes", "10", "--out", str(out)], capsys)
+    out = tmp_path_factory.mktemp("made") / "r.html"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = cli.main(["report", "--model", folder, "--data", data, "--sample", "12", "--n-boot", "50",
+                         "--budget-minutes", "10", "--out", str(out)])
+    return code, stdout.getvalue(), stderr.getvalue(), out
+
+
+def test_report_end_to_end(made):
+    code, stdout, err, out = made
     assert code == 0, err
     result = json.loads(stdout)
     assert result["complete"] and result["missing"] == {}
@@ -165,3 +178,56 @@ def test_bad_input_is_one_sentence_and_writes_nothing(setup, tmp_path, capsys, a
     code, stdout, err = run([x for kv in base.items() for x in kv], capsys)
     assert code == 2 and stdout == "" and err.count("\n") == 1 and words in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+# ---- the Report page and the Compare models reader -------------------------------------------------------------
+
+def test_report_page_estimates_first_then_builds_and_offers_downloads(setup):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptools import errors, shown
+    from ui.model import MODEL_KEY
+
+    folder, _ = setup
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "pages" / "14_report.py"),
+                          default_timeout=300)
+    at.session_state[MODEL_KEY] = folder
+    at.session_state["report_limit_20"] = 10  # 10 of the 20 demo pairs
+    at.session_state["report_boot"] = 20
+    at.run()
+    assert not at.exception and not errors(at), (at.exception, errors(at))
+    assert shown(at.info[0].value).startswith("Estimate:") and not at.get("download_button")  # nothing runs before the click
+    at.button(key="report_run").click().run()
+    assert not at.exception and not errors(at), (at.exception, errors(at))
+    downloads = at.get("download_button")
+    assert len(downloads) == 2
+    assert "best method" in at.table[0].value.index
+
+
+def test_two_report_jsons_side_by_side(made):
+    from analysis.core.errors import UserError
+    from ui.reports import read_report, side_by_side
+
+    path = made[3].with_suffix(".json")
+    report = read_report(path.read_bytes(), path.name)
+    other = {**report, "model": {**report["model"], "title": "another"}}
+    table = side_by_side({"a.json": report, "b.json": other})
+    assert list(table.columns) == ["a.json", "b.json"]
+    assert table.loc["best method", "a.json"] == report["quality"]["best"]
+    assert table.loc["model", "b.json"] == "another"
+    with pytest.raises(UserError, match="not a model report"):
+        read_report(b'{"schema": 1}', "x.json")
+    with pytest.raises(UserError, match="not a JSON file"):
+        read_report(b"\xff", "x.json")
+
+
+def test_compare_uploads_asks_for_two_files():
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        from ui.reports import compare_uploads
+
+        compare_uploads("t")
+
+    at = AppTest.from_function(page).run()
+    assert not at.exception and "Upload two report JSONs" in at.info[0].value

@@ -1,0 +1,55 @@
+"""Model report
+
+Which method, which layers, at what cost, on the model chosen in the sidebar: the same report as `python -m
+analysis report`, with its cost estimate before it starts, a progress bar while it runs, resumed from the cache
+when it was stopped, and its HTML and JSON to download.
+"""
+
+import streamlit as st
+import streamlit.components.v1 as components
+
+import ui
+from analysis.report.build import build, prepare
+from analysis.report.html import dumps, render
+from cache.report import report_hooks
+from ui.reports import key_numbers
+
+with ui.user_errors():
+    st.title("Model report")
+    st.caption("Every training-free method (and the trained ones with weights for this model) on the same pairs, "
+               "each with its interval and its paired difference to the best; its time as a ratio to the plain "
+               "forward measured in the same run; the intrinsic-dimension window against a KV-Embedding layer map "
+               "sized to the budget; where the re-routed prefix is read; and a recommendation with its reasons.")
+    backbone = ui.get_backbone()
+    pairs = ui.pairs_input("report")
+    c1, c2 = st.columns(2)
+    budget = c1.number_input("Budget (minutes)", min_value=0.1, max_value=600.0, value=30.0, step=5.0,
+                             key="report_budget")
+    n_boot = c2.number_input("Bootstrap resamples", min_value=0, max_value=5000, value=1000, step=100,
+                             key="report_boot")
+    plan = prepare(backbone, pairs, budget_minutes=float(budget))  # a UserError when the quality table won't fit
+    estimate = plan.as_dict()
+    st.info(ui.md(f"Estimate: {estimate['estimate_total_seconds'] / 60:.1f} min of {budget:g} ("
+                  + ", ".join(f"{k} {v:.0f} s" for k, v in estimate["estimate_seconds"].items()) + f"); "
+                  f"{len(plan.methods)} methods, a layer map of {len(plan.cells)} cells"
+                  + "".join(f"; {k} left out: {v}" for k, v in plan.skipped.items()) + "."))
+    key = ("report", backbone.identity, pairs.name, len(pairs), float(budget), int(n_boot))
+    if st.button("Build the report", key="report_run", type="primary"):
+        bar = st.progress(0.0, text="starting")
+        report = build(backbone, pairs, plan, hooks=report_hooks(ui.store(), backbone, pairs), n_boot=int(n_boot),
+                       progress=lambda f, m: bar.progress(f, text=ui.md(m)))
+        st.session_state["report_result"] = (key, report)
+    stored = st.session_state.get("report_result")
+    if stored is None or stored[0] != key:
+        st.stop()
+    report = stored[1]
+    if report["missing"]:
+        st.warning(ui.md("Partial report: " + "; ".join(f"{k}: {v}" for k, v in report["missing"].items()) + "."))
+    st.table({k: str(v) for k, v in key_numbers(report).items()})
+    page = render(report)
+    name = f"report-{backbone.facts.name.rstrip('/').split('/')[-1]}"
+    d1, d2 = st.columns(2)
+    d1.download_button("Download the HTML", page, file_name=f"{name}.html", mime="text/html", key="report_html")
+    d2.download_button("Download the JSON", dumps(report), file_name=f"{name}.json", mime="application/json",
+                       key="report_json")
+    components.html(page, height=1600, scrolling=True)
