@@ -37,9 +37,15 @@ def lesson_cache(tmp_path_factory):
         yield root
 
 
+# Controls whose default names a real model: the tiny run keeps the sidebar's (tiny) model instead.
+ON_TINY = {("where-compress", 1): "sidebar", ("where-compress", 4): "sidebar"}
+
+
 def open_step(folder, lesson: str, step: int, present: bool = False) -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=300)
     at.session_state["embedscope_model"] = str(folder)
+    if (lesson, step) in ON_TINY:
+        at.session_state[f"lesson_{lesson}_{step}"] = ON_TINY[lesson, step]
     at.query_params.update({"lesson": lesson, "step": str(step), **({"present": "1"} if present else {})})
     return at.run()
 
@@ -79,6 +85,25 @@ def test_a_students_text_goes_through_the_budgets(tiny_folder):
     at = open_step(tiny_folder, "why-last", 2)
     at.text_area(key="lesson_why-last_2").set_value("x" * 100_000).run()
     assert not at.exception and "characters" in errors(at)[0]
+
+
+def test_warm_opens_every_lesson_step_and_every_other_page():
+    from ui import warm
+    from ui.nav import page_files
+
+    labels = [label for label, _, _ in warm.items("m")]
+    assert len(labels) == sum(len(lesson.steps) for lesson in LESSONS) + len(page_files()) - 1
+    assert "m: lesson why-last, step 1" in labels and "m: page 2_embed_compare" in labels
+    assert not any("13_lessons" in label for label in labels)
+
+
+def test_warm_reports_what_a_page_could_not_draw(tiny_folder):
+    from ui import warm
+
+    shown = warm.open_headless({"page": warm.LESSONS_PAGE, "query": {"lesson": "nope"}, "model": str(tiny_folder)})
+    assert shown and "There is no lesson 'nope'" in shown[0]
+    assert warm.open_headless({"page": warm.LESSONS_PAGE, "query": {"lesson": "why-last", "step": "1"},
+                               "model": str(tiny_folder)}) == []
 
 
 class _Parsed(HTMLParser):

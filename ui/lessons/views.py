@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import streamlit as st
 from plotly.subplots import make_subplots
 
 import cache
 from analysis.compression.system import SCALING_SIZES, default_artefact, score, split_mode, split_sentences
 from analysis.data import corpora, personas
-from analysis.inspect import intrinsic_dim as idm
 from analysis.inspect.attention import prefix_mass_summary
 from analysis.inspect.generation import token_heatmap
 from analysis.methods import get_method
@@ -21,7 +21,7 @@ from analysis.weights.artefacts import artefact_digest
 from ui.compute import encode, ready
 from ui.model import get_backbone, load_named, store, title_of
 from ui.text import label
-from ui.traces import compression_system, jacobians, soft_generation, soft_scaling, traced, trajectory, word_shares
+from ui.traces import compression_system, jacobians, soft_generation, soft_scaling, traced, word_shares
 
 HEIGHT = 480  # every lesson figure fits a 1280x720 screen under a title and a paragraph
 
@@ -97,21 +97,26 @@ def _model(choice: str):
     return get_backbone() if choice == "sidebar" else load_named(choice)
 
 
-def id_curve(choice: str, readout: str = "last"):
-    """The intrinsic dimension of every hidden state (KV-Embedding's compression prompt, no re-routing) over the
-    112 demo sentences, with the window KV-Embedding's rule picks from it."""
+def id_curve(choice: str):
+    """The intrinsic dimension of every hidden state under KV-Embedding's compression prompt (final-token states
+    over its built-in texts) and the window its rule picks: exactly what `layers=auto` uses, from the same cache
+    entry."""
     backbone = _model(choice)
-    texts = corpora.demo_texts("all").texts
-    df = trajectory(backbone, get_method("kv_embedding", layers="none"), texts, readout, 0)
-    sel = idm.select_window(df["id"].to_numpy(), int(df["layer"].max()))
-    name = title_of(backbone.facts.name) if choice != "sidebar" else (backbone.facts.title or backbone.facts.name)
-    fig = go.Figure(go.Scatter(x=df["layer"], y=df["id"], mode="lines+markers", name=label(name)))
-    if sel.layers:
-        fig.add_vrect(x0=sel.start - 0.5, x1=sel.end + 0.5, fillcolor="#1f77b4", opacity=0.15, line_width=0,
-                      annotation_text=f"the rule's window: {sel.start}–{sel.end}", annotation_position="top left")
+    bar = st.progress(0.0, text="The intrinsic dimension of every hidden state (once per model)…")
+    try:
+        sel, ids = cache.auto_window(store(), backbone, get_method("kv_embedding"),
+                                     lambda done, total: bar.progress(min(done / max(total, 1), 1.0)))
+    finally:
+        bar.empty()
+    name = backbone.facts.title or title_of(backbone.facts.name)
+    ids = np.array([np.nan if v is None else v for v in ids], dtype=float)  # (L + 1,)
+    fig = go.Figure(go.Scatter(x=list(range(len(ids))), y=ids, mode="lines+markers", name=label(name)))
+    fig.add_vrect(x0=sel.start - 0.5, x1=sel.end + 0.5, fillcolor="#1f77b4", opacity=0.15, line_width=0,
+                  annotation_text=f"the rule's window: {sel.start}–{sel.end}", annotation_position="top left")
     fig.update_layout(height=HEIGHT, title=label(name), xaxis_title="hidden state", margin=dict(l=10, r=10, t=50, b=10),
                       yaxis_title="intrinsic dimension (TwoNN)")
-    return fig, df.assign(model=name, rule=sel.rule)
+    return fig, pd.DataFrame({"hidden_state": range(len(ids)), "id": ids, "model": name, "rule": sel.rule,
+                              "in_window": [k in sel.layers for k in range(len(ids))]})
 
 
 def prefix_mass(bias: float, text: str):
@@ -245,13 +250,13 @@ def pool_reading(question: str):
     return fig, frame.assign(layer=range(len(frame)))
 
 
-def dilution(max_pools: int):
-    """Exact match as distractor sentences are added to each context (the pool count), per way of pooling."""
+def dilution(max_pools: int, modes: tuple[str, ...]):
+    """Exact match as distractor sentences are added to each context (the pool count), per way of giving it."""
     system = _system()
     rows = []
     for size in [s for s in SCALING_SIZES if s <= max_pools]:
         items = personas.generate_scaled("heldout", 25, total_sentences=size)
-        for mode in ("sentence", "sentence+ids", "paragraph"):
+        for mode in modes:
             rows.append({"pools": size, "mode": MODE_LABELS[mode],
                          "exact match": score(_predict(system, items, mode))["exact_match"]})
     frame = pd.DataFrame(rows)

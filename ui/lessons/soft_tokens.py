@@ -1,0 +1,50 @@
+"""Lesson 4: thinking in mixtures: GIRCSE's soft tokens step by step, frozen against trained, and whether more
+steps help."""
+
+from ui.lessons import views
+from ui.lessons.base import Control, Lesson, Step
+
+TEXT = "After months of waiting, the letter finally came: she had been accepted."
+
+LESSON = Lesson("soft-tokens", "Thinking in mixtures: soft tokens",
+                "GIRCSE lets the model write a few tokens after the text, but never picks one: each step feeds back "
+                "the probability-weighted mix of all token embeddings. The embedding is the mean of those steps' "
+                "states. Does writing more make a better vector?", (
+    Step("Soft tokens, step by step (frozen model)",
+         "At each step the model's next-token distribution is turned into one input vector, the mix of every "
+         "token's embedding weighted by its probability, and fed back. Each column is a step; the cells are the "
+         "most likely tokens of that step's mix. The frozen model, with no training, mostly continues the text.",
+         Control("text", "Your text", TEXT),
+         lambda text: views.soft_steps("none", text),
+         "Why a mix and not the most likely token?",
+         "A mix keeps the model's uncertainty (several plausible words at once) and stays differentiable, so the "
+         "generation can be trained end to end.", seconds=20),
+    Step("After training (the adapter shipped here)",
+         "This repository trained a small LoRA adapter with GIRCSE's objective (Iterative Contrastive Refinement: "
+         "every step's embedding must find its paraphrase). The mixes change: the trained model writes tokens "
+         "that describe the text rather than continue it. Change K, the number of steps.",
+         Control("slider", "Soft tokens K", 5, lo=1, hi=20),
+         lambda k: views.soft_steps("shipped", TEXT, k),
+         "Why train at K = 5?",
+         "It is the paper's training value; the question of the last step is whether going past it helps.",
+         seconds=20),
+    Step("How sure is each step?",
+         "The entropy of each step's mix: low means one token dominates, high means a spread-out blend. Compare the "
+         "frozen and the trained model on your text.",
+         Control("text", "Your text", TEXT),
+         lambda text: views.soft_entropy(text),
+         "Is a low entropy good for an embedding?",
+         "Not by itself: a confident step that continues the story says little about the meaning. What counts is "
+         "whether the states help tell paraphrases apart, which the last step measures.", seconds=30),
+    Step("Do more steps help?",
+         "Spearman on the demo pairs against K for the frozen and the trained model (K = 0 reads the prompt's last "
+         "token without generating). GIRCSE reports that generating more tokens at test time keeps improving the "
+         "embedding. Measured on SmolLM2-135M-Instruct over the first 500 STS-B dev pairs "
+         "(docs/RESULTS-old-protocol.md), training lifts K = 5 from 0.307 to 0.547, but K = 10 (0.477) and K = 20 "
+         "(0.355) are worse: the test-time scaling claim does not hold on this model.",
+         Control("slider", "Largest K", 20, lo=5, hi=20),
+         lambda k_max: views.soft_scaling_curve(k_max),
+         "The demo set has only 20 pairs. How much should one trust its curve?",
+         "Little: with 20 pairs one pair changes the Spearman visibly. The Soft tokens page computes the same "
+         "curve with intervals on STS-B.", seconds=90),
+))
