@@ -66,7 +66,6 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
     import numpy as np
     import torch
 
-    from analysis.core.errors import UserError
     from analysis.core.forward import run as forward_run
     from analysis.data.datasets import stsb_pairs
     from analysis.data.samples import SELECTION_SIZE, dev_split
@@ -75,6 +74,7 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
                                              readout_at)
     from analysis.models.minilm import load_encoder
     from analysis.training.losses import cosent, info_nce
+    from analysis.training.pairs import source_batches
     from analysis.training.systems import Job
     from analysis.weights.lora import lora_config, lora_copy, lora_tensors
 
@@ -108,26 +108,10 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
         return readout_at(cap.hidden[L], batch, readout)
 
     # ---- data: one source per batch (same-topic in-batch negatives), its low-scored sentences as hard negatives ---
-    scores_all = np.asarray(train_pairs.scores)
-    source = np.array(train_pairs.genres if train_pairs.genres is not None else ["all"] * len(train_pairs))
-    use = scores_all >= config.positive_min if config.loss == "infonce" else np.ones(len(train_pairs), bool)
-    pools = {g: np.flatnonzero(use & (source == g)) for g in sorted(set(source))}
-    pools = {g: idx for g, idx in pools.items() if len(idx) >= config.batch_size}
-    if not pools:
-        raise UserError(f"no source has {config.batch_size} training pairs for one batch; lower --batch-size.")
-    low = {g: sorted({t for j in np.flatnonzero((scores_all <= config.negative_max) & (source == g))
-                      for t in (train_pairs.left[j], train_pairs.right[j])}) for g in pools}
-    weights = np.array([len(idx) for idx in pools.values()], dtype=float)
-
-    def batches():
-        rng = np.random.default_rng(config.seed)
-        names = list(pools)
-        while True:
-            g = names[rng.choice(len(names), p=weights / weights.sum())]
-            idx = rng.choice(pools[g], config.batch_size, replace=False)
-            hard = [low[g][k] for k in rng.permutation(len(low[g]))[:config.hard_negatives]]
-            yield ([train_pairs.left[j] for j in idx], [train_pairs.right[j] for j in idx],
-                   torch.tensor(scores_all[idx], dtype=torch.float32), hard)
+    gold = np.asarray(train_pairs.scores)
+    keep = gold >= config.positive_min if config.loss == "infonce" else np.ones(len(train_pairs), bool)
+    batches, positives = source_batches(train_pairs, keep, config.negative_max, config.batch_size,
+                                        config.hard_negatives, config.seed)
 
     selection, report = dev_split(dev_pairs, min(SELECTION_SIZE, max(1, len(dev_pairs) // 5)))
     sub = np.arange(min(config.eval_pairs, len(selection)))
@@ -178,10 +162,10 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
             out["report_spearman"] = dev_score(report, np.arange(len(report)))
         return out
 
-    data = {"train": train_pairs.name, "train_pairs": len(train_pairs), "positives": int(sum(map(len, pools.values()))),
-            "sources": sorted(pools), "selection": selection.name, "report": report.name,
+    data = {"train": train_pairs.name, "train_pairs": len(train_pairs), "pairs_in_play": positives,
+            "selection": selection.name, "report": report.name,
             "validation_pairs": len(sub), "digest": _pairs_digest(train_pairs, dev_pairs)}
-    return Job(parameters=params, loss_fn=loss_fn, batches=batches(), evaluate=lambda: {"score": dev_score(selection, sub)},
+    return Job(parameters=params, loss_fn=loss_fn, batches=batches, evaluate=lambda: {"score": dev_score(selection, sub)},
                tensors=tensors, restore=restore, data=data,
                examples_per_step=config.batch_size * config.grad_accum, finish=finish,
                extra={"encoder": enc.identity, "lora": lora, "bridge_hidden": backbone.facts.hidden_size})

@@ -28,7 +28,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from analysis.core.errors import UserError
 from analysis.training.icr import OBJECTIVES, TEMPERATURE, cumulative_means, objective, refinement_penalty, stepwise_losses
 from analysis.training.options import RunOptions, option
 
@@ -124,34 +123,6 @@ def eos_states(backbone, method, texts: list[str]) -> torch.Tensor:
     return hidden[torch.arange(len(texts)), batch.last_index][:, None]  # (B, 1, d)
 
 
-# ---- data ------------------------------------------------------------------------------------------------------
-def source_batches(pairs, min_score: float, negative_max: float, batch_size: int, hard: int, seed: int):
-    """Endless seeded batches (left, right, hard negatives) of positive pairs, each from ONE source of the data (so
-    in-batch negatives share the topic), with `hard` sentences of that source's low-scored pairs."""
-    scores = np.asarray(pairs.scores)
-    source = np.array(pairs.genres if pairs.genres is not None else ["all"] * len(pairs))
-    pools = {g: np.flatnonzero((scores >= min_score) & (source == g)) for g in sorted(set(source))}
-    pools = {g: idx for g, idx in pools.items() if len(idx) >= batch_size}
-    if not pools:
-        raise UserError(f"No source of the training data has {batch_size} pairs scored >= {min_score}: lower "
-                        "--min-score or --batch-size.")
-    low = {g: sorted({t for j in np.flatnonzero((scores <= negative_max) & (source == g))
-                      for t in (pairs.left[j], pairs.right[j])}) for g in pools}
-    names = list(pools)
-    weights = np.array([len(pools[g]) for g in names], dtype=float)
-    positives = int(weights.sum())
-
-    def stream():
-        rng = np.random.default_rng(seed)
-        while True:
-            g = names[rng.choice(len(names), p=weights / weights.sum())]
-            idx = rng.choice(pools[g], batch_size, replace=False)
-            negatives = [low[g][i] for i in rng.permutation(len(low[g]))[:hard]]
-            yield [pairs.left[j] for j in idx], [pairs.right[j] for j in idx], negatives
-
-    return stream(), positives
-
-
 def lora_tensors(peft_model) -> dict:
     from peft import get_peft_model_state_dict
 
@@ -185,6 +156,7 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None):
     from analysis.data.samples import SELECTION_SIZE, dev_split
     from analysis.eval.sts import spearman
     from analysis.methods.soft_tokens import SoftTokens
+    from analysis.training.pairs import source_batches
     from analysis.training.systems import Job
 
     train_pairs = train_pairs if train_pairs is not None else stsb_pairs("train")
@@ -195,13 +167,13 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None):
     eos = config.objective == CAUSAL_EOS
     method = SoftTokens(k=config.k, temperature=config.gen_temperature, instruction=config.instruction,
                         adapter="none")
-    stream, positives = source_batches(train_pairs, config.min_score, config.negative_max, config.batch_size,
-                                       config.hard_negatives, config.seed)
+    stream, positives = source_batches(train_pairs, np.asarray(train_pairs.scores) >= config.min_score,
+                                       config.negative_max, config.batch_size, config.hard_negatives, config.seed)
     trainable = {n: p for n, p in peft_model.named_parameters() if p.requires_grad}
     read_k = 0 if eos else config.k  # the embedding validation scores: the prompt's last state, or K tokens
 
     def loss_fn(batch):
-        left, right, hard = batch
+        left, right, _, hard = batch
         texts = list(left) + list(right) + list(hard)
         states = eos_states(tuned, method, texts) if eos else soft_states(tuned, method, texts)  # (2B+H, K', d)
         z = cumulative_means(states)
