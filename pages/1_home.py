@@ -16,6 +16,8 @@ with ui.user_errors():
         "methods (last token, mean pooling, PromptEOL, Echo and more) while looking inside the model: "
         "similarities, layers, attention and tokens. Every computation is cached on disk, so coming back is instant."
     )
+    st.info("**Teaching?** The [Lessons](lessons) walk through six ideas step by step, each with a live figure, a "
+            "\"try it\" control and a presenter mode for the projector; each lesson downloads as one HTML file.")
     backbone = ui.get_backbone()
 
     left, right = st.columns([3, 2])
