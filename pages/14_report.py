@@ -9,6 +9,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 
 import ui
+from analysis.core import budgets
 from analysis.report.build import build, prepare
 from analysis.report.html import dumps, render
 from cache.report import report_hooks
@@ -25,7 +26,8 @@ with ui.user_errors():
     c1, c2 = st.columns(2)
     budget = c1.number_input("Budget (minutes)", min_value=0.1, max_value=600.0, value=30.0, step=5.0,
                              key="report_budget")
-    n_boot = c2.number_input("Bootstrap resamples", min_value=0, max_value=5000, value=1000, step=100,
+    n_boot = c2.number_input("Bootstrap resamples", min_value=0, max_value=budgets.limit("bootstrap"), value=1000,
+                             step=100,
                              key="report_boot")
     plan = prepare(backbone, pairs, budget_minutes=float(budget))  # a UserError when the quality table won't fit
     estimate = plan.as_dict()

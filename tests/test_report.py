@@ -196,7 +196,8 @@ def test_report_page_estimates_first_then_builds_and_offers_downloads(setup):
     at.session_state["report_boot"] = 20
     at.run()
     assert not at.exception and not errors(at), (at.exception, errors(at))
-    assert shown(at.info[0].value).startswith("Estimate:") and not at.get("download_button")  # nothing runs before the click
+    assert shown(at.info[0].value).startswith("Estimate:")
+    assert not at.get("download_button")  # nothing runs before the click
     at.button(key="report_run").click().run()
     assert not at.exception and not errors(at), (at.exception, errors(at))
     downloads = at.get("download_button")
@@ -231,3 +232,18 @@ def test_compare_uploads_asks_for_two_files():
 
     at = AppTest.from_function(page).run()
     assert not at.exception and "Upload two report JSONs" in at.info[0].value
+
+
+def test_the_layer_map_is_sized_to_the_time_and_the_per_request_limits(setup):
+    from analysis.core import budgets
+    from analysis.data.files import read_sts
+    from analysis.models.backbone import load_backbone
+
+    folder, data = setup
+    backbone, pairs = load_backbone(folder), read_sts(data)
+    roomy = report_build.prepare(backbone, pairs, budget_minutes=10)
+    with budgets.override(grid_cells=6):
+        capped = report_build.prepare(backbone, pairs, budget_minutes=10)
+    assert 0 < len(capped.cells) < len(roomy.cells) and len(capped.cells) + 1 <= 6  # + the ID window's cell
+    with budgets.override(grid_cells=1):
+        assert "layers" in report_build.prepare(backbone, pairs, budget_minutes=10).skipped

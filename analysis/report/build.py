@@ -105,8 +105,9 @@ def prepare(backbone, pairs, *, budget_minutes: float, batch_size: int = 16) -> 
     methods, trained = report_methods(backbone)
     texts = pairs.unique_texts()
     seconds = planning.calibrate(backbone, texts, batch_size)
-    plan = planning.make_plan(backbone, methods, n_texts=len(texts), budget_minutes=budget_minutes,
-                              seconds_per_text=seconds, soft_curve=shipped_folder(backbone.facts) is not None)
+    plan = planning.make_plan(backbone, methods, n_texts=len(texts), n_pairs=len(pairs),
+                              budget_minutes=budget_minutes, seconds_per_text=seconds,
+                              soft_curve=shipped_folder(backbone.facts) is not None)
     plan.trained = trained
     return plan
 

@@ -16,6 +16,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from analysis.core import budgets
 from analysis.core.errors import UserError
 from analysis.sweep import runner, windows
 
@@ -62,7 +63,8 @@ class Plan:
     trained: set = field(default_factory=set)  # labels of methods with trained weights
 
     def as_dict(self) -> dict:
-        return {"methods": list(self.methods), "trained": sorted(self.trained), "cells": len(self.cells), "soft_curve": self.soft_curve,
+        return {"methods": list(self.methods), "trained": sorted(self.trained), "cells": len(self.cells),
+                "soft_curve": self.soft_curve,
                 "seconds_per_text": self.seconds_per_text, "budget_seconds": self.budget_seconds,
                 "estimate_seconds": {k: round(v, 1) for k, v in self.estimate.items()},
                 "estimate_total_seconds": round(sum(self.estimate.values()), 1), "skipped": dict(self.skipped)}
@@ -88,8 +90,8 @@ def quality_forwards(methods: dict, n_texts: int) -> float:
     return work + (ID_TEXT_FORWARDS if any(m.name == "kv_embedding" for m in methods.values()) else 0.0)
 
 
-def make_plan(backbone, methods: dict, *, n_texts: int, budget_minutes: float, seconds_per_text: float,
-              soft_curve: bool) -> Plan:
+def make_plan(backbone, methods: dict, *, n_texts: int, n_pairs: int, budget_minutes: float,
+              seconds_per_text: float, soft_curve: bool) -> Plan:
     """Fit the sections into `budget_minutes` (see the module docstring). Raises UserError when even the quality
     table does not fit."""
     if not (math.isfinite(budget_minutes) and budget_minutes > 0):
@@ -106,7 +108,8 @@ def make_plan(backbone, methods: dict, *, n_texts: int, budget_minutes: float, s
     left = budget - plan.estimate["quality"]
     timing = (1 + sum(RELATIVE_COST.get(m.name, 2.0) for m in methods.values())) * TIMING_TEXTS * TIMING_REPEATS
     plan.estimate["cost"] = timing * seconds_per_text
-    mechanism = MECHANISM_TEXTS * 3.0 + (SOFT_PAIRS * 2 * RELATIVE_COST["soft_tokens"] * 2 if soft_curve else 0)
+    soft = 2 * min(SOFT_PAIRS, n_pairs) * RELATIVE_COST["soft_tokens"] * max(SOFT_KS) / 5  # K up to 8, not 5
+    mechanism = MECHANISM_TEXTS * 3.0 + (soft if soft_curve else 0.0)  # eager attention: about 3 forwards
     plan.estimate["mechanism"] = mechanism * seconds_per_text
     for section in ("cost", "mechanism"):  # small and fixed: in when they fit
         if plan.estimate[section] > left:
@@ -115,12 +118,18 @@ def make_plan(backbone, methods: dict, *, n_texts: int, budget_minutes: float, s
         else:
             left -= plan.estimate[section]
     for starts, widths, biases in ladder(L):
-        cells = windows.grid(L, starts, widths, biases)
+        try:
+            cells = windows.grid(L, starts, widths, biases)
+        except UserError:  # more cells than one request may hold (`core.budgets`): a coarser grid
+            continue
+        within = (len(cells) + 1 <= budgets.limit("grid_cells")  # + 1: the ID window's own cell
+                  and runner.cost(cells, L) * n_texts <= budgets.limit("sweep_text_forwards"))
         seconds = runner.cost(cells, L) * n_texts * RELATIVE_COST["kv_embedding"] * seconds_per_text
-        if seconds <= left:
+        if within and seconds <= left:
             plan.cells, plan.estimate["layers"] = cells, seconds
             break
     else:
         plan.skipped["layers"] = ("even the coarsest layer map (a start every quarter of the depth) does not fit "
-                                  "the budget left after the quality table (raise --budget-minutes)")
+                                  "the time left after the quality table or the per-request limits (raise "
+                                  "--budget-minutes; --no-budgets lifts the limits)")
     return plan

@@ -67,7 +67,9 @@ def stop_if(should_stop) -> None:
 
 def peak_memory_mb(fn, device: str = "cpu") -> float:
     """Peak memory above the starting level while `fn()` runs, in MB: the CUDA allocator's peak on a GPU, else
-    the process's resident memory sampled every 5 ms by a thread (a CPU allocator keeps no peak of its own)."""
+    the process's resident memory sampled every 5 ms by a thread (a CPU allocator keeps no peak of its own). On
+    glibc, freed memory is first handed back to the system (`malloc_trim`), or memory a previous call freed would
+    hide this call's working set; elsewhere the figure is a lower bound."""
     import torch
 
     if str(device).startswith("cuda"):
@@ -77,6 +79,7 @@ def peak_memory_mb(fn, device: str = "cpu") -> float:
         return (torch.cuda.max_memory_allocated() - base) / 2**20
     import psutil
 
+    _trim()
     proc, peak, done = psutil.Process(), [0], threading.Event()
     base = proc.memory_info().rss
 
@@ -93,6 +96,16 @@ def peak_memory_mb(fn, device: str = "cpu") -> float:
         done.set()
         watcher.join()
     return max(peak[0] - base, 0) / 2**20
+
+
+def _trim() -> None:
+    import ctypes
+    import ctypes.util
+
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to hand back this way
+        pass
 
 
 def cost(backbone, methods: dict, texts: list[str], *, repeats: int, batch_size: int = 16,
