@@ -6,12 +6,14 @@
 #   SAMPLE=200 BUDGET=45 bash scripts/reports.sh  # a quicker look
 #   bash scripts/reports.sh --executor ray        # extra flags go to every `python -m analysis report`
 #
-# Long: on a 2-core CPU shared with other work, SmolLM2 takes about 0.16 s per text forward, so its quality table
-# (ten methods over the sample's ~1,000 texts) is about 55 min, the cost section 3 min, the mechanism 3 min, and
-# the layer map takes what is left of the budget (20 cells, about 40 min): about 1 h 40 min. Gemma 3 270M has no
-# trained weights here (eight methods) but about twice the cost per forward: about the same. Each command prints
-# its estimate before it starts. Stopped (Ctrl-C, a lost session)? Run it again: every finished embedding and
-# layer-map cell comes from the cache. STS-B must be present: `python -m analysis data fetch stsb`.
+# Long. Estimates printed by the command itself here (a 2-core CPU shared with a training run), 500 pairs = 993
+# texts: SmolLM2 0.06 s per text forward, quality table (ten methods, two of them trained) 19 min, cost 1 min,
+# mechanism 1 min, layer map of 84 cells 56 min: about 1 h 15 min; Gemma 3 270M 0.07 s per text, quality (eight
+# methods, no trained weights for it) 16 min, cost 1 min, layer map of 51 cells 40 min: about 1 h. Under heavier
+# load a forward took up to 0.16 s: the layer map is then planned smaller so the whole fits the budget (the budget
+# is planned before each run, not enforced inside a section). --no-budgets: the app's per-request limits (64 map
+# cells) are for interactive use, not for this. Stopped (Ctrl-C, a lost session)? Run it again: every finished
+# embedding and layer-map cell comes from the cache. STS-B must be present: `python -m analysis data fetch stsb`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SAMPLE=${SAMPLE:-500}
@@ -19,5 +21,5 @@ BUDGET=${BUDGET:-120}
 mkdir -p docs/reports
 for model in smollm2-135m gemma3-270m; do
     python -m analysis report --model "$model" --data stsb-dev --sample "$SAMPLE" --seed 0 \
-        --budget-minutes "$BUDGET" --out "docs/reports/$model.html" "$@"
+        --budget-minutes "$BUDGET" --no-budgets --out "docs/reports/$model.html" "$@"
 done
