@@ -14,12 +14,14 @@ LESSON = Lesson("causal2vec", "A contextual token from a small encoder",
     Step("The decoder reads the contextual token",
          "A trained bridge (a small network, trained here) turns MiniLM's sentence vector into one input token C "
          "placed before the text. Every text token can attend to C, so early tokens see a summary of the whole "
-         "text. The bars are the share of the text tokens' attention that lands on C, per decoder layer.",
+         "text. The bars are the share of the text tokens' attention that lands on C, per decoder layer: on "
+         "SmolLM2 a few percent, most of it in the first layer.",
          Control("text", "Your text", TEXT),
          lambda text: views.contextual_reading(text),
-         "Why does one token get so much attention in some layers?",
-         "The first position of a sequence is where many heads park their attention (an attention sink); C sits "
-         "near the front and can take that role, as well as carry information.", seconds=30),
+         "The bars are small. Is C then useless?",
+         "Not necessarily: attention shares say where the decoder looks, not how much what it finds changes the "
+         "result. A few percent of attention on one well-made vector can still move the states; step 4 compares "
+         "the embeddings themselves.", seconds=30),
     Step("Trained bridge against an untrained one",
          "The same measurement with an untrained bridge (random weights, seeded): the decoder still looks at C, "
          "but what it finds there is not a summary in a form it can use. Switch between the two.",

@@ -37,14 +37,15 @@ LESSON = Lesson("soft-tokens", "Thinking in mixtures: soft tokens",
          "Not by itself: a confident step that continues the story says little about the meaning. What counts is "
          "whether the states help tell paraphrases apart, which the last step measures.", seconds=30),
     Step("Do more steps help?",
-         "Spearman on the demo pairs against K for the frozen and the trained model (K = 0 reads the prompt's last "
-         "token without generating). GIRCSE reports that generating more tokens at test time keeps improving the "
+         "Spearman on 100 STS-B dev pairs (a genre-stratified sample; the 20 demo pairs when STS-B is not in the "
+         "data folder) against K, for the frozen and the trained model (K = 0 reads the prompt's last token "
+         "without generating). GIRCSE reports that generating more tokens at test time keeps improving the "
          "embedding. Measured on SmolLM2-135M-Instruct over the first 500 STS-B dev pairs "
          "(docs/RESULTS-old-protocol.md), training lifts K = 5 from 0.307 to 0.547, but K = 10 (0.477) and K = 20 "
          "(0.355) are worse: the test-time scaling claim does not hold on this model.",
          Control("slider", "Largest K", 20, lo=5, hi=20),
          lambda k_max: views.soft_scaling_curve(k_max),
-         "The demo set has only 20 pairs. How much should one trust its curve?",
-         "Little: with 20 pairs one pair changes the Spearman visibly. The Soft tokens page computes the same "
-         "curve with intervals on STS-B.", seconds=90),
+         "How much should one trust a curve from 100 pairs?",
+         "Not to the second decimal: a few pairs move it visibly. The Soft tokens page computes the same curve "
+         "with bootstrap intervals, on as many pairs as you choose.", seconds=240),
 ))

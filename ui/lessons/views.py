@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 import cache
 from analysis.compression.system import SCALING_SIZES, default_artefact, score, split_mode, split_sentences
-from analysis.data import corpora, personas
+from analysis.data import corpora, datasets, personas, samples
 from analysis.inspect.attention import prefix_mass_summary
 from analysis.inspect.generation import token_heatmap
 from analysis.methods import get_method
@@ -77,7 +77,8 @@ def separation(specs: list[tuple[str, dict]]):
         m = method(name, **params)
         left, right = encode(m, pairs.left, quiet=True), encode(m, pairs.right, quiet=True)
         for i, cos in enumerate((left * right).sum(axis=1)):
-            rows.append({"method": m.title + (f" (hidden state {params['layer']})" if "layer" in params else ""),
+            rows.append({"method": m.title + (f" (hidden state {params['layer']})" if params.get("layer", -1) != -1
+                                              else ""),
                          "pair": i + 1, "paraphrase": bool(pairs.scores[i] > 0.5), "cosine": float(cos),
                          "left": pairs.left[i], "right": pairs.right[i]})
     frame = pd.DataFrame(rows)
@@ -177,11 +178,19 @@ def soft_entropy(text: str, k: int = 10):
     return fig, frame
 
 
+def scoring_pairs():
+    """Pairs for a Spearman worth reading: 100 pairs of STS-B dev's report part (stratified by genre, seed 0) when
+    STS-B is in the data folder, else the 20 demo pairs."""
+    if corpora.shared_stsb("dev") is None:
+        return corpora.demo_pairs()
+    return samples.select(datasets.stsb_dev_part("report"), sample=100, seed=0)[0]
+
+
 def soft_scaling_curve(k_max: int):
-    """Spearman on the demo pairs against the number of soft tokens K, frozen and trained (K = 0: the prompt's
-    last token, no generation)."""
+    """Spearman against the number of soft tokens K, frozen and trained (K = 0: the prompt's last token, no
+    generation)."""
     backbone = get_backbone()
-    pairs = corpora.demo_pairs()
+    pairs = scoring_pairs()
     ks = [k for k in (1, 3, 5, 10, 20) if k <= k_max]
     rows = []
     for name, adapter in (("frozen", "none"), ("trained here", "shipped")):
@@ -192,7 +201,7 @@ def soft_scaling_curve(k_max: int):
     fig = go.Figure([go.Scatter(x=g["K"], y=g["spearman"], mode="lines+markers", name=n)
                      for n, g in frame.groupby("model", sort=False)])
     fig.update_layout(height=HEIGHT, xaxis_title="soft tokens K (0 = no generation)",
-                      yaxis_title="Spearman on the demo pairs", margin=dict(l=10, r=10, t=30, b=10),
+                      yaxis_title=f"Spearman, {label(pairs.name)}", margin=dict(l=10, r=10, t=30, b=10),
                       legend=dict(orientation="h", y=1.1))
     return fig, frame
 
@@ -203,7 +212,7 @@ def contextual_reading(text: str, bridge: str = "shipped"):
     ctx = traced(method("causal2vec", bridge=bridge), text)["contextual"]  # (L, H)
     per_layer = ctx.mean(axis=1)
     fig = go.Figure(go.Bar(x=list(range(len(per_layer))), y=per_layer))
-    fig.update_layout(height=HEIGHT, xaxis_title="decoder layer", yaxis_range=[0, 1],
+    fig.update_layout(height=HEIGHT, xaxis_title="decoder layer",
                       yaxis_title="attention on the contextual token", margin=dict(l=10, r=10, t=30, b=10))
     return fig, pd.DataFrame({"decoder_layer": range(len(per_layer)), "on_contextual": per_layer})
 
