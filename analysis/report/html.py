@@ -130,8 +130,8 @@ def _cost(c: dict, r: dict, figures) -> str:
                       margin=dict(l=10, r=10, t=20, b=10))
     return (table + _figure("fig_cost", fig, figures) +
             f'<p class="note">Median of {c["repeats"]} interleaved rounds on {c["texts"]} texts, every method and '
-            f'the plain forward ({_e(c["baseline"])}: the `last` method) in the same rounds; peak memory above the '
-            "level before the call.</p>")
+            f'the plain forward ({_e(c["baseline"])}: the `last` method) in the same rounds, so `last`\'s own ratio '
+            "shows the timing's noise; peak memory above the level before the call.</p>")
 
 
 def _layers(s: dict, r: dict, figures) -> str:
