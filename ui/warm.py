@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 
@@ -75,8 +76,16 @@ def warm(models: list[str]) -> dict:
 
 
 def main(argv=None) -> None:
+    from transformers.utils import logging as hf_logging
+
     parser = argparse.ArgumentParser(prog="python -m ui.warm")
     parser.add_argument("models", nargs="+")
+    hf_logging.disable_progress_bar()  # stderr is the progress bar's
+    import streamlit.testing.v1  # noqa: F401 - its loggers exist from here on
+
+    for name in list(logging.root.manager.loggerDict):  # pages run outside a server warn on every call
+        if name.startswith("streamlit"):
+            logging.getLogger(name).setLevel(logging.ERROR)
     print(json.dumps(warm(parser.parse_args(argv).models)))
 
 

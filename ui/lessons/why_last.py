@@ -25,8 +25,8 @@ LESSON = Lesson("why-last", "Why the last token is a poor sentence vector",
          "document, which does not depend much on what the sentence said. The state is built for that guess.",
          seconds=5),
     Step("What the final token actually reads",
-         "Attention tells where the final token takes its information from. Without a prompt it spreads over the "
-         "words with no particular purpose. PromptEOL wraps the text in *This sentence: \"...\" means in one word:\"* "
+         "Attention tells where the final token takes its information from. Without a prompt most of it goes to "
+         "the first word (a resting place many heads use, an attention sink) and to the final word itself. PromptEOL wraps the text in *This sentence: \"...\" means in one word:\"* "
          "so the next token must be a summary word, and the final token reads the content words to choose it. Echo "
          "repeats the text, so the second copy's tokens can read the whole first copy.",
          Control("text", "Your text", TEXT),
