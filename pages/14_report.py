@@ -29,7 +29,9 @@ with ui.user_errors():
     n_boot = c2.number_input("Bootstrap resamples", min_value=0, max_value=budgets.limit("bootstrap"), value=1000,
                              step=100,
                              key="report_boot")
-    plan = prepare(backbone, pairs, budget_minutes=float(budget))  # a UserError when the quality table won't fit
+    timed = f"report_timing|{backbone.identity}"  # one timed forward per model and session, not one per rerun
+    plan = prepare(backbone, pairs, budget_minutes=float(budget), seconds_per_text=st.session_state.get(timed))
+    st.session_state[timed] = plan.seconds_per_text  # prepare raised a UserError when the quality table won't fit
     estimate = plan.as_dict()
     st.info(ui.md(f"Estimate: {estimate['estimate_total_seconds'] / 60:.1f} min of {budget:g} ("
                   + ", ".join(f"{k} {v:.0f} s" for k, v in estimate["estimate_seconds"].items()) + f"); "

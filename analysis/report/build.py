@@ -96,15 +96,17 @@ def report_methods(backbone) -> tuple[dict, set]:
     return methods, trained
 
 
-def prepare(backbone, pairs, *, budget_minutes: float, batch_size: int = 16) -> planning.Plan:
-    """The plan and its estimate, from a forward timed here (a few seconds): what the page shows before the run."""
+def prepare(backbone, pairs, *, budget_minutes: float, batch_size: int = 16,
+            seconds_per_text: float | None = None) -> planning.Plan:
+    """The plan and its estimate, from a forward timed here (a few seconds; `seconds_per_text` reuses an earlier
+    timing, as the page does on every rerun): what is shown before the run."""
     from analysis.eval.sts import check_pairs
     from analysis.weights.adapters import shipped_folder
 
     check_pairs(pairs)
     methods, trained = report_methods(backbone)
     texts = pairs.unique_texts()
-    seconds = planning.calibrate(backbone, texts, batch_size)
+    seconds = seconds_per_text or planning.calibrate(backbone, texts, batch_size)
     plan = planning.make_plan(backbone, methods, n_texts=len(texts), n_pairs=len(pairs),
                               budget_minutes=budget_minutes, seconds_per_text=seconds,
                               soft_curve=shipped_folder(backbone.facts) is not None)
@@ -173,6 +175,8 @@ def build(backbone, pairs, plan: planning.Plan, *, hooks: Hooks | None = None, s
 
 
 def _quality(backbone, pairs, plan, hooks, report, seed, n_boot, tell, should_stop) -> dict:
+    """The quality table. KV-Embedding's window comes first (the method needs it), so the layers section's
+    trajectory is filled in here and every method of the plan is made ready to run (`_ready`)."""
     tell("quality", "ID trajectory (KV-Embedding's layers=auto)")
     sel, ids = hooks.window()
     report["layers"] = {"id_trajectory": ids, "selection": sel.as_dict(),
