@@ -247,3 +247,25 @@ def test_the_layer_map_is_sized_to_the_time_and_the_per_request_limits(setup):
     assert 0 < len(capped.cells) < len(roomy.cells) and len(capped.cells) + 1 <= 6  # + the ID window's cell
     with budgets.override(grid_cells=1):
         assert "layers" in report_build.prepare(backbone, pairs, budget_minutes=10).skipped
+
+
+def test_a_model_without_an_id_window_is_reported_without_kv_embedding(setup):
+    from analysis.core.errors import UserError
+    from analysis.data.files import read_sts
+    from analysis.models.backbone import load_backbone
+    from analysis.report.html import render
+
+    folder, data = setup
+    backbone, pairs = load_backbone(folder), read_sts(data)
+
+    def no_window():
+        raise UserError("layers=auto: no window could be chosen (only 2 layer(s) have a defined ID; need 3).")
+
+    hooks = report_build.local_hooks(backbone, pairs)
+    hooks.window = no_window
+    plan = report_build.prepare(backbone, pairs, budget_minutes=10)
+    report = report_build.build(backbone, pairs, plan, hooks=hooks, n_boot=20)
+    assert "kv_embedding" not in {r["label"] for r in report["quality"]["methods"]}
+    assert set(report["missing"]) == {"layers"} and "cannot be chosen" in report["missing"]["layers"]
+    assert report["recommendation"]["id_rule"]["trusted"] is None and report["mechanism"]["prefix_mass"] is None
+    assert "Missing:" in render(report)

@@ -177,12 +177,20 @@ def build(backbone, pairs, plan: planning.Plan, *, hooks: Hooks | None = None, s
 def _quality(backbone, pairs, plan, hooks, report, seed, n_boot, tell, should_stop) -> dict:
     """The quality table. KV-Embedding's window comes first (the method needs it), so the layers section's
     trajectory is filled in here and every method of the plan is made ready to run (`_ready`)."""
+    from analysis.core.errors import UserError
+
     tell("quality", "ID trajectory (KV-Embedding's layers=auto)")
-    sel, ids = hooks.window()
-    report["layers"] = {"id_trajectory": ids, "selection": sel.as_dict(),
-                        "rule_windows": sections.rule_windows(ids, backbone.facts.n_layers), "map": None,
-                        "computed": 0, "cached": 0}  # the map is added by the layers step
-    plan.methods = {k: _ready(backbone, m, sel) for k, m in plan.methods.items()}
+    try:
+        sel, ids = hooks.window()
+    except UserError as err:  # too few defined ID estimates on this model: the report goes on without KV-Embedding
+        reason = f"KV-Embedding's window cannot be chosen on this model: {str(err).rstrip('.')}"
+        plan.skipped["layers"] = report["missing"]["layers"] = reason
+        plan.methods = {k: m for k, m in plan.methods.items() if m.name != "kv_embedding"}
+    else:
+        report["layers"] = {"id_trajectory": ids, "selection": sel.as_dict(),
+                            "rule_windows": sections.rule_windows(ids, backbone.facts.n_layers), "map": None,
+                            "computed": 0, "cached": 0}  # the map is added by the layers step
+        plan.methods = {k: _ready(backbone, m, sel) for k, m in plan.methods.items()}
     order = list(plan.methods)
     return sections.quality(pairs, plan.methods, hooks.encode, n_boot=n_boot, seed=seed,
                             trained=plan.trained, should_stop=should_stop,
