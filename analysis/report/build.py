@@ -66,11 +66,16 @@ def local_hooks(backbone, pairs, *, batch_size: int = 16) -> Hooks:
                                                                         "seconds": time.perf_counter() - began}
 
     def sweep(cells, progress=None, should_stop=None):
-        ref = {}
-        done = runner.score_local(backbone, pairs, cells, base=KV_BASE, batch_size=batch_size,
-                                  on_prefix=lambda rho, s: ref.update(rho=rho), should_stop=should_stop)
-        return SimpleNamespace(scores={r.cell: r.spearman for r in done}, prompt_only=ref.get("rho"),
-                               computed=len(done), cached=0)
+        ref, scores = {}, {}
+
+        def on_cell(result):
+            scores[result.cell] = result.spearman
+            if progress is not None:
+                progress(len(scores), len(cells), {"cell": result.cell.label()})
+
+        runner.score_local(backbone, pairs, cells, base=KV_BASE, batch_size=batch_size, on_cell=on_cell,
+                           on_prefix=lambda rho, s: ref.update(rho=rho), should_stop=should_stop)
+        return SimpleNamespace(scores=scores, prompt_only=ref.get("rho"), computed=len(scores), cached=0)
 
     return Hooks(encode, lambda: auto_trajectory(backbone, get_method("kv_embedding", **KV_BASE).prompt_only()),
                  sweep, lambda p, ks: scaling_curve(backbone, p, ks, batch_size=batch_size))
