@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from analysis.core.errors import UserError
-from analysis.report.build import KEYS, SCHEMA
+from analysis.report.build import SCHEMA, problems
 
 
 def read_report(data: bytes, name: str) -> dict:
@@ -20,8 +20,10 @@ def read_report(data: bytes, name: str) -> dict:
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise UserError(f"{name} is not a JSON file (write one with `python -m analysis report --out r.html`).") \
             from None
-    if not isinstance(report, dict) or report.get("schema") != SCHEMA or not set(KEYS) <= set(report):
-        raise UserError(f"{name} is not a model report of schema {SCHEMA} (made by `python -m analysis report`).")
+    wrong = problems(report)
+    if wrong:
+        raise UserError(f"{name} is not a model report of schema {SCHEMA} (made by `python -m analysis report`): "
+                        f"{wrong[0]}.")
     return report
 
 

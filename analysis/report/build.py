@@ -10,7 +10,7 @@ them from its cache and an interrupted report resumes from every finished cell (
 everything here and stores nothing). A stop request (`should_stop()`) or Ctrl-C ends the run with a partial
 report: each unfinished section is None and `missing` says why.
 
-Report JSON (schema 1; `KEYS` lists the top level):
+Report JSON (schema 1; `KEYS`, `SECTION_KEYS` and `ROW_KEYS` list the keys, `problems(report)` checks them):
     schema, created, model {identity, name, title, n_layers, n_params, device, dtype}, data {name, n_pairs,
     n_texts, ...the caller's sample fields}, settings {seed, n_boot, budget_minutes, executor},
     plan (`Plan.as_dict()`), spent_seconds {section: s}, complete, interrupted, missing {section: reason},
@@ -41,8 +41,40 @@ from analysis.report.recommend import recommend
 SCHEMA = 1
 KEYS = ("schema", "created", "model", "data", "settings", "plan", "spent_seconds", "complete", "interrupted",
         "missing", "quality", "cost", "layers", "mechanism", "recommendation")
+SECTION_KEYS = {  # each section's keys, as the module docstring documents them
+    "quality": ("best", "methods", "n_pairs", "n_boot", "seed", "bootstrap"),
+    "cost": ("baseline", "texts", "repeats", "rows"),
+    "layers": ("id_trajectory", "selection", "rule_windows", "map", "computed", "cached"),
+    "mechanism": ("prefix_mass", "soft_tokens"),
+    "recommendation": ("best", "best_per_cost", "not_different", "id_rule", "reasons"),
+}
+ROW_KEYS = {"quality": ("label", "name", "params", "trained", "cached", "seconds", "spearman", "ci",
+                        "difference_to_best", "difference_ci", "p"),
+            "cost": ("label", "seconds", "ratio", "peak_mb")}
 KV_BASE = {"prompt": "document", "pooling": "hybrid"}  # the sweep command's and the Layer explorer's cells
 INTERRUPTED = "the run was interrupted before this section finished; run it again to resume from the cache"
+
+
+def problems(report) -> list[str]:
+    """What in `report` departs from the documented keys (empty: it validates): the top level, every section
+    present, and the rows of the quality and cost tables."""
+    if not isinstance(report, dict):
+        return ["the report is not a JSON object"]
+    out = [f"no {k!r}" for k in KEYS if k not in report]
+    if report.get("schema") != SCHEMA:
+        out.append(f"schema {report.get('schema')!r} is not {SCHEMA}")
+    for section, keys in SECTION_KEYS.items():
+        part = report.get(section)
+        if part is None:
+            continue
+        if not isinstance(part, dict):
+            out.append(f"{section} is not an object")
+            continue
+        out += [f"{section} has no {k!r}" for k in keys if k not in part]
+        rows = part.get("methods" if section == "quality" else "rows", []) if section in ROW_KEYS else []
+        for row in rows:
+            out += [f"a {section} row has no {k!r}" for k in ROW_KEYS[section] if k not in (row or {})]
+    return out
 
 
 @dataclass
