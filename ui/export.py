@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.5;color:#222}
+STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;line-height:1.5}
 section{margin:2.5em 0;border-top:1px solid #ddd;padding-top:1em} details{margin:.8em 0;color:#333}
 summary{cursor:pointer;font-weight:600} code{background:#f3f3f3;padding:0 .2em}"""
 

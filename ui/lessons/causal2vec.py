@@ -40,7 +40,7 @@ LESSON = Lesson("causal2vec", "A contextual token from a small encoder",
          "Compare the mean off-diagonal cosines in the titles: a space where unrelated texts are far apart can "
          "rank pairs more easily.", seconds=30),
     Step("What the encoder alone already knows",
-         "The demo pairs: paraphrases against look-alikes. Measured over the first 500 STS-B dev pairs "
+         "The demo pairs: paraphrases against look-alikes. Measured over the first 500 STS-B dev pairs, all captions "
          "(docs/RESULTS-old-protocol.md), Causal2Vec scores 0.844, far above PromptEOL (0.784), but MiniLM alone "
          "scores 0.926: at this scale the decoder adds nothing the encoder did not already know, and the paper's "
          "gain over its encoder does not hold here.",

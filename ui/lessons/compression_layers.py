@@ -39,9 +39,9 @@ LESSON = Lesson("where-compress", "Where the model compresses",
     Step("Does the ID window help on SmolLM2?",
          "The demo paraphrase pairs again, PromptEOL against KV-Embedding with three windows: the one the rule "
          "picks, decoder layers 10-11, and a late window 22-29. Measured on SmolLM2-135M-Instruct over the first "
-         "500 STS-B dev pairs (docs/RESULTS-old-protocol.md), the rule's window scores 0.426 against PromptEOL's "
-         "0.784, every window holding layers 10 and 11 fails, and only late windows with a large bias help. The "
-         "paper's rule does not hold on this model.",
+         "500 STS-B dev pairs, all captions (docs/RESULTS-old-protocol.md), the rule's window scores 0.426 "
+         "against PromptEOL's 0.784, every window holding layers 10 and 11 fails, and only late windows with a "
+          "large bias help. The paper's rule does not hold on this model.",
          Control("choice", "KV-Embedding's window (decoder layers)", "auto", options=WINDOWS,
                  labels=("the ID rule's (auto)", "10-11", "22-29")),
          lambda layers: views.separation([("prompteol", {}), ("kv_embedding", {"layers": layers})]),
@@ -50,7 +50,7 @@ LESSON = Lesson("where-compress", "Where the model compresses",
          "be where a re-routed summary is most useful: the two are different questions.", seconds=60),
     Step("Gemma 3: the same rule, another outcome",
          "The same trajectory on Gemma 3 270M, a base model with 18 layers. Its window also sits at about a third "
-         "of the depth, but there re-routing works: measured over the first 500 STS-B dev pairs "
+         "of the depth, but there re-routing works: measured over the first 500 STS-B dev pairs, all captions "
          "(docs/RESULTS-old-protocol.md), KV-Embedding scores 0.766 on Gemma 3, above PromptEOL's 0.734. Which "
          "method to use depends on the model; the Compare models page puts both side by side.",
          replace(MODELS, default="gemma3-270m"),

@@ -40,7 +40,7 @@ LESSON = Lesson("soft-tokens", "Thinking in mixtures: soft tokens",
          "Spearman on 100 STS-B dev pairs (a genre-stratified sample; the 20 demo pairs when STS-B is not in the "
          "data folder) against K, for the frozen and the trained model (K = 0 reads the prompt's last token "
          "without generating). GIRCSE reports that generating more tokens at test time keeps improving the "
-         "embedding. Measured on SmolLM2-135M-Instruct over the first 500 STS-B dev pairs "
+         "embedding. Measured on SmolLM2-135M-Instruct over the first 500 STS-B dev pairs, all captions "
          "(docs/RESULTS-old-protocol.md), training lifts K = 5 from 0.307 to 0.547, but K = 10 (0.477) and K = 20 "
          "(0.355) are worse: the test-time scaling claim does not hold on this model.",
          Control("slider", "Largest K", 20, lo=5, hi=20),

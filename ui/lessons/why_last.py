@@ -26,9 +26,10 @@ LESSON = Lesson("why-last", "Why the last token is a poor sentence vector",
          seconds=5),
     Step("What the final token actually reads",
          "Attention tells where the final token takes its information from. Without a prompt most of it goes to "
-         "the first word (a resting place many heads use, an attention sink) and to the final word itself. PromptEOL wraps the text in *This sentence: \"...\" means in one word:\"* "
-         "so the next token must be a summary word, and the final token reads the content words to choose it. Echo "
-         "repeats the text, so the second copy's tokens can read the whole first copy.",
+         "the first word (a resting place many heads use, an attention sink) and to the final word itself. "
+         "PromptEOL wraps the text in *This sentence: \"...\" means in one word:\"* so the next token must be a "
+         "summary word, and the final token reads the content words to choose it. Echo repeats the text, so the "
+         "second copy's tokens can read the whole first copy.",
          Control("text", "Your text", TEXT),
          lambda text: views.word_reading(THREE, text),
          "Which words does PromptEOL's final token favour over the plain last token?",
@@ -45,14 +46,15 @@ LESSON = Lesson("why-last", "Why the last token is a poor sentence vector",
          "No: what matters is the contrast, related pairs above unrelated ones. A readout where everything is "
          "similar (anisotropy) cannot rank anything.", seconds=20),
     Step("Paraphrases against look-alikes, layer by layer",
-         "The built-in demo pairs: ten paraphrases, ten look-alikes that mean something else (the dog chased the "
-         "postman / the postman chased the dog). A good sentence vector separates the green from the red boxes. "
+         "The built-in demo pairs: ten paraphrases and ten that are not (swapped roles such as the dog chased the "
+         "postman / the postman chased the dog, changed facts, unrelated sentences). A good sentence vector "
+         "separates the green from the red boxes. "
          "Move the layer: the readout does not have to come from the last hidden state. Measured on "
-         "SmolLM2-135M-Instruct over the first 500 STS-B dev pairs (docs/RESULTS.md), the last token scores a "
-         "Spearman of 0.354, PromptEOL 0.784 and Echo 0.728.",
+         "SmolLM2-135M-Instruct over the first 500 STS-B dev pairs, all captions (docs/RESULTS-old-protocol.md), "
+         "the last token scores a Spearman of 0.354, PromptEOL 0.784 and Echo 0.728.",
          Control("layer", "Hidden state read out", None, lo=1),
          lambda layer: views.separation([(n, {"layer": hidden_state(layer)}) for n, _ in THREE]),
          "Why does Echo cost more than PromptEOL?",
          "It reads the text twice, so the forward pass is about twice as long (2.8x the plain last token against "
-         "1.9x in docs/RESULTS.md).", seconds=40),
+         "1.9x in docs/RESULTS-old-protocol.md).", seconds=40),
 ))
