@@ -109,13 +109,19 @@ def test_warm_reports_what_a_page_could_not_draw(tiny_folder):
 class _Parsed(HTMLParser):
     def __init__(self):
         super().__init__()
-        self.tags, self.divs, self.scripts = [], [], 0
+        self.tags, self.divs, self.scripts, self.headings, self._in_h2 = [], [], 0, [], False
 
     def handle_starttag(self, tag, attrs):
         self.tags.append(tag)
         if tag == "div" and dict(attrs).get("id", "").startswith("figure-"):
             self.divs.append(dict(attrs)["id"])
         self.scripts += tag == "script"
+        self._in_h2 = tag == "h2"
+
+    def handle_data(self, data):
+        if self._in_h2:
+            self.headings.append(data)
+            self._in_h2 = False
 
 
 def test_lesson_html_holds_every_step_and_figure_and_plotly_once():
@@ -130,6 +136,16 @@ def test_lesson_html_holds_every_step_and_figure_and_plotly_once():
     for s in lesson.steps:
         assert s.title in html
     assert html.count("<details>") == sum(bool(s.question) for s in lesson.steps)
+
+
+def test_every_page_offers_its_figures_as_one_html(tiny_folder):
+    from ui.figures import page_html
+
+    at = open_step(tiny_folder, "why-last", 1)
+    assert "Save this page's figures (HTML)" in [b.proto.label for b in at.sidebar.get("download_button")]
+    parsed = _Parsed()
+    parsed.feed(page_html([("a_b", go.Figure(go.Bar(y=[1]))), ("c", go.Figure(go.Scatter(y=[2])))]).decode())
+    assert parsed.divs == ["figure-0", "figure-1"] and "a b" in parsed.headings
 
 
 def test_export_escapes_text_and_keeps_markup_subset():

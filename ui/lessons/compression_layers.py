@@ -41,7 +41,7 @@ LESSON = Lesson("where-compress", "Where the model compresses",
          "picks, decoder layers 10-11, and a late window 22-29. Measured on SmolLM2-135M-Instruct over the first "
          "500 STS-B dev pairs, all captions (docs/RESULTS-old-protocol.md), the rule's window scores 0.426 "
          "against PromptEOL's 0.784, every window holding layers 10 and 11 fails, and only late windows with a "
-          "large bias help. The paper's rule does not hold on this model.",
+         "large bias help. The paper's rule does not hold on this model.",
          Control("choice", "KV-Embedding's window (decoder layers)", "auto", options=WINDOWS,
                  labels=("the ID rule's (auto)", "10-11", "22-29")),
          lambda layers: views.separation([("prompteol", {}), ("kv_embedding", {"layers": layers})]),
