@@ -24,6 +24,15 @@ METHODS = ("last", "mean", "prompteol", "echo", "token_prepending", "htp", "kv_e
 TITLES = {"default": "SmolLM2-135M-Instruct", "gemma3-270m": "Gemma 3 270M"}
 
 
+def applicable(model: str) -> list[str]:
+    """The methods that run on `model`: Causal2Vec only where a bridge is shipped for it (soft tokens run frozen
+    where no adapter is shipped, as the method's default says)."""
+    from analysis.methods.causal2vec import shipped_fits
+    from analysis.models.backbone import load_backbone
+
+    return [m for m in METHODS if m != "causal2vec" or shipped_fits(load_backbone(model))]
+
+
 def compare(model: str, methods: list[str], sample: int, seed: int) -> dict:
     """The `compare` command's JSON for one model (through the cache; progress on this process's stderr)."""
     cmd = [sys.executable, "-m", "analysis", "compare", "--methods", ",".join(methods), "--data", "stsb-dev-report",
@@ -55,13 +64,16 @@ def main(argv=None) -> None:
 
     start = time.perf_counter()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
-    results = {m: compare(m, list(METHODS), args.sample, args.seed) for m in models}
+    results = {m: compare(m, applicable(m), args.sample, args.seed) for m in models}
     vs = {m: versus_best(r) for m, r in results.items()}
     rows = []
     for name in METHODS:
         row = [name]
         for m in models:
-            r = next(x for x in results[m]["methods"] if x["method"] == name)
+            r = next((x for x in results[m]["methods"] if x["method"] == name), None)
+            if r is None:  # not applicable to this model
+                row += [None, None, "no weights for this model"]
+                continue
             d = vs[m].get(name)
             row += [round(r["spearman"], 4), [round(r["ci"][0], 4), round(r["ci"][1], 4)],
                     "best" if d is None else f"{d['difference']:+.3f} [{d['ci'][0]:+.3f}, {d['ci'][1]:+.3f}]"]

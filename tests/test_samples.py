@@ -24,6 +24,7 @@ def _sorted_pairs() -> Pairs:
 def test_select_samples_by_genre_and_says_what_it_did():
     pairs = _sorted_pairs()
     chosen, report = select(pairs, sample=8, seed=3)
+    assert report.pop("rows") == sorted(report_rows := [pairs.left.index(t) for t in chosen.left]) == report_rows
     assert report == {"how": "stratified by genre", "n": 8, "of": 24, "seed": 3, "warning": None,
                       "genres": {"main-captions/MSRvid": 4, "main-forums/answers-forums": 2, "main-news/headlines": 2}}
     assert select(pairs, sample=8, seed=3)[0].left == chosen.left  # seeded: the same sample again
@@ -105,3 +106,12 @@ def test_commands_report_the_sample_and_its_genres(tiny_model_folder, sorted_fil
     assert rows[0]["genres"] == {"main-captions/MSRvid": 5, "main-forums/answers-forums": 3, "main-news/headlines": 2}
     code, _, err = _run(capsys, "sts", "--method", "mean", *common, "--sample", "5", "--limit", "5")
     assert code == 2 and "not both" in err
+
+
+def test_select_says_which_rows_it_chose():
+    from analysis.data.corpora import Texts
+
+    data = Texts("t", [f"text {i}" for i in range(20)], ["a"] * 10 + ["b"] * 10)
+    chosen, report = select(data, sample=6, seed=3)
+    assert [data.texts[i] for i in report["rows"]] == chosen.texts and report["genres"] == {"a": 3, "b": 3}
+    assert select(data, limit=4)[1]["rows"] == [0, 1, 2, 3] and select(data)[1]["rows"] == list(range(20))

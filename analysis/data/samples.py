@@ -121,7 +121,8 @@ def select(data, *, sample: int | None = None, limit: int | None = None, seed: i
     `sample`: a seeded sample stratified by genre (`sample_pairs`), for numbers; `limit`: the first N, for a
     quick look (not representative of a sorted file); neither: everything. `report` = {"how", "n", "of",
     "seed" (None unless sampled), "genres" (`genre_counts` of the chosen), "warning" (`single_genre_warning`
-    for a limit, else None)}, ready for a command's JSON or a page's caption.
+    for a limit, else None), "rows" (the chosen items' positions in `data`, file order)}, ready for a command's
+    JSON or a page's caption.
     """
     if sample is not None and limit is not None:
         raise UserError("Use --sample (a genre-balanced sample) or --limit (the first N), not both.")
@@ -130,13 +131,15 @@ def select(data, *, sample: int | None = None, limit: int | None = None, seed: i
             raise UserError(f"{flag} must be a positive number, got {value}.")
     warning, seed_used = None, None
     if sample is not None and sample < len(data):
-        chosen, how, seed_used = sample_pairs(data, sample, seed), _how(data), seed
+        rows = sample_indices(len(data), groups(data), sample, seed)
+        chosen, how, seed_used = subset(data, rows, f"{data.name} ({sample} {_how(data)}, seed {seed})"), _how(data), seed
     elif limit is not None and limit < len(data):
+        rows = range(limit)
         chosen, how, warning = data.head(limit), f"first {limit}", single_genre_warning(data, limit)
     else:
-        chosen, how = data, "all"
+        rows, chosen, how = range(len(data)), data, "all"
     return chosen, {"how": how, "n": len(chosen), "of": len(data), "seed": seed_used,
-                    "genres": genre_counts(chosen), "warning": warning}
+                    "genres": genre_counts(chosen), "warning": warning, "rows": [int(i) for i in rows]}
 
 
 def caption(report: dict) -> str:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cli.commands._common import add_method_arguments, encode, load_model, method_from_args, params_dict
+from cli.commands._common import (add_method_arguments, add_sample_arguments, encode, load_model, method_from_args,
+                                  params_dict, picks, reported)
 from analysis.core.errors import UserError
 
 HELP = "Embed the texts of a file or a built-in set with a method; save an (n, d) float32 .npy."
@@ -21,6 +22,7 @@ def add_arguments(parser) -> None:
     add_method_arguments(parser)
     parser.add_argument("--input", required=True, help=INPUT_HELP)
     parser.add_argument("--output", required=True, help="where to write the (n, d) float32 array (.npy)")
+    add_sample_arguments(parser, "texts")
 
 
 def run(args) -> dict:
@@ -28,7 +30,10 @@ def run(args) -> dict:
 
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
     output = _check_output(Path(args.output))
-    texts = texts_of(args.input).texts
+    from analysis.data.samples import select
+
+    chosen, report = select(texts_of(args.input), **picks(args))
+    texts = chosen.texts
     backbone = load_model(args)
     emb, info = encode(args, backbone, method, texts)
     _save(output, emb)
@@ -42,6 +47,9 @@ def run(args) -> dict:
         "cached": info["cached"],
         "truncated": _count_truncated(backbone, method, texts) if info["warnings"] else 0,
         "output": str(output),
+        **reported(report),  # what was embedded: the sample and its genres (labels)
+        # row i of the array is input text rows[i] (0-based, file order), so a sample can be matched to its texts
+        **({"rows": report["rows"]} if report["how"] != "all" else {}),
     }
 
 
