@@ -86,8 +86,8 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
     L = backbone.facts.n_layers
 
     lora = lora_config(config.lora_rank, targets=LORA_TARGETS) if config.lora_rank else None
+    torch.manual_seed(config.seed)  # LoRA's A matrices are drawn from torch's generator: seeded, so runs repeat
     runner = lora_copy(backbone, lora) if lora else backbone
-    torch.manual_seed(config.seed)
     bridge = Bridge.initial(enc.dim, backbone.facts.hidden_size, embedding_rms(backbone))  # = bridge=untrained
     bridge.train()
     params = {f"bridge.{k}": p for k, p in bridge.named_parameters()}
