@@ -10,7 +10,8 @@ import streamlit.components.v1 as components
 
 import ui
 from analysis.core import budgets
-from analysis.report.build import build, prepare
+from analysis.eval.tasks import load_task
+from analysis.report.build import DEFAULT_TASKS, build, prepare
 from analysis.report.html import dumps, render
 from cache.report import report_hooks
 from ui.reports import key_numbers
@@ -29,15 +30,19 @@ with ui.user_errors():
     n_boot = c2.number_input("Bootstrap resamples", min_value=0, max_value=budgets.limit("bootstrap"), value=1000,
                              step=100,
                              key="report_boot")
+    probe = st.checkbox("Also a probe on the 200 built-in polarity sentences (accuracy per method)", value=True,
+                        key="report_probe")
+    tasks = [load_task(name) for name in DEFAULT_TASKS] if probe else []
     timed = f"report_timing|{backbone.identity}"  # one timed forward per model and session, not one per rerun
-    plan = prepare(backbone, pairs, budget_minutes=float(budget), seconds_per_text=st.session_state.get(timed))
+    plan = prepare(backbone, pairs, budget_minutes=float(budget), seconds_per_text=st.session_state.get(timed),
+                   tasks=tasks)
     st.session_state[timed] = plan.seconds_per_text  # prepare raised a UserError when the quality table won't fit
     estimate = plan.as_dict()
     st.info(ui.md(f"Estimate: {estimate['estimate_total_seconds'] / 60:.1f} min of {budget:g} ("
                   + ", ".join(f"{k} {v:.0f} s" for k, v in estimate["estimate_seconds"].items()) + f"); "
                   f"{len(plan.methods)} methods, a layer map of {len(plan.cells)} cells"
                   + "".join(f"; {k} left out: {v}" for k, v in plan.skipped.items()) + "."))
-    key = ("report", backbone.identity, pairs.name, len(pairs), float(budget), int(n_boot))
+    key = ("report", backbone.identity, pairs.name, len(pairs), float(budget), int(n_boot), probe)
     if st.button("Build the report", key="report_run", type="primary"):
         bar = st.progress(0.0, text="starting")
         report = build(backbone, pairs, plan, hooks=report_hooks(ui.store(), backbone, pairs), n_boot=int(n_boot),

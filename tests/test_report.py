@@ -88,6 +88,8 @@ def test_report_end_to_end(made):
     best = next(r for r in q["methods"] if r["label"] == q["best"])
     assert best["difference_to_best"] is None and all(len(r["ci"]) == 2 for r in q["methods"])
     assert all(r["p"] is not None for r in q["methods"] if r["label"] != q["best"])
+    probe = {r["label"]: r for r in q["tasks"]}  # the default polarity probe, every method
+    assert set(probe) == labels and {r["metric"] for r in probe.values()} == {"accuracy"}
     rows = {r["label"]: r for r in report["cost"]["rows"]}
     assert rows["plain forward"]["ratio"] == 1.0 and set(rows) == labels | {"plain forward"}
     layers = report["layers"]
@@ -150,7 +152,7 @@ def test_ctrl_c_leaves_a_partial_report_that_says_what_is_missing(setup, tmp_pat
     monkeypatch.setattr(sections, "cost", interrupted)
     folder, data = setup
     out = tmp_path / "partial.html"
-    code, stdout, err = run(["--model", folder, "--data", data, "--sample", "12", "--n-boot", "20",
+    code, stdout, err = run(["--model", folder, "--data", data, "--sample", "12", "--n-boot", "20", "--tasks", "none",
                              "--out", str(out)], capsys)
     assert code == 2 and stdout == "" and "resumes from the cache" in err.splitlines()[-1]
     assert sum(line.startswith("error:") for line in err.splitlines()) == 1  # progress lines before it
@@ -169,6 +171,8 @@ def test_ctrl_c_leaves_a_partial_report_that_says_what_is_missing(setup, tmp_pat
     (["--data", "/nonexistent/pairs.tsv"], "pairs.tsv"),
     (["--model", "/nonexistent/model"], "model"),
     (["--out", "report.txt"], ".html"),
+    (["--tasks", "stsb-nonexistent"], "stsb-nonexistent"),
+    (["--tasks", "demo"], "give it as --data"),
 ])
 def test_bad_input_is_one_sentence_and_writes_nothing(setup, tmp_path, capsys, args, words, monkeypatch):
     folder, data = setup
@@ -194,6 +198,7 @@ def test_report_page_estimates_first_then_builds_and_offers_downloads(setup):
     at.session_state[MODEL_KEY] = folder
     at.session_state["report_limit_20"] = 10  # 10 of the 20 demo pairs
     at.session_state["report_boot"] = 20
+    at.session_state["report_probe"] = False  # the command's test covers the probe
     at.run()
     assert not at.exception and not errors(at), (at.exception, errors(at))
     assert shown(at.info[0].value).startswith("Estimate:")

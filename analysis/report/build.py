@@ -15,7 +15,7 @@ Report JSON (schema 1; `KEYS`, `SECTION_KEYS` and `ROW_KEYS` list the keys, `pro
     n_texts, ...the caller's sample fields}, settings {seed, n_boot, budget_minutes, executor},
     plan (`Plan.as_dict()`), spent_seconds {section: s}, complete, interrupted, missing {section: reason},
     quality {best, methods [{label, name, params, trained, cached, seconds, spearman, ci, difference_to_best,
-        difference_ci, p}], n_pairs, n_boot, seed, bootstrap},
+        difference_ci, p}], n_pairs, n_boot, seed, bootstrap, tasks [{task, metric, label, value, ci, n}]},
     cost {baseline, texts, repeats, rows [{label, seconds, ratio, peak_mb}]},
     layers {id_trajectory [ID per hidden state], selection {rule, start, end, layers, reason}, rule_windows
         {rule: {start, end}}, map {cells [{start, width, bias, rerotate, layers, spearman}], grid, prompt_only,
@@ -42,7 +42,7 @@ SCHEMA = 1
 KEYS = ("schema", "created", "model", "data", "settings", "plan", "spent_seconds", "complete", "interrupted",
         "missing", "quality", "cost", "layers", "mechanism", "recommendation")
 SECTION_KEYS = {  # each section's keys, as the module docstring documents them
-    "quality": ("best", "methods", "n_pairs", "n_boot", "seed", "bootstrap"),
+    "quality": ("best", "methods", "n_pairs", "n_boot", "seed", "bootstrap", "tasks"),
     "cost": ("baseline", "texts", "repeats", "rows"),
     "layers": ("id_trajectory", "selection", "rule_windows", "map", "computed", "cached"),
     "mechanism": ("prefix_mass", "soft_tokens"),
@@ -51,6 +51,7 @@ SECTION_KEYS = {  # each section's keys, as the module docstring documents them
 ROW_KEYS = {"quality": ("label", "name", "params", "trained", "cached", "seconds", "spearman", "ci",
                         "difference_to_best", "difference_ci", "p"),
             "cost": ("label", "seconds", "ratio", "peak_mb")}
+DEFAULT_TASKS = ("polarity",)  # `eval.tasks.load_task` names: a probe on 200 built-in sentences, always present
 KV_BASE = {"prompt": "document", "pooling": "hybrid"}  # the sweep command's and the Layer explorer's cells
 INTERRUPTED = "the run was interrupted before this section finished; run it again to resume from the cache"
 
@@ -133,10 +134,11 @@ def report_methods(backbone) -> tuple[dict, set]:
     return methods, trained
 
 
-def prepare(backbone, pairs, *, budget_minutes: float, batch_size: int = 16,
-            seconds_per_text: float | None = None) -> planning.Plan:
+def prepare(backbone, pairs, *, budget_minutes: float, batch_size: int = 16, seconds_per_text: float | None = None,
+            tasks: list = ()) -> planning.Plan:
     """The plan and its estimate, from a forward timed here (a few seconds; `seconds_per_text` reuses an earlier
-    timing, as the page does on every rerun): what is shown before the run."""
+    timing, as the page does on every rerun): what is shown before the run. `tasks`: probe or retrieval
+    `eval.tasks.Task`s to score every method on too (DEFAULT_TASKS: the built-in polarity probe)."""
     from analysis.eval.sts import check_pairs
     from analysis.weights.adapters import shipped_folder
 
@@ -146,7 +148,7 @@ def prepare(backbone, pairs, *, budget_minutes: float, batch_size: int = 16,
     seconds = seconds_per_text or planning.calibrate(backbone, texts, batch_size)
     plan = planning.make_plan(backbone, methods, n_texts=len(texts), n_pairs=len(pairs),
                               budget_minutes=budget_minutes, seconds_per_text=seconds,
-                              soft_curve=shipped_folder(backbone.facts) is not None)
+                              soft_curve=shipped_folder(backbone.facts) is not None, tasks=tasks)
     plan.trained = trained
     return plan
 
@@ -229,10 +231,14 @@ def _quality(backbone, pairs, plan, hooks, report, seed, n_boot, tell, should_st
                             "computed": 0, "cached": 0}  # the map is added by the layers step
         plan.methods = {k: _ready(backbone, m, sel) for k, m in plan.methods.items()}
     order = list(plan.methods)
-    return sections.quality(pairs, plan.methods, hooks.encode, n_boot=n_boot, seed=seed,
-                            trained=plan.trained, should_stop=should_stop,
-                            progress=lambda label: tell("quality", f"quality: {label}",
-                                                        order.index(label) / len(order)))
+    table = sections.quality(pairs, plan.methods, hooks.encode, n_boot=n_boot, seed=seed,
+                             trained=plan.trained, should_stop=should_stop,
+                             progress=lambda label: tell("quality", f"quality: {label}",
+                                                         order.index(label) / len(order)))
+    tell("quality", "quality: " + (", ".join(t.name for t in plan.tasks) or "no other tasks"), 0.9)
+    table["tasks"] = sections.tasks(plan.tasks, plan.methods, hooks.encode, n_boot=n_boot, seed=seed,
+                                    should_stop=should_stop)
+    return table
 
 
 def _ready(backbone, method, sel):

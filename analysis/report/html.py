@@ -116,7 +116,21 @@ def _quality(q: dict, r: dict, figures) -> str:
     fig.update_layout(height=360, yaxis_title="Spearman", margin=dict(l=10, r=10, t=20, b=10))
     return (table + _figure("fig_quality", fig, figures) +
             f'<p class="note">{q["n_pairs"]} pairs; {_e(q["bootstrap"])}. Differences are each method minus the '
-            f"best ({_e(q['best'])}).</p>")
+            f"best ({_e(q['best'])}).</p>" + _tasks(q.get("tasks") or []))
+
+
+def _tasks(rows: list) -> str:
+    """Probe and retrieval tasks: one column per task, each cell the value and its 95% interval."""
+    if not rows:
+        return ""
+    name = lambda r: f"{r['task']} ({r['metric']}, n = {r['n']})"  # noqa: E731 - the column of a row
+    columns = list(dict.fromkeys(name(r) for r in rows))
+    cells: dict = {}
+    for r in rows:
+        cells.setdefault(r["label"], {})[name(r)] = f"{_f(r['value'])} {_ci(r['ci'])}"
+    return ("<h3>Other tasks</h3>" + _table(["method", *columns],
+                                            [[label, *(row.get(c, "") for c in columns)]
+                                             for label, row in cells.items()]))
 
 
 def _cost(c: dict, r: dict, figures) -> str:

@@ -61,9 +61,11 @@ class Plan:
     estimate: dict = field(default_factory=dict)  # section -> seconds
     skipped: dict = field(default_factory=dict)  # section -> the reason it is left out
     trained: set = field(default_factory=set)  # labels of methods with trained weights
+    tasks: list = field(default_factory=list)  # probe and retrieval `eval.tasks.Task`s scored beside STS
 
     def as_dict(self) -> dict:
         return {"methods": list(self.methods), "trained": sorted(self.trained), "cells": len(self.cells),
+                "tasks": [t.name for t in self.tasks],
                 "soft_curve": self.soft_curve,
                 "seconds_per_text": self.seconds_per_text, "budget_seconds": self.budget_seconds,
                 "estimate_seconds": {k: round(v, 1) for k, v in self.estimate.items()},
@@ -84,27 +86,28 @@ def calibrate(backbone, texts: list[str], batch_size: int = 16) -> float:
 
 
 def quality_forwards(methods: dict, n_texts: int) -> float:
-    """The quality table in plain forwards of one text: every method over the sample, plus the ID trajectory
-    behind KV-Embedding's `layers=auto` window."""
+    """The quality table in plain forwards of one text: every method over the sample's texts and the tasks'
+    (`n_texts` counts both), plus the ID trajectory behind KV-Embedding's `layers=auto` window."""
     work = sum(RELATIVE_COST.get(m.name, 2.0) for m in methods.values()) * n_texts
     return work + (ID_TEXT_FORWARDS if any(m.name == "kv_embedding" for m in methods.values()) else 0.0)
 
 
 def make_plan(backbone, methods: dict, *, n_texts: int, n_pairs: int, budget_minutes: float,
-              seconds_per_text: float, soft_curve: bool) -> Plan:
+              seconds_per_text: float, soft_curve: bool, tasks: list = ()) -> Plan:
     """Fit the sections into `budget_minutes` (see the module docstring). Raises UserError when even the quality
     table does not fit."""
     if not (math.isfinite(budget_minutes) and budget_minutes > 0):
         raise UserError(f"--budget-minutes must be a positive number of minutes, not {budget_minutes}.")
     budget = budget_minutes * 60.0
     L = backbone.facts.n_layers
-    plan = Plan(methods, [], soft_curve, seconds_per_text, budget)
-    plan.estimate["quality"] = quality_forwards(methods, n_texts) * seconds_per_text
+    plan = Plan(methods, [], soft_curve, seconds_per_text, budget, tasks=list(tasks))
+    task_texts = sum(t.n_texts() for t in plan.tasks)
+    plan.estimate["quality"] = quality_forwards(methods, n_texts + task_texts) * seconds_per_text
     if plan.estimate["quality"] > budget:
         need = math.ceil(plan.estimate["quality"] / 60.0)
         raise UserError(f"A budget of {budget_minutes:g} min is too small for even the quality table (about {need} "
-                        f"min for {len(methods)} methods on {n_texts} texts here); give --budget-minutes {need} or "
-                        "more, or a smaller --sample.")
+                        f"min for {len(methods)} methods on {n_texts + task_texts} texts here); give --budget-minutes "
+                        f"{need} or more, or a smaller --sample.")
     left = budget - plan.estimate["quality"]
     timing = (1 + sum(RELATIVE_COST.get(m.name, 2.0) for m in methods.values())) * TIMING_TEXTS * TIMING_REPEATS
     plan.estimate["cost"] = timing * seconds_per_text

@@ -56,6 +56,21 @@ def quality(pairs, methods: dict, encode, *, n_boot: int, seed: int, trained: se
             "bootstrap": table["bootstrap"]}
 
 
+def tasks(tasks: list, methods: dict, encode, *, n_boot: int, seed: int, should_stop=None) -> list[dict]:
+    """Every method on each probe or retrieval task (`eval.tasks.run_task`: accuracy or nDCG@10 with its
+    interval), its texts embedded through `encode` like the STS sample's."""
+    from analysis.eval.tasks import run_task
+
+    rows = []
+    for task in tasks:
+        for label, method in methods.items():
+            stop_if(should_stop)
+            s = run_task(task, lambda texts, method=method: encode(method, texts)[0], n_boot=n_boot, seed=seed)
+            rows.append({"task": task.name, "metric": s.metric, "label": label, "value": s.value,
+                         "ci": [s.lo, s.hi], "n": s.n})
+    return rows
+
+
 class Stopped(Exception):
     """The run was asked to stop (`should_stop()`); the report keeps what is finished."""
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from analysis.core.errors import UserError
+from analysis.report.build import DEFAULT_TASKS
 
 HELP = ("Write one model's report: every method's STS Spearman with paired differences to the best, its cost as "
         "x the plain forward and peak memory, the intrinsic-dimension windows and a KV-Embedding layer map sized to "
@@ -24,6 +25,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--data", default="stsb-dev", help="a built-in pair set (stsb-dev, sick, sts12 ... sts16, lee, "
                         "demo) or an STS file (STS-B format, or sentence1, sentence2, score[, genre])")
     add_sample_arguments(parser, "pairs", default_sample=500)
+    parser.add_argument("--tasks", default=",".join(DEFAULT_TASKS),
+                        help="probe or retrieval tasks every method is also scored on, comma-separated names as in "
+                             "`bench` (a labelled set, probe:FILE, beir:FOLDER); default polarity (200 built-in "
+                             "sentences); none = STS only")
     parser.add_argument("--budget-minutes", type=float, default=30.0,
                         help="time for the whole report (default 30); the quality table must fit, the layer map is "
                              "sized to what is left")
@@ -35,8 +40,10 @@ def add_arguments(parser) -> None:
     add_run_arguments(parser)
 
 
-def check_flags(args) -> Path:
-    """Every flag that needs no model, before any work: the output path, the budget, the executor."""
+def check_flags(args) -> tuple[Path, list]:
+    """Every flag that needs no model, before any work: (the output path, the tasks); the budget, the executor."""
+    from analysis.eval.tasks import load_task
+
     from cli.commands._common import check_boot
 
     out = Path(args.out)
@@ -60,7 +67,13 @@ def check_flags(args) -> Path:
 
         import_ray()
         args.address = check_address(args.address)
-    return out
+    names = [] if args.tasks.strip() == "none" else [t.strip() for t in args.tasks.split(",") if t.strip()]
+    tasks = [load_task(name) for name in names]
+    bad = [t.name for t in tasks if t.kind == "sts"]
+    if bad:
+        raise UserError(f"--tasks: {bad[0]} is an STS set; give it as --data (--tasks holds probe and retrieval "
+                        "tasks).")
+    return out, tasks
 
 
 def run(args) -> dict:
@@ -72,10 +85,10 @@ def run(args) -> dict:
     from cache.report import report_hooks
     from cli.commands._common import choose, load_model
 
-    out = check_flags(args)
+    out, tasks = check_flags(args)
     pairs, picked = choose(args, pairs_of(args.data), check_pairs)
     backbone = load_model(args)
-    plan = prepare(backbone, pairs, budget_minutes=args.budget_minutes, batch_size=args.batch_size)
+    plan = prepare(backbone, pairs, budget_minutes=args.budget_minutes, batch_size=args.batch_size, tasks=tasks)
     estimate = plan.as_dict()
     say(f"estimate: {estimate['estimate_total_seconds'] / 60:.1f} min of {args.budget_minutes:g} "
         f"({', '.join(f'{k} {v:.0f} s' for k, v in estimate['estimate_seconds'].items())})"
@@ -103,7 +116,8 @@ def command_line(args) -> str:
         parts.append(f"--sample {args.sample if args.sample is not None else args.default_sample}")
     if args.limit is not None:
         parts.append(f"--limit {args.limit}")
-    parts.append(f"--seed {args.seed} --budget-minutes {args.budget_minutes:g} --out {Path(args.out).name}")
+    parts.append(f"--seed {args.seed} --tasks {args.tasks} --budget-minutes {args.budget_minutes:g} "
+                 f"--out {Path(args.out).name}")
     return " ".join(parts)
 
 
