@@ -9,8 +9,8 @@
 # Long. Estimates printed by the command itself here (a 2-core CPU shared with a training run), 500 pairs = 993
 # texts: SmolLM2 0.06 s per text forward, quality table (ten methods, two of them trained; and the polarity
 # probe's 200 texts) 23 min, cost 1 min, mechanism 1 min, layer map of 84 cells 56 min: about 1 h 20 min;
-# Gemma 3 270M 0.07 s per text, quality (eight
-# methods, no trained weights for it) 20 min, cost 1 min, layer map of 51 cells 40 min: about 1 h. Under heavier
+# Gemma 3 270M 0.07 s per text, quality (eight methods, no trained weights for it) 20 min, cost 1 min, layer map
+# of 51 cells 40 min: about 1 h. Under heavier
 # load a forward took up to 0.16 s: the layer map is then planned smaller so the whole fits the budget (the budget
 # is planned before each run, not enforced inside a section). --no-budgets: the app's per-request limits (64 map
 # cells) are for interactive use, not for this. Stopped (Ctrl-C, a lost session)? Run it again: every finished
