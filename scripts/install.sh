@@ -78,3 +78,4 @@ print(f"gemma3-270m ready: {f.architecture}, {f.n_layers} layers ({f.n_sliding} 
 PY
 
 step "done: run the app with  streamlit run app.py"
+echo "    before teaching: python -m analysis warm   (precomputes every lesson and view for the default model; see the README)"
