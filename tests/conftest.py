@@ -55,6 +55,17 @@ def tiny_model_folder(tmp_path_factory):
     return folder
 
 
+@pytest.fixture(scope="session")
+def tiny_folder(tmp_path_factory):
+    """A tiny random Llama saved as a local model folder with a 128-token limit: enough for the app's texts, for
+    pages opened on a model chosen as a folder."""
+    bb = tiny_backbone("llama", max_length=128)
+    folder = tmp_path_factory.mktemp("tiny_llama")
+    bb.model.save_pretrained(folder)
+    bb.tokenizer.save_pretrained(folder)
+    return folder
+
+
 def stsb_dev_or_skip():
     from analysis.data.corpora import shared_stsb
 

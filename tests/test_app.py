@@ -182,18 +182,6 @@ def test_unknown_model_id_is_a_clear_error():
     assert at.sidebar.warning  # the sidebar says the model is not loaded
 
 
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory):
-    """A tiny random Llama saved as a local model folder, with a 128-token limit."""
-    from analysis.models.tiny import tiny_backbone
-
-    bb = tiny_backbone("llama", max_length=128)
-    folder = tmp_path_factory.mktemp("tiny_llama")
-    bb.model.save_pretrained(folder)
-    bb.tokenizer.save_pretrained(folder)
-    return folder
-
-
 def test_local_folder_model_and_truncation_message(tiny_folder):
     at = run_app()
     at.radio(key="ui_model_choice").set_value("other").run()

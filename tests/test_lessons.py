@@ -20,17 +20,6 @@ PAGE = str(REPO / "pages" / "13_lessons.py")
 NEEDS_SHIPPED = {"soft-tokens", "causal2vec", "compression"}  # weights trained for the default model only
 
 
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory):
-    from analysis.models.tiny import tiny_backbone
-
-    bb = tiny_backbone("llama", max_length=128)
-    folder = tmp_path_factory.mktemp("tiny_llama_lessons")
-    bb.model.save_pretrained(folder)
-    bb.tokenizer.save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture(scope="module", autouse=True)
 def lesson_cache(tmp_path_factory):
     with isolated_cache(tmp_path_factory, shared=()) as root:
