@@ -42,8 +42,12 @@ def paragraphs(text: str) -> str:
 
 def figure_div(fig, n: int) -> str:
     """One interactive figure as a <div> (plotly.js comes once from the head). Sizes are the figure's own; a
-    figure without a width fills the page."""
-    fig = fig if isinstance(fig, go.Figure) else go.Figure(fig)
+    figure without a width fills the page. The app's theme (colours, room for tick labels) is Streamlit's and does
+    not travel with the figure, so a copy gets Plotly's white template and margins that grow to fit the labels."""
+    fig = go.Figure(fig)  # a copy: the page's figure stays as drawn
+    fig.update_layout(template="plotly_white")
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
     return pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=f"figure-{n}",
                        config={"displaylogo": False, "responsive": True})
 

@@ -46,7 +46,7 @@ def similarity(specs: list[tuple[str, dict]], texts: list[str]):
     low = min(float(s[~np.eye(len(texts), dtype=bool)].min()) for s in sims.values())
     ticks = [f"{i + 1}. {_short(t)}" for i, t in enumerate(texts)]
     fig = make_subplots(rows=1, cols=len(sims), horizontal_spacing=0.04, subplot_titles=[
-        f"{title}: mean off-diagonal cos {s[~np.eye(len(texts), dtype=bool)].mean():.2f}" for title, s in sims.items()])
+        f"{title}: mean cos {s[~np.eye(len(texts), dtype=bool)].mean():.2f}" for title, s in sims.items()])
     for i, s in enumerate(sims.values()):
         fig.add_trace(go.Heatmap(z=s, x=ticks, y=ticks, zmin=low, zmax=1, colorscale="Viridis",
                                  showscale=i == len(sims) - 1, colorbar=dict(title="cos")), 1, i + 1)
