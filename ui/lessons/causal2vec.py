@@ -37,8 +37,8 @@ LESSON = Lesson("causal2vec", "A contextual token from a small encoder",
          Control("texts", "Your sentences (one per line)", TEXTS),
          lambda texts: views.similarity([("causal2vec", {}), ("sentence_encoder", {}), ("prompteol", {})], texts),
          "Which of the three spaces is the least anisotropic (lowest typical cosine)?",
-         "Compare the mean cosines between different texts in the titles: a space where unrelated texts are far apart can "
-         "rank pairs more easily.", seconds=30),
+         "Compare the mean cosines between different texts in the titles: a space where unrelated texts are far "
+         "apart can rank pairs more easily.", seconds=30),
     Step("What the encoder alone already knows",
          "The demo pairs: paraphrases against look-alikes. Measured over the first 500 STS-B dev pairs, all captions "
          "(docs/RESULTS-old-protocol.md), Causal2Vec scores 0.844, far above PromptEOL (0.784), but MiniLM alone "
