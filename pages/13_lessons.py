@@ -76,7 +76,7 @@ with ui.user_errors():
         # mode they sit under the text and stay on the 720-pixel screen
         back, where, forward, mode = st.columns([1, 1, 1, 2])
         back.button("← Back", key="lesson_back", disabled=n == 1, on_click=go, args=(lesson.id, n - 1, present))
-        where.markdown(f"Step {n} of {len(lesson.steps)}")
+        where.markdown(f"**{n}** / {len(lesson.steps)}")
         forward.button("Next →", key="lesson_next", disabled=n == len(lesson.steps), on_click=go,
                        args=(lesson.id, n + 1, present), type="primary")
         mode.toggle("Presenter mode", value=present, key="lesson_present",
