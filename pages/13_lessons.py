@@ -65,6 +65,9 @@ with ui.user_errors():
         st.caption(lesson.summary)
 
     st.header(f"{n}. {step.title}")
+    if why := lesson.unavailable(ui.get_backbone().facts):
+        st.info(why)  # not an error: the lesson is fine, the model is another
+        st.stop()
     text_col, fig_col = st.columns([2, 3]) if present else (st.container(), st.container())
     with text_col:
         st.markdown(step.text)

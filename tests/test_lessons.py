@@ -17,7 +17,7 @@ from ui.lessons.base import document
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = str(REPO / "pages" / "13_lessons.py")
-NEEDS_SHIPPED = {"soft-tokens", "causal2vec", "compression"}  # weights trained for the default model only
+NEEDS_SHIPPED = {lesson.id for lesson in LESSONS if lesson.trained}  # weights trained for the default model
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -61,6 +61,13 @@ def test_next_back_and_presenter_mode_follow_the_address(tiny_folder):
     at.toggle(key="lesson_present").set_value(True).run()
     assert at.query_params["present"] == "1" and not at.title  # no page title: one step per screen
     assert figures(at)[0]["layout"]["height"] == 560
+
+
+@pytest.mark.parametrize("lesson", sorted(NEEDS_SHIPPED))
+def test_a_lesson_on_trained_weights_says_which_model_it_needs(tiny_folder, lesson):
+    at = open_step(tiny_folder, lesson, 1)
+    assert not at.exception and not errors(at)
+    assert "trained for SmolLM2-135M-Instruct" in at.info[0].value and not figures(at)
 
 
 def test_a_bad_address_is_one_sentence(tiny_folder):

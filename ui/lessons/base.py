@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from analysis.core.errors import UserError
+from analysis.weights.artefacts import shipped_dir
 from ui.export import Section, standalone_html
 from ui.inputs import check_sizes
 from ui.model import get_backbone
@@ -80,6 +81,14 @@ class Lesson:
     title: str
     summary: str
     steps: tuple[Step, ...]
+    trained: str = ""  # the trained system (analysis/artefacts/<trained>/) whose shipped weights the lesson reads
+
+    def unavailable(self, facts) -> str:
+        """Why the lesson cannot run on the model `facts` describes (one sentence), or "" when it can."""
+        if not self.trained or (shipped_dir(self.trained, facts) / "manifest.json").is_file():
+            return ""
+        return (f"This lesson reads the {self.trained} weights this repository trained for SmolLM2-135M-Instruct, "
+                "the default model; choose it in the sidebar to follow it.")
 
 
 def hidden_state(layer: int) -> int:

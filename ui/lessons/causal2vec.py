@@ -52,4 +52,4 @@ LESSON = Lesson("causal2vec", "A contextual token from a small encoder",
          "The paper's decoders are billions of parameters; with a strong decoder the contextual token makes it a "
          "better embedder at little cost. Here the decoder is smaller than the gap it would have to close.",
          seconds=40),
-))
+), trained="causal2vec")

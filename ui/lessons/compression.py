@@ -48,4 +48,4 @@ LESSON = Lesson("compression", "One vector per sentence",
          "When would identifiers help?",
          "When pools are hard to tell apart by content, for instance many near-identical sentences; the persona "
          "facts here are distinct enough.", seconds=120),
-))
+), trained="compression")

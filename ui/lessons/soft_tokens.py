@@ -48,4 +48,4 @@ LESSON = Lesson("soft-tokens", "Thinking in mixtures: soft tokens",
          "How much should one trust a curve from 100 pairs?",
          "Not to the second decimal: a few pairs move it visibly. The Soft tokens page computes the same curve "
          "with bootstrap intervals, on as many pairs as you choose.", seconds=240),
-))
+), trained="gircse")
