@@ -19,7 +19,7 @@ PRESENTER_CSS = """<style>
 .stMarkdown p, .stMarkdown li {font-size: 1.45rem !important; line-height: 1.45 !important;}
 h2 {font-size: 2.3rem !important;}
 </style>"""
-PRESENTER_HEIGHT = 560
+PRESENTER_HEIGHT = 520
 
 
 def location():
@@ -68,6 +68,15 @@ with ui.user_errors():
     if why := lesson.unavailable(ui.get_backbone().facts):
         st.info(why)  # not an error: the lesson is fine, the model is another
         st.stop()
+    # the buttons come first: on the 720-pixel screen of a projector and usable while a step computes
+    back, where, forward, mode = st.columns([1, 1, 1, 3])
+    back.button("← Back", key="lesson_back", disabled=n == 1, on_click=go, args=(lesson.id, n - 1, present))
+    where.markdown(f"**{n}** / {len(lesson.steps)}")
+    forward.button("Next →", key="lesson_next", disabled=n == len(lesson.steps), on_click=go,
+                   args=(lesson.id, n + 1, present), type="primary")
+    mode.toggle("Presenter mode", value=present, key="lesson_present",
+                on_change=lambda: go(lesson.id, n, st.session_state["lesson_present"]),
+                help="One step per screen in large type, the sidebar hidden; the address opens this very step.")
     text_col, fig_col = st.columns([2, 3]) if present else (st.container(), st.container())
     with text_col:
         st.markdown(step.text)
@@ -75,16 +84,6 @@ with ui.user_errors():
         if step.question:
             with st.expander(step.question):
                 st.markdown(step.answer)
-        # the buttons come before the figure, so a presenter can move on while a step computes; in presenter
-        # mode they sit under the text and stay on the 720-pixel screen
-        back, where, forward, mode = st.columns([1, 1, 1, 2])
-        back.button("← Back", key="lesson_back", disabled=n == 1, on_click=go, args=(lesson.id, n - 1, present))
-        where.markdown(f"**{n}** / {len(lesson.steps)}")
-        forward.button("Next →", key="lesson_next", disabled=n == len(lesson.steps), on_click=go,
-                       args=(lesson.id, n + 1, present), type="primary")
-        mode.toggle("Presenter mode", value=present, key="lesson_present",
-                    on_change=lambda: go(lesson.id, n, st.session_state["lesson_present"]),
-                    help="One step per screen in large type, the sidebar hidden; the address opens this very step.")
     with fig_col:
         with st.spinner(f"Computing this step's figure: about {step.seconds} s on two CPU cores when nothing is "
                         "cached (`python -m analysis warm` precomputes every lesson)…", show_time=True):

@@ -27,7 +27,7 @@ def test_presenter_mode_step_addresses_on_a_fresh_server(tmp_path, browser, shot
                 assert _problems(page) == []
                 assert not page.locator('[data-testid="stSidebar"]').is_visible()  # out of the way
                 chart = page.locator('[data-testid="stPlotlyChart"]').first.bounding_box()
-                assert chart["x"] + chart["width"] <= 1280 and chart["height"] <= 720  # fits the projector
+                assert chart["x"] + chart["width"] <= 1280 and chart["y"] + chart["height"] <= 720  # on the screen
                 nav = page.get_by_role("button", name="Next →").bounding_box()
                 assert nav["y"] + nav["height"] <= 720  # Next is on the screen, no scrolling
             page.get_by_role("button", name="← Back").click()

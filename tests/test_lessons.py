@@ -60,7 +60,7 @@ def test_next_back_and_presenter_mode_follow_the_address(tiny_folder):
     assert at.query_params["step"] == "1"
     at.toggle(key="lesson_present").set_value(True).run()
     assert at.query_params["present"] == "1" and not at.title  # no page title: one step per screen
-    assert figures(at)[0]["layout"]["height"] == 560
+    assert figures(at)[0]["layout"]["height"] == 520
 
 
 @pytest.mark.parametrize("lesson", sorted(NEEDS_SHIPPED))
