@@ -388,7 +388,7 @@ def test_scaling_curve_on_tiny(tiny_llama):
     from analysis.data.corpora import demo_pairs
     from analysis.inspect.generation import scaling_curve
 
-    with pytest.raises(UserError, match="same gold score"):
+    with pytest.raises(UserError, match="gold scores in .* are equal"):
         scaling_curve(tiny_llama, demo_pairs().head(8), ks=(0, 1))
     pairs = demo_pairs()  # 10 paraphrases (1) and 10 unrelated pairs (0)
     calls = []
