@@ -59,7 +59,7 @@ def main(argv=None) -> None:
                         None if idw.get("spearman") is None else round(idw["spearman"], 4),
                         f"{idw.get('rank_among_cells')} of {r['cells']}" if idw else "–",
                         f"{best['layers'][0]}-{best['layers'][-1]} b={best['bias']:g}", round(best["spearman"], 4),
-                        round(r["seconds"] / 60, 1)])
+                        round(r["seconds"] / 60, 1), f"{r['computed']} / {r['cached']}"])
         for row in sorted(r["rows"], key=lambda x: -x["spearman"])[:5]:
             top.append([TITLES.get(m, m), f"{row['layers'][0]}-{row['layers'][-1]}", row["width"], row["bias"],
                         round(row["spearman"], 4)])
@@ -72,13 +72,14 @@ def main(argv=None) -> None:
     record = {
         "id": "layer_map", "title": "KV-Embedding's layer map: does the intrinsic-dimension rule pick good layers?",
         "command": f"python scripts/layer_map.py --sample {args.sample} --starts {args.starts} --widths {args.widths} "
-                   f"--biases {args.biases}",
+                   f"--biases {args.biases} --models {args.models}",
         "data": "STS-B dev, report part (stsb-dev-report)",
         "sample": {**first["sample"], "genres": first.get("genres")},
         "wall_seconds": round(time.perf_counter() - start, 1),
         "tables": [{"title": "The map per model (a coarse grid; the ID window is scored at the paper's bias 1)",
                     "columns": ["model", "cells", "prompt only", "PromptEOL", "ID window", "ID window Spearman",
-                                "ID rank", "best cell", "best Spearman", "minutes"], "rows": summary},
+                                "ID rank", "best cell", "best Spearman", "minutes (this run)",
+                                "cells computed / from the cache"], "rows": summary},
                    {"title": "The five best cells per model", "columns": ["model", "layers", "width", "bias",
                                                                           "Spearman"], "rows": top}],
         "findings": findings, "raw": {m: {k: v for k, v in r.items() if k != "id_trajectory"} for m, r in results.items()}}
