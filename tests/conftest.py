@@ -85,3 +85,15 @@ def _restore_main_module():
     yield
     if main is not None:
         sys.modules["__main__"] = main
+
+
+def run_cli(capsys, *argv):
+    """(exit code, parsed JSON output or None, stderr) of one command line run in this process."""
+    import json
+
+    from cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else None), err
+

@@ -19,7 +19,6 @@ from analysis.core.paths import cache_root
 from analysis.core.errors import UserError
 from analysis.methods import get_method
 from analysis.eval.sts import sts_spearman
-from analysis.models.tiny import tiny_backbone
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -108,22 +107,12 @@ def test_embed_reads_csv_and_params(real, cache_dir, tmp_path, capsys):
                                atol=1e-5)
 
 
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory):
-    """A tiny random Llama with a 32-token limit, saved as a Hugging Face folder (exercises --model PATH)."""
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    bb = tiny_backbone("llama", max_length=32)
-    bb.model.save_pretrained(folder)
-    bb.tokenizer.save_pretrained(folder)
-    return folder
-
-
-def test_embed_reports_truncation_with_a_local_model_folder(cache_dir, tiny_folder, tmp_path, capsys):
+def test_embed_reports_truncation_with_a_local_model_folder(cache_dir, tiny_model_folder, tmp_path, capsys):
     src = tmp_path / "texts.txt"
     src.write_text("A bank\n" + "The quick brown fox jumps over the lazy dog. " * 10 + "\n", encoding="utf-8")
     out = tmp_path / "emb.npy"
     for cached in (False, True):  # the warning is repeated when the result comes from the cache
-        code, res, _, err = _run(capsys, "embed", "--method", "prompteol", "--model", tiny_folder,
+        code, res, _, err = _run(capsys, "embed", "--method", "prompteol", "--model", tiny_model_folder,
                                  "--input", src, "--output", out)
         assert code == 0 and res["cached"] is cached
         assert (res["n"], res["dim"], res["truncated"]) == (2, 64, 1) and res["model"].startswith("local:")
@@ -219,35 +208,35 @@ def test_the_module_entry_point_exits_2_without_traceback(sts_file):
 
 
 # ---- every command that needs texts reads STS-B pair files ----------------------------------------------------------
-def test_stsb_file_is_accepted_by_id_embed_and_geometry(cache_dir, tiny_folder, sts_file, tmp_path, capsys):
+def test_stsb_file_is_accepted_by_id_embed_and_geometry(cache_dir, tiny_model_folder, sts_file, tmp_path, capsys):
     distinct = list(dict.fromkeys([r[5] for r in STS_ROWS] + [r[6] for r in STS_ROWS]))
     assert len(distinct) < 2 * len(STS_ROWS)  # the file repeats a sentence: texts are the distinct ones
-    code, res, _, err = _run(capsys, "embed", "--method", "mean", "--model", tiny_folder, "--input", sts_file,
+    code, res, _, err = _run(capsys, "embed", "--method", "mean", "--model", tiny_model_folder, "--input", sts_file,
                              "--output", tmp_path / "e.npy")
     assert code == 0, err
     assert res["n"] == len(distinct) and np.load(tmp_path / "e.npy").shape == (len(distinct), 64)
-    code, res, _, err = _run(capsys, "id", "--model", tiny_folder, "--data", sts_file, "--bootstrap", "0")
+    code, res, _, err = _run(capsys, "id", "--model", tiny_model_folder, "--data", sts_file, "--bootstrap", "0")
     assert code == 0, err
     assert res["n_texts"] == len(distinct) and len(res["trajectory"]) == 5  # tiny model: hidden states 0..4
-    code, res, _, err = _run(capsys, "geometry", "--method", "mean", "--model", tiny_folder, "--data", sts_file,
+    code, res, _, err = _run(capsys, "geometry", "--method", "mean", "--model", tiny_model_folder, "--data", sts_file,
                              "--n-boot", "0")
     assert code == 0, err
     assert res["n_texts"] == len(distinct) and res["n_pairs"] >= 1
 
 
-def test_real_stsb_dev_file_is_accepted_by_id(cache_dir, tiny_folder, capsys):
+def test_real_stsb_dev_file_is_accepted_by_id(cache_dir, tiny_model_folder, capsys):
     from analysis.data.corpora import shared_stsb
 
     path = shared_stsb("dev")
     if path is None:
         pytest.skip("STS-B not found at ../shared/data/stsbenchmark (development data, not shipped)")
-    code, res, _, err = _run(capsys, "id", "--model", tiny_folder, "--data", path, "--limit", "40",
+    code, res, _, err = _run(capsys, "id", "--model", tiny_model_folder, "--data", path, "--limit", "40",
                              "--bootstrap", "0")
     assert code == 0, err
     assert res["n_texts"] == 40 and res["data"] == str(path)
 
 
-def test_no_cache_and_an_unwritable_cache_folder_never_crash(tiny_folder, tmp_path, monkeypatch, capsys):
+def test_no_cache_and_an_unwritable_cache_folder_never_crash(tiny_model_folder, tmp_path, monkeypatch, capsys):
     """KV-Embedding's layers=auto computes its window (a cache entry) before embedding: with --no-cache it is
     computed in memory, and with a cache folder that cannot be written it is computed but not stored, with one
     warning line."""
@@ -261,7 +250,7 @@ def test_no_cache_and_an_unwritable_cache_folder_never_crash(tiny_folder, tmp_pa
     src = tmp_path / "texts.txt"
     src.write_text("A cat sat.\nA dog ran.\n", encoding="utf-8")
     for extra in (["--no-cache"], []):
-        code, res, _, err = _run(capsys, "embed", "--method", "kv_embedding", "--model", tiny_folder, "--input", src,
+        code, res, _, err = _run(capsys, "embed", "--method", "kv_embedding", "--model", tiny_model_folder, "--input", src,
                                  "--output", tmp_path / "e.npy", *extra)
         assert code == 0, err
         assert res["n"] == 2 and res["params"]["layers"] == "auto" and "Traceback" not in err
@@ -334,25 +323,25 @@ def test_sts_spearman_bad_pairs_and_constant_similarities():
 
 
 # ---- several models, device and dtype (issue 14) ------------------------------------------------------------------
-def test_bench_models_gives_one_row_per_model_with_cost_ratios(cache_dir, tiny_folder, sts_file, capsys):
-    code, rows, _, err = _run(capsys, "bench", "--models", f"{tiny_folder},{tiny_folder}", "--methods", "last,mean",
+def test_bench_models_gives_one_row_per_model_with_cost_ratios(cache_dir, tiny_model_folder, sts_file, capsys):
+    code, rows, _, err = _run(capsys, "bench", "--models", f"{tiny_model_folder},{tiny_model_folder}", "--methods", "last,mean",
                               "--data", f"sts:{sts_file}", "--n-boot", "10", "--format", "json")
     assert code == 0, err
-    assert [(r["model"], r["method"]) for r in rows] == [(str(tiny_folder), m) for m in ("last", "mean")] * 2
+    assert [(r["model"], r["method"]) for r in rows] == [(str(tiny_model_folder), m) for m in ("last", "mean")] * 2
     assert all(r["seconds"] > 0 for r in rows) and all(r["x_last"] == 1.0 for r in rows if r["method"] == "last")
     assert rows[2]["score"] == rows[0]["score"]  # the second model's cells came from the cache
-    code, rows1, _, _ = _run(capsys, "bench", "--model", tiny_folder, "--methods", "last", "--data",
+    code, rows1, _, _ = _run(capsys, "bench", "--model", tiny_model_folder, "--methods", "last", "--data",
                              f"sts:{sts_file}", "--n-boot", "10", "--format", "json")
     assert code == 0 and len(rows1) == 1  # the one-model spelling still works
 
 
-def test_dtype_and_device_options(cache_dir, tiny_folder, tmp_path, capsys):
+def test_dtype_and_device_options(cache_dir, tiny_model_folder, tmp_path, capsys):
     src = tmp_path / "texts.txt"
     src.write_text("A cat sat.\nStocks fell.\n", encoding="utf-8")
     outs = {}
     for dtype in ("float32", "bfloat16"):
         out = tmp_path / f"{dtype}.npy"
-        code, res, _, err = _run(capsys, "embed", "--method", "mean", "--model", tiny_folder, "--dtype", dtype,
+        code, res, _, err = _run(capsys, "embed", "--method", "mean", "--model", tiny_model_folder, "--dtype", dtype,
                                  "--device", "cpu", "--input", src, "--output", out)
         assert code == 0, err
         outs[dtype] = (np.load(out), res["model"])

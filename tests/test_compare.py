@@ -1,7 +1,6 @@
 """Paired comparisons (issue 22): the vectorised paired bootstrap of Spearman differences (known answers, agreement
 with scipy, speed), the one STS scorer, and `python -m analysis compare` on a tiny model."""
 
-import json
 import time
 
 import numpy as np
@@ -12,6 +11,7 @@ from analysis.core.errors import UserError
 from analysis.data.corpora import Pairs
 from analysis.eval.stats import paired_difference, resample_indices, spearman_replicates
 from analysis.eval.sts import compare_cosines, score_pairs
+from tests.conftest import run_cli
 
 
 def _methods(n=300, seed=0):
@@ -115,17 +115,11 @@ def sts_file(tmp_path, monkeypatch):
     return path
 
 
-def _run(capsys, *argv):
-    from cli import main
-
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, (json.loads(out) if code == 0 else None), err
 
 
 def test_compare_command_paired_table(tiny_model_folder, sts_file, capsys):
     common = ["--model", tiny_model_folder, "--data", sts_file, "--n-boot", "200"]
-    code, res, err = _run(capsys, "compare", "--methods", "mean,last,deep=last,twin=mean", "--param", "deep.layer=2",
+    code, res, err = run_cli(capsys, "compare", "--methods", "mean,last,deep=last,twin=mean", "--param", "deep.layer=2",
                           *common, "--sample", "15", "--seed", "3")
     assert code == 0, err
     assert res["sample"] == {"how": "stratified by genre", "n": 15, "of": 30, "seed": 3}
@@ -136,7 +130,7 @@ def test_compare_command_paired_table(tiny_model_folder, sts_file, capsys):
     assert len(res["differences"]) == 6 and "same resampled pairs" in res["bootstrap"]
     twin = next(d for d in res["differences"] if (d["a"], d["b"]) == ("mean", "twin"))
     assert twin["difference"] == 0 and twin["p"] == 1 and twin["ci"] == [0, 0]
-    code, again, _ = _run(capsys, "compare", "--methods", "mean,last,deep=last,twin=mean", "--param",
+    code, again, _ = run_cli(capsys, "compare", "--methods", "mean,last,deep=last,twin=mean", "--param",
                           "deep.layer=2", *common, "--sample", "15", "--seed", "3")
     assert again["differences"] == res["differences"] and all(m["cached"] for m in again["methods"])
 
@@ -149,5 +143,5 @@ def test_compare_command_paired_table(tiny_model_folder, sts_file, capsys):
     (["--methods", "mean,last", "--n-boot", "-1"], "--n-boot must be 0 or more"),
 ])
 def test_compare_command_errors_are_one_sentence(argv, message, sts_file, capsys):
-    code, _, err = _run(capsys, "compare", *argv, "--data", sts_file, "--model", "no-such-org/not-loaded")
+    code, _, err = run_cli(capsys, "compare", *argv, "--data", sts_file, "--model", "no-such-org/not-loaded")
     assert code == 2 and err.count("\n") == 1 and message in err

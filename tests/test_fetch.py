@@ -6,7 +6,6 @@ import functools
 import hashlib
 import http.server
 import io
-import json
 import socket
 import tarfile
 import threading
@@ -16,7 +15,7 @@ import pytest
 
 from analysis.core.errors import UserError
 from analysis.data import datasets, fetch
-from cli import main
+from tests.conftest import run_cli
 
 STSB_ROWS = {  # STS-B layout, one genre/source per row
     "train": "main-captions\tMSRvid\t2012train\t0001\t5.000\tA man plays.\tA man is playing.\n"
@@ -94,15 +93,11 @@ def stsb_archive(server, monkeypatch):
     return base
 
 
-def _run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, (json.loads(out) if code == 0 else None), err
 
 
 def test_fetch_stsb_stores_the_layout_the_registry_reads(data, stsb_archive, capsys):
     assert not datasets.get("stsb-dev").present()
-    code, res, err = _run(capsys, "data", "fetch", "stsb", "--base-url", stsb_archive)
+    code, res, err = run_cli(capsys, "data", "fetch", "stsb", "--base-url", stsb_archive)
     assert code == 0, err
     (got,) = res["fetched"]
     assert got["status"] == "stored" and got["url"] == f"{stsb_archive}/Stsbenchmark.tar.gz"
@@ -114,7 +109,7 @@ def test_fetch_stsb_stores_the_layout_the_registry_reads(data, stsb_archive, cap
     assert not [p for p in data.iterdir() if p.name.startswith(".")]  # no staging folder left behind
     dev = datasets.pairs_of("stsb-dev")
     assert len(dev) == 3 and dev.genres[1] == "main-forums/answers-forums"
-    code, res, _ = _run(capsys, "data", "fetch", "stsb", "--base-url", stsb_archive)
+    code, res, _ = run_cli(capsys, "data", "fetch", "stsb", "--base-url", stsb_archive)
     assert code == 0 and res["fetched"][0]["status"] == "present"  # nothing downloaded twice
 
 
@@ -134,7 +129,7 @@ def test_fetch_sick_and_a_semeval_year_by_format(data, server, capsys):
         sts16[f"sts2016-english-with-gs-v1.0/STS2016.input.{s}.txt"] = f"{s} one.\t{s} uno.\textra\n{s} two.\tno.\n"
         sts16[f"sts2016-english-with-gs-v1.0/STS2016.gs.{s}.txt"] = "4.2\n\n"
     (root / "STS2016-en-test.zip").write_bytes(_zip(sts16))
-    code, res, err = _run(capsys, "data", "fetch", "sick", "sts16", "--base-url", base)
+    code, res, err = run_cli(capsys, "data", "fetch", "sick", "sts16", "--base-url", base)
     assert code == 0, err
     assert [f["status"] for f in res["fetched"]] == ["stored", "stored"]
     assert all(f["check"] == "format" for r in res["fetched"] for f in r["files"])
@@ -143,20 +138,20 @@ def test_fetch_sick_and_a_semeval_year_by_format(data, server, capsys):
     year = datasets.pairs_of("sts16")
     assert len(year) == 5 and year.genres == list(fetch.SEMEVAL[16])
     assert (data / "sts16" / "STS.gs.headlines.txt").is_file()  # stored under the names of the other years
-    code, res, _ = _run(capsys, "data", "list")
+    code, res, _ = run_cli(capsys, "data", "list")
     present = {r["id"]: r["present"] for r in res["sets"]}
     assert present["sick"] and present["sts16"] and not present["sts12"] and not present["stsb-dev"]
 
 
 def test_what_a_user_reads_when_it_goes_wrong(data, server, capsys):
     root, base = server
-    code, _, err = _run(capsys, "data", "fetch", "sick", "--base-url", base)  # not served: 404
+    code, _, err = run_cli(capsys, "data", "fetch", "sick", "--base-url", base)  # not served: 404
     last = err.strip().splitlines()[-1]  # after the one progress line
     assert code == 2 and "answered HTTP 404" in last and last.endswith(f"or place SICK.txt in {data / 'sick'}.")
     with socket.socket() as s:  # a port nobody listens on: what an offline machine sees
         s.bind(("127.0.0.1", 0))
         closed = f"http://127.0.0.1:{s.getsockname()[1]}"
-    code, _, err = _run(capsys, "data", "fetch", "sts12", "--base-url", closed)
+    code, _, err = run_cli(capsys, "data", "fetch", "sts12", "--base-url", closed)
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 2 and "may be offline" in lines[1] and "STS.input.MSRpar.txt" in lines[1]
     (root / "SICK.zip").write_text("<html>moved</html>")
@@ -172,7 +167,7 @@ def test_what_a_user_reads_when_it_goes_wrong(data, server, capsys):
     with pytest.raises(UserError, match=r"^SICK-R test is not on this machine: run `python -m analysis data fetch "
                                         r"sick`.*or place SICK.txt in .*\.$"):
         datasets.pairs_of("sick")
-    code, _, err = _run(capsys, "sts", "--method", "last", "--data", "stsb-dev")
+    code, _, err = run_cli(capsys, "sts", "--method", "last", "--data", "stsb-dev")
     assert code == 2 and "data fetch stsb" in err and err.count("\n") == 1
 
 

@@ -1,7 +1,6 @@
 """Samples everywhere (issue 22): `samples.select` (seeded, genre-stratified; --limit's single-genre warning),
 `tasks.select_task`, and --sample/--limit/--seed on the commands that read pairs or texts, on a tiny model."""
 
-import json
 
 import numpy as np
 import pytest
@@ -10,7 +9,7 @@ from analysis.core.errors import UserError
 from analysis.data.corpora import Pairs, Texts
 from analysis.data.samples import caption, select
 from analysis.eval.tasks import Task, select_task
-from cli import main
+from tests.conftest import run_cli
 
 GENRES = ["main-captions/MSRvid"] * 12 + ["main-forums/answers-forums"] * 6 + ["main-news/headlines"] * 6  # sorted
 
@@ -78,33 +77,29 @@ def sorted_file(tmp_path, monkeypatch):
     return path
 
 
-def _run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, (json.loads(out) if code == 0 else None), err
 
 
 def test_commands_report_the_sample_and_its_genres(tiny_model_folder, sorted_file, capsys):
     common = ["--model", tiny_model_folder, "--data", sorted_file]
-    code, res, err = _run(capsys, "sts", "--method", "mean", *common, "--sample", "8", "--seed", "2")
+    code, res, err = run_cli(capsys, "sts", "--method", "mean", *common, "--sample", "8", "--seed", "2")
     assert code == 0, err
     assert res["sample"] == {"how": "stratified by genre", "n": 8, "of": 24, "seed": 2} and res["n_pairs"] == 8
     assert res["genres"] == {"main-captions/MSRvid": 4, "main-forums/answers-forums": 2, "main-news/headlines": 2}
-    code, res, err = _run(capsys, "sts", "--method", "mean", *common, "--limit", "6")
+    code, res, err = run_cli(capsys, "sts", "--method", "mean", *common, "--limit", "6")
     assert code == 0 and res["sample"]["how"] == "first 6" and res["genres"] == {"main-captions/MSRvid": 6}
     assert err.strip().splitlines()[-1].startswith("warning: --limit 6 keeps the first 6 pairs, all of genre")
-    code, res, err = _run(capsys, "geometry", "--method", "mean", *common, "--sample", "12", "--n-boot", "0")
+    code, res, err = run_cli(capsys, "geometry", "--method", "mean", *common, "--sample", "12", "--n-boot", "0")
     assert code == 0, err
     assert res["sample"]["n"] == 12 and sum(res["genres"].values()) == 12
-    code, res, err = _run(capsys, "id", *common, "--sample", "20", "--bootstrap", "0")
+    code, res, err = run_cli(capsys, "id", *common, "--sample", "20", "--bootstrap", "0")
     assert code == 0, err  # texts: the pairs' distinct sentences, labelled by genre
     assert res["n_texts"] == 20 and res["sample"]["how"] == "stratified by label" and res["sample"]["of"] == 48
-    code, rows, err = _run(capsys, "bench", "--model", tiny_model_folder, "--methods", "mean", "--data",
+    code, rows, err = run_cli(capsys, "bench", "--model", tiny_model_folder, "--methods", "mean", "--data",
                            f"sts:{sorted_file}", "--sample", "10", "--n-boot", "10", "--format", "json")
     assert code == 0, err
     assert rows[0]["data"] == "sts-sorted.csv (10 stratified by genre, seed 0)" and rows[0]["n"] == 10
     assert rows[0]["genres"] == {"main-captions/MSRvid": 5, "main-forums/answers-forums": 3, "main-news/headlines": 2}
-    code, _, err = _run(capsys, "sts", "--method", "mean", *common, "--sample", "5", "--limit", "5")
+    code, _, err = run_cli(capsys, "sts", "--method", "mean", *common, "--sample", "5", "--limit", "5")
     assert code == 2 and "not both" in err
 
 
