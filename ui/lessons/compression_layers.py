@@ -38,10 +38,11 @@ LESSON = Lesson("where-compress", "Where the model compresses",
          "Nothing: outside the window there is no copy to attend to, so those layers show 0.", seconds=30),
     Step("Does the ID window help on SmolLM2?",
          "The demo paraphrase pairs again, PromptEOL against KV-Embedding with three windows: the one the rule "
-         "picks, decoder layers 10-11, and a late window 22-29. Measured on SmolLM2-135M-Instruct over the first "
-         "500 STS-B dev pairs, all captions (docs/RESULTS-old-protocol.md), the rule's window scores 0.426 "
-         "against PromptEOL's 0.784, every window holding layers 10 and 11 fails, and only late windows with a "
-         "large bias help. The paper's rule does not hold on this model.",
+         "picks, decoder layers 10-11, and a late window 22-29. Measured on SmolLM2-135M-Instruct on 500 held-out "
+         "STS-B dev pairs of all six sources (docs/RESULTS.md), "
+         "KV-Embedding with the rule's window scores 0.494 against PromptEOL's 0.728, and on a coarse map of "
+         "200 held-out pairs the rule's window ranks 13th of 15, below late windows. The paper's rule does not "
+         "hold on this model.",
          Control("choice", "KV-Embedding's window (decoder layers)", "auto", options=WINDOWS,
                  labels=("the ID rule's (auto)", "10-11", "22-29")),
          lambda layers: views.separation([("prompteol", {}), ("kv_embedding", {"layers": layers})]),
@@ -50,8 +51,9 @@ LESSON = Lesson("where-compress", "Where the model compresses",
          "be where a re-routed summary is most useful: the two are different questions.", seconds=60),
     Step("Gemma 3: the same rule, another outcome",
          "The same trajectory on Gemma 3 270M, a base model with 18 layers. Its window also sits at about a third "
-         "of the depth, but there re-routing works: measured over the first 500 STS-B dev pairs, all captions "
-         "(docs/RESULTS-old-protocol.md), KV-Embedding scores 0.766 on Gemma 3, above PromptEOL's 0.734. Which "
+         "of the depth, but there re-routing works: measured on 500 held-out STS-B dev pairs of all six sources "
+         "(docs/RESULTS.md), KV-Embedding scores 0.681 on "
+         "Gemma 3, level with PromptEOL's 0.685 (paired difference -0.005 [-0.036, +0.028]). Which "
          "method to use depends on the model; the Compare models page puts both side by side.",
          replace(MODELS, default="gemma3-270m"),
          lambda choice: views.id_curve(choice),

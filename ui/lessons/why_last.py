@@ -50,8 +50,8 @@ LESSON = Lesson("why-last", "Why the last token is a poor sentence vector",
          "postman / the postman chased the dog, changed facts, unrelated sentences). A good sentence vector "
          "separates the green from the red boxes. "
          "Move the layer: the readout does not have to come from the last hidden state. Measured on "
-         "SmolLM2-135M-Instruct over the first 500 STS-B dev pairs, all captions (docs/RESULTS-old-protocol.md), "
-         "the last token scores a Spearman of 0.354, PromptEOL 0.784 and Echo 0.728.",
+         "SmolLM2-135M-Instruct on 500 held-out STS-B dev pairs of all six sources (docs/RESULTS.md), "
+         "the last token scores a Spearman of 0.359, PromptEOL 0.728 and Echo 0.658.",
          Control("layer", "Hidden state read out", None, lo=1),
          lambda layer: views.separation([(n, {"layer": hidden_state(layer)}) for n, _ in THREE]),
          "Why does Echo cost more than PromptEOL?",
