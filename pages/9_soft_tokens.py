@@ -12,7 +12,8 @@ import streamlit as st
 import ui
 from analysis.data import datasets
 from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
-from analysis.inspect.generation import SCALING_KS, adapter_variants, steps_frame, token_heatmap, training_log
+from analysis.inspect.generation import (SCALING_KS, adapter_variants, recorded_curves, steps_frame, token_heatmap,
+                                         training_log)
 from ui.traces import soft_generation, soft_scaling
 
 EMOTION = "Which emotion does this text express?"
@@ -56,6 +57,38 @@ def lines_figure(results: dict, key: str, title: str, y_title: str, ref=None) ->
     return fig, pd.DataFrame(rows)
 
 
+def recorded_figure(curves: dict) -> tuple[go.Figure, pd.DataFrame]:
+    """The recorded K curves with their intervals; Causal-EOS and PromptEOL as flat reference lines across K (the
+    fair baseline with its 95% band); the other configurations (ablations, Causal-EOS generating) as points."""
+    fig, rows = go.Figure(), []
+    ks = curves["ks"]
+    cost = dict(zip(curves.get("cost", {}).get("ks", []), curves.get("cost", {}).get("ratio", [])))
+    for label, line in curves["lines"].items():
+        y, ci = np.array(line["spearman"], dtype=float), np.array(line["ci"], dtype=float)
+        fig.add_scatter(x=ks, y=y, mode="lines+markers", name=ui.label(label),
+                        error_y=dict(type="data", symmetric=False, array=ci[:, 1] - y, arrayminus=y - ci[:, 0]))
+        rows += [{"configuration": label, "K": k, "spearman": v, "ci_low": c[0], "ci_high": c[1],
+                  "× plain forward": cost.get(k)} for k, v, c in zip(ks, y, ci)]
+    for label, ref in curves["references"].items():
+        baseline = label.startswith("Causal-EOS")
+        if baseline:
+            fig.add_hrect(y0=ref["ci"][0], y1=ref["ci"][1], fillcolor="gray", opacity=0.12, line_width=0)
+        fig.add_scatter(x=[min(ks), max(ks)], y=[ref["spearman"]] * 2, mode="lines", name=ui.label(label),
+                        line=dict(dash="dash" if baseline else "dot", color="black" if baseline else "gray"))
+        rows.append({"configuration": label, "K": None, "spearman": ref["spearman"], "ci_low": ref["ci"][0],
+                     "ci_high": ref["ci"][1], "× plain forward": None})
+    for label, pt in curves.get("points", {}).items():
+        fig.add_scatter(x=[pt["k"]], y=[pt["spearman"]], mode="markers", name=ui.label(label), marker_symbol="x",
+                        error_y=dict(type="data", symmetric=False, array=[pt["ci"][1] - pt["spearman"]],
+                                     arrayminus=[pt["spearman"] - pt["ci"][0]]))
+        rows.append({"configuration": label, "K": pt["k"], "spearman": pt["spearman"], "ci_low": pt["ci"][0],
+                     "ci_high": pt["ci"][1], "× plain forward": None})
+    fig.update_layout(title="Held-out STS-B: Spearman vs K, against the fair baseline", height=440,
+                      xaxis_title="generated tokens K (0 = no generation)", yaxis_title="Spearman ρ",
+                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
+    return fig, pd.DataFrame(rows)
+
+
 with ui.user_errors():
     st.title("Soft tokens")
     st.caption("GIRCSE (Tsai et al., 2025) lets the model write K *soft* tokens after the text: at each step the "
@@ -65,9 +98,11 @@ with ui.user_errors():
     backbone = ui.get_backbone()
 
     variants = adapter_variants(backbone)
-    choices = {"shipped": "Trained here (shipped adapter)", "none": "Frozen (no adapter)", "folder": "A folder…"}
-    if "shipped" not in variants.values():
-        choices.pop("shipped")
+    choices = {"shipped": "Trained here (GIRCSE, shipped adapter)", "causal-eos": "Fair baseline (Causal-EOS)",
+               "none": "Frozen (no adapter)", "folder": "A folder…"}
+    for name in ("shipped", "causal-eos"):
+        if name not in variants.values():
+            choices.pop(name)
     choice = st.radio("Model", list(choices), format_func=choices.get, horizontal=True, key="soft_adapter_choice")
     adapter = choice
     if choice == "folder":
@@ -87,6 +122,10 @@ with ui.user_errors():
     elif choice == "shipped":
         st.success("The LoRA adapter this repository trained for this model with GIRCSE's Iterative Contrastive "
                    "Refinement (`python -m analysis train gircse`, K = 5, STS-B train), merged into a copy of it.")
+    elif choice == "causal-eos":
+        st.info("The fair baseline Causal-EOS: the same LoRA, data, steps and contrastive loss as the shipped adapter, "
+                "trained on the prompt's last state without generation (its embedding is K = 0). The steps below show "
+                "what it generates anyway, which it was never trained to do.")
     else:
         st.info("No adapter: the model is frozen. The gains GIRCSE reports (and its test-time scaling) come from "
                 "contrastive LoRA training with a stepwise loss"
@@ -185,7 +224,7 @@ with ui.user_errors():
     if choice != "none":
         from analysis.weights.adapters import adapter_folder, shipped_folder
 
-        folder = shipped_folder(backbone.facts) if choice == "shipped" else adapter_folder(adapter)
+        folder = shipped_folder(backbone.facts, choice) if choice != "folder" else adapter_folder(adapter)
         if (folder / "manifest.json").is_file():
             st.subheader("How the adapter was trained")
             log = training_log(folder)
@@ -214,10 +253,29 @@ with ui.user_errors():
 
     # ---- test-time scaling --------------------------------------------------------------------------------
     st.subheader("Test-time scaling")
-    st.caption("STS Spearman of the embedding for several K (95% bootstrap intervals over pairs), for every model "
-               "variant: K = 0 is the same prompt's last token without generation. One generation of max K tokens "
-               "per text gives every smaller K too (generation is causal), so each curve costs one run; results "
-               "are cached.")
+    recorded = recorded_curves(backbone)
+    if recorded is None:
+        st.info("No K curve is recorded for this model (`python scripts/gircse_results.py` measures the default "
+                "model's on held-out STS-B pairs); compute one on pairs of your choice below.")
+    else:
+        fig, frame = recorded_figure(recorded["curves"])
+        ui.show_figure(fig, frame, "soft_recorded_curve")
+        sample = recorded.get("sample", {})
+        st.caption(ui.md(f"{recorded['data']}: {sample.get('n', '?')} pairs stratified by genre, measured "
+                         f"{recorded.get('date', '?')} by `{recorded['command']}` (docs/RESULTS.md). Error bars and "
+                         "the grey band are 95% bootstrap intervals; the dashed line is the fair baseline Causal-EOS "
+                         "(same training, no generation), the dotted one PromptEOL (no training)."))
+        if recorded["changed"]:
+            st.warning(ui.md(f"The shipped {' and '.join(recorded['changed'])} adapter changed after this was "
+                             "measured: the curve is out of date until the script runs again."))
+        claims = next((t for t in recorded["tables"] if t.get("title", "").startswith("Paired differences")), None)
+        if claims:
+            st.dataframe(pd.DataFrame(claims["rows"], columns=claims["columns"]), hide_index=True)
+    st.caption("On pairs of your choice: STS Spearman of the embedding for several K (95% bootstrap intervals over "
+               "pairs), for every model variant: K = 0 is the same prompt's last token without generation. One "
+               "generation of max K tokens per text gives every smaller K too (generation is causal), so each curve "
+               "costs one run; Causal-EOS is read at K = 0 only, its trained readout, a reference line. Results are "
+               "cached.")
     pairs = ui.pairs_input("soft_pairs", default="STS-B dev" if "STS-B dev" in datasets.pair_menu()
                            else "Lee corpus (human ratings)")
     ks = st.multiselect("K", [k for k in SCALING_KS if k], default=[k for k in SCALING_KS if k], key="soft_ks")
@@ -226,7 +284,8 @@ with ui.user_errors():
     options = dict(variants)
     if choice == "folder":
         options["chosen folder"] = adapter
-    chosen_variants = st.multiselect("Models", list(options), default=list(options), key="soft_variants")
+    chosen_variants = st.multiselect("Models", list(options), key="soft_variants",
+                                     default=[v for v in options if not v.startswith("ablation")])
     if not ks or not chosen_variants:
         st.info("Choose at least one K and one model.")
         st.stop()
@@ -239,8 +298,15 @@ with ui.user_errors():
     for label in chosen_variants:
         params = dict(instruction=chosen, temperature=float(temperature), top_k=int(top_k), mode=mode,
                       adapter=options[label])
-        arrays = soft_scaling(backbone, pairs, ks, params, label)
+        baseline = options[label] == "causal-eos"
+        arrays = soft_scaling(backbone, pairs, [0] if baseline else ks, params, label)
         x, y, ci = arrays["ks"], arrays["spearman"], arrays["ci"]
+        if baseline:  # its trained readout, K = 0: a flat reference across the K axis
+            fig.add_hrect(y0=ci[0, 0], y1=ci[0, 1], fillcolor="gray", opacity=0.12, line_width=0)
+            fig.add_scatter(x=[0, max(ks)], y=[y[0]] * 2, mode="lines", name=label, line=dict(dash="dash", color="black"))
+            rows.append({"model": label, "K": 0, "spearman": float(y[0]), "ci_low": float(ci[0, 0]),
+                         "ci_high": float(ci[0, 1]), "minus K=0": 0.0})
+            continue
         fig.add_scatter(x=x, y=y, mode="lines+markers", name=label,
                         error_y=dict(type="data", symmetric=False, array=ci[:, 1] - y, arrayminus=y - ci[:, 0]))
         rows += [{"model": label, "K": int(kk), "spearman": float(v), "ci_low": float(c[0]), "ci_high": float(c[1]),

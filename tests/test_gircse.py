@@ -208,27 +208,56 @@ def test_scaling_curve_intervals(tiny_llama):
     assert (curve["ci"][:, 0] <= curve["spearman"] + 1e-9).all() and (curve["spearman"] <= curve["ci"][:, 1] + 1e-9).all()
 
 
-# ---- the shipped adapter on the real model -----------------------------------------------------------------------
+# ---- the shipped adapters on the real model -----------------------------------------------------------------------
+# TODO(lead): set after measuring with scripts/gircse_results.py on the shipped adapters: "gircse" when GIRCSE at K = 5
+# scores above its fair baseline Causal-EOS on these pairs, "causal-eos" when the baseline scores above it. None
+# skips the comparison and reports both numbers.
+EXPECTED_BETTER_AT_K5: str | None = None
+
+
+def _unseen_pairs(n=200):
+    """200 genre-stratified pairs of the STS-B dev report part without the first 200 dev pairs: no selection saw
+    them (the report part never selects; the adapters trained before the split selected on those 200)."""
+    from analysis.data.datasets import stsb_pairs
+    from analysis.inspect.generation import OLD_SELECTION, unseen_pairs
+
+    stsb_dev_or_skip()
+    pairs, _ = unseen_pairs(n, seed=0)
+    dev = stsb_pairs("dev")
+    assert not set(zip(dev.left[:OLD_SELECTION], dev.right[:OLD_SELECTION])) & set(zip(pairs.left, pairs.right))
+    assert len(set(pairs.genres)) == 6
+    return pairs
+
+
 @pytest.mark.real
 def test_shipped_adapter_beats_the_frozen_model(real):
-    """On pairs no selection saw: the report part of STS-B dev (never the selection part) without the first 200 dev
-    pairs (the shipped adapter's own selection set, from before the split), 200 of them stratified by genre, K = 5."""
-    from analysis.data.datasets import stsb_dev_part, stsb_pairs
-    from analysis.data.samples import sample_pairs, subset
+    """On pairs no selection saw, K = 5."""
     from analysis.inspect.generation import scaling_curve
     from analysis.weights.adapters import shipped_folder
 
-    stsb_dev_or_skip()
     if shipped_folder(real.facts) is None:
         pytest.fail("the default model's shipped GIRCSE adapter is missing (analysis/artefacts/gircse/)")
-    dev, report = stsb_pairs("dev"), stsb_dev_part("report")
-    seen = set(zip(dev.left[:200], dev.right[:200]))
-    unseen = subset(report, [i for i, p in enumerate(zip(report.left, report.right)) if p not in seen])
-    pairs = sample_pairs(unseen, 200, seed=0)
-    assert not seen & set(zip(pairs.left, pairs.right)) and len(set(pairs.genres)) == 6
+    pairs = _unseen_pairs()
     trained = scaling_curve(real, pairs, ks=(5,), adapter="shipped", n_boot=0)["spearman"][0]
     frozen = scaling_curve(real, pairs, ks=(5,), adapter="none", n_boot=0)["spearman"][0]
     assert trained > frozen + 0.05, (trained, frozen)
+
+
+@pytest.mark.real
+def test_gircse_at_k5_against_its_fair_baseline_causal_eos(real):
+    """GIRCSE (adapter=shipped, K = 5) against Causal-EOS (adapter=causal-eos, K = 0: the same LoRA, data, steps and
+    loss without generation) on pairs no selection saw; the expected direction is EXPECTED_BETTER_AT_K5, measured."""
+    from analysis.inspect.generation import scaling_curve
+    from analysis.weights.adapters import shipped_folder
+
+    if shipped_folder(real.facts, "causal-eos") is None:
+        pytest.skip("no Causal-EOS baseline is shipped (analysis/artefacts/gircse/smollm2-135m/baselines/causal-eos/)")
+    pairs = _unseen_pairs()
+    gircse = scaling_curve(real, pairs, ks=(5,), adapter="shipped", n_boot=0)["spearman"][0]
+    baseline = scaling_curve(real, pairs, ks=(0,), adapter="causal-eos", n_boot=0)["spearman"][0]
+    if EXPECTED_BETTER_AT_K5 is None:
+        pytest.skip(f"direction not set yet (EXPECTED_BETTER_AT_K5): GIRCSE K=5 {gircse:.3f}, Causal-EOS {baseline:.3f}")
+    assert (gircse > baseline) == (EXPECTED_BETTER_AT_K5 == "gircse"), (gircse, baseline)
 
 
 @pytest.mark.parametrize("objective", ["icr", "causal-eos"])

@@ -1,4 +1,5 @@
-"""Soft tokens page, run headless with AppTest on the real default model.
+"""Soft tokens page, run headless with AppTest on the real default model (marker `real`), and its recorded K curve
+with the fair baseline on a tiny random model (a local folder) with a stand-in results record.
 
 Results go to a temporary cache whose models/ links to the real converted models (as tests/test_app.py does).
 """
@@ -19,7 +20,6 @@ PAGE = str(REPO / "pages" / "9_soft_tokens.py")
 TIMEOUT = 900
 TEXT = "The cat sat on the mat."
 
-pytestmark = pytest.mark.real
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -42,6 +42,7 @@ def small_page(k=4, adapter_choice=None, **widgets) -> AppTest:
     return at.run()
 
 
+@pytest.mark.real
 def test_page_runs_with_defaults_on_the_shipped_adapter():
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
@@ -57,6 +58,7 @@ def test_page_runs_with_defaults_on_the_shipped_adapter():
     assert [d["name"] for d in losses["data"]][:5] == [f"L_{k}" for k in range(1, 6)]
 
 
+@pytest.mark.real
 def test_frozen_choice_says_so():
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
     at.radio(key="soft_adapter_choice").set_value("none").run()
@@ -66,6 +68,7 @@ def test_frozen_choice_says_so():
     assert not any(t.startswith("trained:") for t in titles)
 
 
+@pytest.mark.real
 def test_step_view_matches_the_library(real):
     at = small_page(k=4)
     assert not at.exception, at.exception
@@ -83,6 +86,7 @@ def test_step_view_matches_the_library(real):
     assert drift[-1] == pytest.approx(1.0, abs=1e-5)
 
 
+@pytest.mark.real
 def test_two_instructions_side_by_side(real):
     at = small_page(k=3, soft_instr_b="Which emotion does this text express?")
     assert not at.exception, at.exception
@@ -96,6 +100,7 @@ def test_two_instructions_side_by_side(real):
     assert any(f"{cos:.3f}" in c.value for c in at.caption)
 
 
+@pytest.mark.real
 def test_hard_mode_and_top_k():
     at = small_page(k=3)
     at.radio(key="soft_mode").set_value("hard")
@@ -107,13 +112,17 @@ def test_hard_mode_and_top_k():
     assert (table["entropy"] <= np.log(5) + 0.01).all()  # top-5 truncation bounds the entropy
 
 
+@pytest.mark.real
 def test_test_time_scaling_matches_the_library_and_is_cached(real):
     at = small_page(k=2, adapter_choice="none")
     at.radio(key="soft_pairs_source").set_value("set")
     at.selectbox(key="soft_pairs_set").set_value("Demo paraphrase pairs")
     at.run()
     at.multiselect(key="soft_ks").set_value([1, 3])
-    at.multiselect(key="soft_variants").set_value(["trained (ICR, shipped)", "frozen (no adapter)"])
+    from analysis.inspect.generation import adapter_variants
+
+    shipped = next(label for label, a in adapter_variants(real).items() if a == "shipped")
+    at.multiselect(key="soft_variants").set_value([shipped, "frozen (no adapter)"])
     at.toggle(key="soft_scaling_run").set_value(True)
     at.run()
     assert not at.exception, at.exception
@@ -130,6 +139,7 @@ def test_test_time_scaling_matches_the_library_and_is_cached(real):
     assert any("from the cache" in c.value for c in at.caption)
 
 
+@pytest.mark.real
 def test_adapter_folder(tmp_path, real):
     at = small_page(k=2, adapter_choice="folder", soft_adapter=str(tmp_path / "missing"))
     assert not at.exception, at.exception
@@ -155,6 +165,7 @@ def test_adapter_folder(tmp_path, real):
     assert not np.allclose(entropy, np.round(frozen["entropy"], 2))
 
 
+@pytest.mark.real
 def test_bad_input_is_a_message_not_a_traceback():
     at = small_page(k=2, soft_instr_a="Put {text} here")
     assert not at.exception, at.exception
@@ -163,3 +174,67 @@ def test_bad_input_is_a_message_not_a_traceback():
     at.text_area(key="soft_text").set_value("   ").run()
     assert not at.exception, at.exception
     assert any("Enter a text" in e for e in errors(at))
+
+
+# ---- the recorded K curve, on a tiny model -------------------------------------------------------------------------
+def line(ys):
+    return {"spearman": ys, "ci": [[y - 0.1, y + 0.1] for y in ys]}
+
+
+def recorded(identity: str, adapters: dict | None = None) -> dict:
+    """A stand-in for docs/results/gircse.json, in the shape scripts/gircse_results.py writes."""
+    curves = {"model": identity, "adapters": adapters or {}, "ks": [0, 1, 5],
+              "lines": {"GIRCSE": line([0.5, 0.55, 0.6]), "frozen model": line([0.3, 0.2, 0.25])},
+              "references": {"Causal-EOS (K = 0)": {"spearman": 0.52, "ci": [0.42, 0.62]},
+                             "PromptEOL": {"spearman": 0.65, "ci": [0.6, 0.7]}},
+              "points": {"ablation icr-mean (older recipe) K=5": {"k": 5, "spearman": 0.4, "ci": [0.3, 0.5]}},
+              "cost": {"ks": [0, 1, 5], "ratio": [2.0, 2.6, 4.2]}}
+    return {"id": "gircse", "title": "t", "command": "python scripts/gircse_results.py --sample 500",
+            "data": "STS-B dev report part", "sample": {"n": 500}, "curves": curves,
+            "tables": [{"title": "Paired differences (the same resampled pairs)", "columns": ["A − B", "all"],
+                        "rows": [["GIRCSE K=5 − Causal-EOS K=0", "+0.080 [+0.010, +0.150]"]]}]}
+
+
+def open_on(folder) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=300)
+    at.session_state["embedscope_model"] = str(folder)
+    return at.run()
+
+
+def test_recorded_curve_shows_the_fair_baseline_without_computing(tiny_folder, tmp_path, monkeypatch):
+    from analysis import load_backbone
+    from analysis.eval import results
+
+    monkeypatch.setattr(results, "RECORDS", tmp_path)
+    results.write_record(tmp_path, recorded(load_backbone(str(tiny_folder)).identity))
+    at = open_on(tiny_folder)
+    assert not at.exception, at.exception
+    assert not errors(at)
+    fig = next(f for f in figures(at) if f["layout"]["title"]["text"].startswith("Held-out STS-B"))
+    names = [d["name"] for d in fig["data"]]
+    assert names == ["GIRCSE", "frozen model", "Causal-EOS (K = 0)", "PromptEOL", "ablation icr-mean (older recipe) K=5"]
+    baseline = fig["data"][2]
+    assert values(baseline["y"]).tolist() == [0.52, 0.52] and baseline["line"]["dash"] == "dash"
+    assert [(s["y0"], s["y1"]) for s in fig["layout"]["shapes"]] == [(0.42, 0.62)]  # its 95% band
+    np.testing.assert_allclose(values(fig["data"][0]["y"]), [0.5, 0.55, 0.6])
+    assert any("fair baseline Causal-EOS" in c.value for c in at.caption)
+    claims = next(d.value for d in at.dataframe if "A − B" in d.value.columns)
+    assert claims.iloc[0, 0] == "GIRCSE K=5 − Causal-EOS K=0"
+    assert not any("out of date" in w.value for w in at.warning)
+    assert not at.toggle(key="soft_scaling_run").value  # nothing long runs on the first view
+
+
+def test_a_stale_or_foreign_record_says_so(tiny_folder, tmp_path, monkeypatch):
+    from analysis import load_backbone
+    from analysis.eval import results
+
+    monkeypatch.setattr(results, "RECORDS", tmp_path)
+    results.write_record(tmp_path, recorded(load_backbone(str(tiny_folder)).identity, {"shipped": "shipped@0"}))
+    at = open_on(tiny_folder)
+    assert not at.exception, at.exception
+    assert any("shipped adapter changed" in w.value and "out of date" in w.value for w in at.warning)
+    results.write_record(tmp_path, recorded("another model"))
+    at = open_on(tiny_folder)
+    assert not at.exception, at.exception
+    assert any("No K curve is recorded for this model" in i.value for i in at.info)
+    assert not any(f["layout"]["title"]["text"].startswith("Held-out STS-B") for f in figures(at))

@@ -11,6 +11,10 @@ A record says what was measured and how, so a reader can judge and regenerate it
 
     write_record(folder, record)          # what a measuring command calls at its end
     render(records) -> markdown           # docs/RESULTS.md, in the order of ORDER
+    read_record("gircse")                 # one record for a reader such as a page (None when absent)
+
+A record may carry more than its tables under its own keys (e.g. GIRCSE's "curves", which the Soft tokens page
+draws); the renderer shows only the keys above.
 """
 
 from __future__ import annotations
@@ -22,12 +26,14 @@ import time
 from pathlib import Path
 
 from analysis.core.errors import UserError
+from analysis.core.paths import REPO
 
 ORDER = ("methods_models", "causal2vec", "gircse", "layer_map", "compression")  # sections of docs/RESULTS.md
 TITLES = {"methods_models": "methods x models", "causal2vec": "Causal2Vec", "gircse": "GIRCSE",
           "layer_map": "the layer map", "compression": "context compression"}
 ARCHIVE = "docs/RESULTS-old-protocol.md"  # what was measured before this protocol, kept as measured
 HEADLINE = ("<!-- headline:start -->", "<!-- headline:end -->")  # the README's generated block
+RECORDS = REPO / "docs" / "results"  # in a checkout; an installed wheel has no docs/, so readers get None
 
 
 def machine() -> dict:
@@ -63,6 +69,17 @@ def read_records(folder) -> dict[str, dict]:
             raise UserError(f"{path} is not a results record ({err}).") from err
         out[rec.get("id", path.stem)] = rec
     return out
+
+
+def read_record(record_id: str, folder=None) -> dict | None:
+    """The record `record_id` in `folder` (default RECORDS), or None when there is none or it is unreadable: a
+    reader (a page) then says so instead of failing."""
+    path = Path(folder or RECORDS) / f"{record_id}.json"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def table_markdown(table: dict) -> str:

@@ -143,23 +143,67 @@ def scaling_curve(backbone, pairs, ks=SCALING_KS, *, instruction: str = DEFAULT_
 
 
 # ---- trained adapters: what the app compares ---------------------------------------------------------------------
-ABLATIONS = {"stepwise": "stepwise loss, no regulariser", "final": "final-step loss only"}
+ABLATIONS = {"icr-mean": "mean of the step losses", "stepwise": "stepwise loss, no regulariser",
+             "final": "final-step loss only"}
+OLD_SELECTION = 200  # the first STS-B dev pairs the adapters trained before the dev split selected checkpoints on
+
+
+def older_recipe(folder) -> bool:
+    """Whether the adapter in `folder` was trained by the first GIRCSE trainer: its manifest predates the
+    `objective` setting (that trainer averaged the step losses and selected on the first 200 dev pairs; the
+    manifest's note says so)."""
+    from analysis.weights.artefacts import read_manifest
+
+    return "objective" not in (read_manifest(folder).get("hyperparameters") or {})
 
 
 def adapter_variants(backbone) -> dict[str, str]:
-    """{label: adapter parameter} of every adapter worth comparing on this model: the shipped (ICR-trained) one
-    and the shipped ablations when present, and the frozen model."""
-    from analysis.weights.adapters import shipped_folder
+    """{label: adapter parameter} of every adapter worth comparing on this model: the shipped GIRCSE adapter, its
+    fair baseline Causal-EOS and the shipped ablations when present (", older recipe" when `older_recipe`), and the
+    frozen model."""
+    from analysis.weights.adapters import CAUSAL_EOS, shipped_folder
 
     folder = shipped_folder(backbone.facts)
     out = {}
     if folder is not None:
-        out["trained (ICR, shipped)"] = "shipped"
-        for name, label in ABLATIONS.items():
-            if (folder / "ablations" / name / "adapter_config.json").is_file():
-                out[f"ablation: {label}"] = str(folder / "ablations" / name)
+        out[f"GIRCSE (shipped{', older recipe' if older_recipe(folder) else ''})"] = "shipped"
+    if shipped_folder(backbone.facts, CAUSAL_EOS) is not None:
+        out["Causal-EOS (fair baseline)"] = CAUSAL_EOS
+    if folder is not None:
+        for sub in sorted(p for p in (folder / "ablations").glob("*") if (p / "adapter_config.json").is_file()):
+            out[f"ablation: {ABLATIONS.get(sub.name, sub.name)}{', older recipe' if older_recipe(sub) else ''}"] = \
+                str(sub)
     out["frozen (no adapter)"] = "none"
     return out
+
+
+def unseen_pairs(sample: int, seed: int = 0):
+    """(pairs, pool size): a genre-stratified sample of the pairs no GIRCSE selection saw, the STS-B dev report part
+    (the selection part is where trainers select) without the first 200 dev pairs (where the adapters trained before
+    the split existed selected); `sample` 0 = all of them."""
+    from analysis.data.datasets import stsb_dev_part, stsb_pairs
+    from analysis.data.samples import sample_pairs, subset
+
+    dev, report = stsb_pairs("dev"), stsb_dev_part("report")
+    seen = set(zip(dev.left[:OLD_SELECTION], dev.right[:OLD_SELECTION]))
+    unseen = subset(report, [i for i, p in enumerate(zip(report.left, report.right)) if p not in seen],
+                    f"STS-B dev report part without the first {OLD_SELECTION} dev pairs")
+    return (sample_pairs(unseen, sample, seed) if sample else unseen), len(unseen)
+
+
+def recorded_curves(backbone) -> dict | None:
+    """The GIRCSE results record (docs/results/gircse.json, scripts/gircse_results.py) when its K curves were
+    measured on this model, else None; its "curves" entry as the script describes it, plus "changed": the shipped
+    adapters ("shipped", "causal-eos") that differ from the ones it measured (the record is then out of date)."""
+    from analysis.eval.results import read_record
+    from analysis.weights.adapters import adapter_spec
+
+    record = read_record("gircse")
+    curves = (record or {}).get("curves")
+    if not isinstance(curves, dict) or curves.get("model") != backbone.identity:
+        return None
+    changed = [name for name, spec in (curves.get("adapters") or {}).items() if adapter_spec(name) != spec]
+    return {**record, "changed": changed}
 
 
 def training_log(folder) -> dict:

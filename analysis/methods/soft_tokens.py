@@ -8,8 +8,10 @@ position per step). The embedding is the mean of the final-layer states of the K
 
 GIRCSE's gains come from contrastive LoRA training with a stepwise loss. `adapter=shipped` (the default) uses the
 LoRA adapter this repository trains with that loss (`python -m analysis train gircse`, analysis/training/gircse.py)
-for the default model, merged into a copy of the model; `adapter=none` shows what generation alone does to the
-frozen model; a folder loads any PEFT adapter. `mode="hard"` feeds the argmax token instead (greedy decoding).
+for the default model, merged into a copy of the model; `adapter=causal-eos` is its fair baseline (the same LoRA,
+data, steps and contrastive loss, trained on the prompt's last state without generation: read it with k=0);
+`adapter=none` shows what generation alone does to the frozen model; a folder loads any PEFT adapter. `mode="hard"`
+feeds the argmax token instead (greedy decoding).
 
 Layout. `collate` appends K placeholder positions (segment `GENERATED`) right after each text's tokens, so
 pooling, traces and `encode_layers` see one ordinary padded batch (B, T+K). Generation itself works in
@@ -51,7 +53,8 @@ POOLINGS = ("generated", "generated+text", "last_generated")
 @dataclass(frozen=True)
 class SoftTokenParams:
     k: int = param(5, "Soft tokens generated after the input. GIRCSE trains with 5 and reports that 5 -> 20 at "
-                      "test time keeps improving its trained models; 0 = no generation (last prompt token).",
+                      "test time keeps improving its trained models; 0 = no generation (last prompt token: the "
+                      "readout of the Causal-EOS baseline).",
                    min=0, max=64)
     temperature: float = param(1.0, "τ in softmax(logits/τ). GIRCSE mixes the model's plain next-token "
                                     "distribution (τ=1); τ -> 0 tends to the argmax token.", min=1e-4, max=10.0)
@@ -69,8 +72,11 @@ class SoftTokenParams:
                        kind="layer")
     adapter: str = param("shipped", "LoRA adapter merged into a copy of the model: shipped = the one this repository "
                          "trained with GIRCSE's contrastive refinement (`python -m analysis train gircse`) for this "
-                         "model (the default model has one; other models stay frozen); none = the frozen model; "
-                         "or the folder of a PEFT adapter.")
+                         "model (the default model has one; other models stay frozen); causal-eos = its fair "
+                         "baseline, trained with the same LoRA, data, steps and loss on the prompt's last state, no "
+                         "generation: use k=0, its trained readout; with k > 0 it generates soft tokens like any "
+                         "model though it was never trained to, which shows what generation alone adds to "
+                         "contrastive training; none = the frozen model; or the folder of a PEFT adapter.")
 
 
 @dataclass

@@ -16,6 +16,8 @@ selects the checkpoint; the final numbers are on the disjoint report part.
 
 The adapter is saved with peft's `adapter_config.json` next to weights + manifest, so `soft_tokens --param
 adapter=FOLDER` loads it; `adapter=shipped` is the shipped ICR adapter, `adapter=causal-eos` the shipped baseline.
+`--ship` (or `python -m analysis ship gircse FOLDER` after the run) puts each objective in its own place
+(`ship_place`), so training the baseline or an ablation never replaces the shipped adapter.
 """
 
 from __future__ import annotations
@@ -210,6 +212,18 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None):
                examples_per_step=config.batch_size * config.grad_accum, finish=finish,
                write_extra=lambda folder: write_adapter_config(folder, peft_model, backbone.facts.name),
                extra={"readout_k": read_k}, warmup_steps=5, weight_decay=0.01)
+
+
+def ship_place(hyperparameters: dict) -> str:
+    """Where a run ships below analysis/artefacts/gircse/<model>/: ICR (the paper's loss) is the adapter itself
+    (`adapter=shipped`), Causal-EOS goes to baselines/causal-eos (`adapter=causal-eos`), every other objective is an
+    ablation, ablations/<objective>. Manifests from before `objective` existed name it `loss`."""
+    from analysis.weights.adapters import CAUSAL_EOS as BASELINE_ADAPTER, PLACES
+
+    objective = hyperparameters.get("objective", hyperparameters.get("loss", "icr"))
+    if objective == CAUSAL_EOS:
+        return PLACES[BASELINE_ADAPTER]
+    return "" if objective == "icr" else f"ablations/{objective}"
 
 
 def load(folder, backbone):

@@ -6,12 +6,14 @@ A system is one module registered in `SYSTEMS` with:
     Config                           # frozen dataclass, a subclass of options.RunOptions; its fields are the flags
     setup(config, backbone, **data) -> Job    # the trainable tensors, loss, data stream, validation, final numbers
     load(folder, backbone)           # the trained system back from an artefact folder
+    ship_place(hyperparameters)      # optional: where a run ships, below the model's shipped folder ("" = there)
 
 `run(name, config)` does the rest the same way for all of them: checks the settings and the output folder before
 any work, trains with `analysis.training.loop`, writes the best weights so far as a partial artefact at every
 improvement, restores the best weights at the end, computes the final numbers, writes the artefact with a schema-1
-manifest (`analysis.weights.manifest`), and copies it into the shipped artefacts only with `--ship`. Adding a
-fourth system is its module plus one line in `SYSTEMS`.
+manifest (`analysis.weights.manifest`), and copies it into the shipped artefacts only with `--ship`; `install`
+ships a finished run's folder later, to the same place. Adding a fourth system is its module plus one line in
+`SYSTEMS`.
 """
 
 from __future__ import annotations
@@ -116,5 +118,36 @@ def run(name: str, config, *, backbone=None, progress=None, **data) -> dict:
                "examples_per_second": round(result.steps_done * job.examples_per_step / result.wall_seconds, 3)
                if result.wall_seconds else None}
     if config.ship:
-        summary["shipped"] = str(runs.ship(folder, name, backbone.facts))
+        summary["shipped"] = str(runs.ship(folder, name, backbone.facts, ship_place(name, hyperparameters(config))))
     return summary
+
+
+def ship_place(name: str, hyperparameters: dict) -> str:
+    """Where a run of system `name` with these hyperparameters ships, below the model's shipped folder: the
+    system's own `ship_place` when it has one (GIRCSE keeps its fair baseline and ablations beside the adapter),
+    else that folder itself."""
+    place = getattr(system(name), "ship_place", None)
+    return place(hyperparameters) if place is not None else ""
+
+
+def install(name: str, result, *, move_current_to: str = "") -> dict:
+    """Ship the finished run in folder `result` now, where `--ship` would have put it at the run's end (its manifest
+    says which model and hyperparameters); `move_current_to` first moves the artefact it replaces to that folder
+    below the model's shipped folder (`runs.ship`). Refuses another system's run, a partial one, or weights that
+    do not match their manifest, before anything is written."""
+    from analysis.training import runs
+    from analysis.weights.artefacts import load_artefact
+
+    result = Path(result).expanduser()
+    if not result.is_dir():
+        raise UserError(f"{result} is not a folder: give the --out folder of a finished run.")
+    _, manifest = load_artefact(result, method=name)  # checks the system and the weights' bytes
+    if manifest.get("partial") is not False:
+        raise UserError(f"{result} holds the best weights of an unfinished run (its manifest says partial); ship a "
+                        "run that ended.")
+    if not manifest.get("model"):
+        raise UserError(f"{result}/manifest.json names no model, so there is no knowing where it ships.")
+    place = ship_place(name, manifest.get("hyperparameters") or {})
+    dest = runs.ship(result, name, manifest["model"], place, move_current_to)
+    return {"shipped": str(dest), "place": place or ".", "moved_current_to": move_current_to or None,
+            "best_step": manifest.get("best_step"), "best_score": manifest.get("best_score")}

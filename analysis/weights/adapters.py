@@ -9,7 +9,9 @@ of every adapter version stay apart. Loading is memoised per (backbone, adapter 
     tuned = resolve_adapter(backbone, "shipped")       # the adapter this repository trained for the model, if any
 
 `adapter` parameters take "shipped" (the GIRCSE adapter trained by `python -m analysis train gircse` and
-committed under analysis/artefacts/gircse/<model>/; models without one stay frozen), "none" (frozen) or a folder.
+committed under analysis/artefacts/gircse/<model>/; models without one stay frozen), "causal-eos" (its fair
+baseline, trained by the same command with `--objective causal-eos` and committed beside it under
+baselines/causal-eos/; a model without one is refused, never silently frozen), "none" (frozen) or a folder.
 """
 
 from __future__ import annotations
@@ -21,15 +23,17 @@ from pathlib import Path
 
 from analysis.models.backbone import Backbone
 from analysis.core.errors import UserError
-from analysis.core.paths import ARTEFACTS
-
 CONFIG = "adapter_config.json"
 WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin", "weights.safetensors")  # peft's, or our artefact's
 SAFE, PICKLE = WEIGHTS[:2]  # peft's two formats: only the first is ever read
 MANIFEST = "manifest.json"  # an artefact of `python -m analysis train gircse` (analysis.weights.artefacts)
 _SPEC = re.compile(r"^(?P<path>.+)@(?P<fp>[0-9a-f]{16})$")  # "folder@fingerprint", see adapter_spec
-SHIPPED, NONE = "shipped", "none"
-
+SHIPPED, NONE, CAUSAL_EOS = "shipped", "none", "causal-eos"
+SYSTEM = "gircse"  # the trained system whose shipped folders hold these adapters
+# The shipped adapters an `adapter` parameter names by name, and where each sits below the model's folder of shipped
+# GIRCSE weights (analysis/artefacts/gircse/<model>/): the GIRCSE adapter itself, and its fair baseline beside it
+# (analysis.training.gircse.ship_place sends each trained run to its place).
+PLACES = {SHIPPED: "", CAUSAL_EOS: "baselines/causal-eos"}
 
 
 def adapter_folder(path: str) -> Path:
@@ -74,43 +78,60 @@ def adapter_fingerprint(folder: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def shipped_folder(facts, method: str = "gircse") -> Path | None:
-    """The adapter this repository ships for the model described by `facts`, or None."""
+def shipped_folder(facts, name: str = SHIPPED) -> Path | None:
+    """The adapter this repository ships under `name` ("shipped" or "causal-eos") for the model described by
+    `facts`, or None."""
     from analysis.weights.artefacts import shipped_dir
 
-    folder = shipped_dir(method, facts)
+    folder = shipped_dir(SYSTEM, facts) / PLACES[name]
     return folder if (folder / CONFIG).is_file() else None
 
 
-def _shipped_fingerprint(method: str = "gircse") -> str:
-    """One fingerprint over every shipped adapter of `method`: cache keys change whenever one is retrained."""
+def _shipped_fingerprint(name: str) -> str:
+    """One fingerprint over every model's shipped adapter `name`: cache keys change whenever one is retrained."""
+    from analysis.weights.artefacts import shipped_root
+
     h = hashlib.sha256()
-    for folder in sorted(p for p in (ARTEFACTS / method).glob("*") if (p / CONFIG).is_file()):
-        h.update(f"{folder.name}:{adapter_fingerprint(folder)};".encode())
+    for model in sorted(shipped_root(SYSTEM).glob("*")):
+        folder = model / PLACES[name]
+        if (folder / CONFIG).is_file():
+            h.update(f"{model.name}:{adapter_fingerprint(folder)};".encode())
     return h.hexdigest()[:16]
 
 
 def adapter_spec(path: str) -> str:
     """Canonical form of an `adapter` parameter, what cache keys record: "none" (also for ""), "shipped@<digest
-    of the shipped adapters>", or "absolute-folder@fingerprint" for a folder (or an older spec of it)."""
+    of the shipped adapters>" (likewise "causal-eos@..."), or "absolute-folder@fingerprint" for a folder (or an
+    older spec of it)."""
     value = str(path).strip()
     if value.lower() in ("", NONE):
         return NONE
-    if value == SHIPPED or value.startswith(SHIPPED + "@"):
-        return f"{SHIPPED}@{_shipped_fingerprint()}"
+    for name in PLACES:
+        if value == name or value.startswith(name + "@"):
+            return f"{name}@{_shipped_fingerprint(name)}"
     folder = adapter_folder(path)
     return f"{folder}@{adapter_fingerprint(folder)}"
 
 
 def resolve_adapter(backbone: Backbone, adapter: str) -> Backbone:
     """The backbone an `adapter` parameter asks for: the same object for "none" (and for "shipped" on a model
-    without a shipped adapter), else a merged copy (`load_adapter`, memoised)."""
+    without a shipped adapter), else a merged copy (`load_adapter`, memoised).
+
+    Raises:
+        UserError: "causal-eos" on a model that has no shipped baseline (the frozen model in its place would be
+            read as the baseline)."""
     spec = adapter_spec(adapter)
     if spec == NONE:
         return backbone
-    if spec.startswith(SHIPPED + "@"):
-        folder = shipped_folder(backbone.facts)
-        return backbone if folder is None else load_adapter(backbone, str(folder))
+    name = spec.split("@", 1)[0]
+    if name in PLACES:
+        folder = shipped_folder(backbone.facts, name)
+        if folder is not None:
+            return load_adapter(backbone, str(folder))
+        if name == SHIPPED:
+            return backbone
+        raise UserError(f"No Causal-EOS baseline is shipped for {backbone.facts.name}: train one with `python -m "
+                        "analysis train gircse --objective causal-eos --ship`, or choose adapter=none.")
     return load_adapter(backbone, spec)
 
 

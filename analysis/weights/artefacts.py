@@ -27,21 +27,28 @@ WEIGHTS, MANIFEST = "weights.safetensors", "manifest.json"
 
 def model_folder_name(facts) -> str:
     """A model's folder among the shipped artefacts: its built-in short name ("smollm2-135m" for the default
-    model), else a filesystem-safe form of its name. The one rule every trained system uses."""
+    model), else a filesystem-safe form of its name. The one rule every trained system uses. `facts` may also be
+    the model's name as a manifest records it, so a finished run is shipped without loading its model."""
     import re
 
     from analysis.models.backbone import builtin
 
-    known = builtin(facts.name)
+    name = facts if isinstance(facts, str) else facts.name
+    known = builtin(name)
     if known is not None:
         return known.short
-    return re.sub(r"[^a-z0-9.-]+", "-", facts.name.lower()).strip("-.")[:80] or "model"
+    return re.sub(r"[^a-z0-9.-]+", "-", name.lower()).strip("-.")[:80] or "model"
+
+
+def shipped_root(system: str) -> Path:
+    """analysis/artefacts/<system>: every model's shipped weights of `system`, one folder per model."""
+    return ARTEFACTS / system
 
 
 def shipped_dir(system: str, facts) -> Path:
-    """Where the repository's own trained weights of `system` for the model described by `facts` live (they may
-    not exist: check for the manifest)."""
-    return ARTEFACTS / system / model_folder_name(facts)
+    """Where the repository's own trained weights of `system` for the model described by `facts` (or named by it)
+    live (they may not exist: check for the manifest)."""
+    return shipped_root(system) / model_folder_name(facts)
 
 
 def save_artefact(folder, tensors: dict, manifest: dict) -> Path:

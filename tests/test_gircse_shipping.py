@@ -1,0 +1,239 @@
+"""Where GIRCSE's trained adapters ship and how they load: the GIRCSE adapter (`adapter=shipped`), its fair baseline
+Causal-EOS beside it (`adapter=causal-eos`, baselines/causal-eos) and the ablations; `train --ship` and `ship` after
+the fact put each objective in its place and can move the adapter they replace aside; the results script's plumbing.
+Tiny models, and temporary copies of the shipped folder (the real one is never written)."""
+
+import dataclasses
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from analysis.core.errors import UserError
+from analysis.methods import get_method
+from analysis.methods.soft_tokens import SoftTokenParams
+
+REPO = Path(__file__).resolve().parent.parent
+SHIPPED = REPO / "analysis" / "artefacts" / "gircse" / "smollm2-135m"
+
+
+@pytest.fixture
+def artefacts(tmp_path, monkeypatch):
+    """An empty stand-in for analysis/artefacts/: every shipped-weights lookup and --ship write goes there."""
+    from analysis.weights import artefacts as module
+
+    root = tmp_path / "artefacts"
+    root.mkdir()
+    monkeypatch.setattr(module, "ARTEFACTS", root)
+    return root
+
+
+def fake_adapter(bb, folder, seed: int, objective: str | None = "icr") -> Path:
+    """A GIRCSE-style artefact with random LoRA weights; objective None = a manifest of the first trainer (`loss`)."""
+    from analysis.training.gircse import Config, lora_backbone, save_adapter
+
+    peft_model, _ = lora_backbone(bb, Config(lora_rank=2, lora_alpha=4, lora_layers=2), seed=seed)
+    with torch.no_grad():
+        g = torch.Generator().manual_seed(seed)
+        for name, p in peft_model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.3)
+    hp = {"objective": objective, "k": 5} if objective else {"loss": "icr", "k": 5}
+    return save_adapter(folder, peft_model, {"method": "gircse", "model_identity": bb.identity, "model": bb.facts.name,
+                                             "hyperparameters": hp, "steps_done": 3, "best_step": 2,
+                                             "best_score": 0.5, "wall_seconds": 60.0, "examples_per_second": 1.5,
+                                             "partial": False, "command": "python -m analysis train gircse"})
+
+
+def toy_pairs():
+    from analysis.data.corpora import Pairs
+
+    words = "cat dog bank river money fox runs sleeps".split()
+    rng = np.random.default_rng(0)
+    left = [" ".join(rng.choice(words, 3)) for _ in range(12)]
+    return Pairs("toy", left, [t + " !" for t in left], [5.0] * 8 + [0.5] * 4, ["a"] * 12)
+
+
+# ---- adapter=causal-eos ------------------------------------------------------------------------------------------
+def test_causal_eos_reads_the_prompt_state_at_k0_and_generates_like_any_adapter_above(tiny_llama, artefacts):
+    """k=0 is the readout the baseline was trained on (the prompt's last state of the adapted model); k > 0 generates
+    with it exactly as any adapter folder does, although it was never trained to."""
+    from analysis.weights.adapters import PLACES, load_adapter, shipped_folder
+
+    model_dir = artefacts / "gircse" / "tiny-llama"
+    baseline = fake_adapter(tiny_llama, model_dir / PLACES["causal-eos"], seed=2, objective="causal-eos")
+    assert shipped_folder(tiny_llama.facts) is None  # no GIRCSE adapter here: "shipped" stays the frozen model
+    assert shipped_folder(tiny_llama.facts, "causal-eos") == baseline
+    texts = ["a cat sleeps", "money in the bank"]
+    eos0 = get_method("soft_tokens", k=0, adapter="causal-eos").encode(tiny_llama, texts)
+    np.testing.assert_array_equal(eos0, get_method("soft_tokens", k=0, adapter=str(baseline)).encode(tiny_llama, texts))
+    merged = load_adapter(tiny_llama, str(baseline))
+    last = get_method("soft_tokens", k=0, adapter="none").encode(merged, texts)  # the prompt's last state, adapted
+    np.testing.assert_allclose(eos0, last, atol=1e-6)
+    eos3 = get_method("soft_tokens", k=3, adapter="causal-eos").encode(tiny_llama, texts)
+    np.testing.assert_array_equal(eos3, get_method("soft_tokens", k=3, adapter=str(baseline)).encode(tiny_llama, texts))
+    assert not np.allclose(eos3, eos0, atol=1e-4)
+    help_text = next(f.metadata["help"] for f in dataclasses.fields(SoftTokenParams) if f.name == "adapter")
+    assert "causal-eos" in help_text and "k=0" in help_text and "never trained to" in help_text
+
+
+def test_causal_eos_spec_follows_its_weights_and_is_refused_where_none_is_shipped(tiny_llama, artefacts):
+    from analysis.weights.adapters import PLACES, adapter_spec
+
+    empty = adapter_spec("causal-eos")
+    assert empty.startswith("causal-eos@") and adapter_spec(" causal-eos ") == empty
+    with pytest.raises(UserError, match="No Causal-EOS baseline is shipped for tiny-llama") as err:
+        get_method("soft_tokens", k=0, adapter="causal-eos").encode(tiny_llama, ["a cat"])
+    assert str(err.value).count(". ") == 0  # one sentence
+    fake_adapter(tiny_llama, artefacts / "gircse" / "tiny-llama" / PLACES["causal-eos"], seed=2, objective="causal-eos")
+    assert adapter_spec("causal-eos") != empty  # cached results of the baseline change with its weights
+    assert adapter_spec("shipped") == adapter_spec("shipped@old")  # the GIRCSE adapter's key is not affected
+
+
+def test_variants_name_the_baseline_and_the_older_recipe(tiny_llama, artefacts):
+    from analysis.inspect.generation import adapter_variants
+
+    model_dir = artefacts / "gircse" / "tiny-llama"
+    fake_adapter(tiny_llama, model_dir, seed=1)
+    fake_adapter(tiny_llama, model_dir / "baselines" / "causal-eos", seed=2, objective="causal-eos")
+    fake_adapter(tiny_llama, model_dir / "ablations" / "icr-mean", seed=3, objective=None)
+    assert adapter_variants(tiny_llama) == {
+        "GIRCSE (shipped)": "shipped", "Causal-EOS (fair baseline)": "causal-eos",
+        "ablation: mean of the step losses, older recipe": str(model_dir / "ablations" / "icr-mean"),
+        "frozen (no adapter)": "none"}
+
+
+# ---- --ship and `ship` ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("objective,place", [("icr", "."), ("causal-eos", "baselines/causal-eos"),
+                                             ("stepwise", "ablations/stepwise")])
+def test_train_ship_puts_each_objective_in_its_place(tiny_llama, artefacts, tmp_path, objective, place):
+    """--ship of the baseline or an ablation never replaces the GIRCSE adapter; shipping the adapter keeps them."""
+    from analysis.training.gircse import Config
+    from analysis.training.systems import run
+
+    model_dir = artefacts / "gircse" / "tiny-llama"
+    fake_adapter(tiny_llama, model_dir, seed=1)
+    fake_adapter(tiny_llama, model_dir / "ablations" / "icr-mean", seed=3, objective=None)
+    before = (model_dir / "manifest.json").read_text()
+    config = Config(out=str(tmp_path / "run"), steps=1, batch_size=4, eval_every=1, k=2, objective=objective,
+                    lora_rank=2, lora_alpha=4, lora_layers=2, eval_pairs=10, ship=True)
+    summary = run("gircse", config, backbone=tiny_llama, train_pairs=toy_pairs(), dev_pairs=toy_pairs())
+    dest = (model_dir / place).resolve()
+    assert Path(summary["shipped"]).resolve() == dest
+    assert json.loads((dest / "manifest.json").read_text())["hyperparameters"]["objective"] == objective
+    assert (dest / "adapter_config.json").is_file()
+    assert ((model_dir / "manifest.json").read_text() == before) == (objective != "icr")
+    assert (model_dir / "ablations" / "icr-mean" / "manifest.json").is_file()  # folders inside are kept
+
+
+def test_ship_after_the_fact_on_a_copy_of_the_shipped_folder(artefacts, tmp_path):
+    """The lead's two steps, on a temporary copy of analysis/artefacts/gircse/smollm2-135m: the ICR run replaces the
+    shipped adapter, which moves to ablations/icr-mean with its manifest unchanged; the Causal-EOS run goes beside."""
+    from analysis.training.systems import install
+
+    if not (SHIPPED / "manifest.json").is_file():
+        pytest.skip("no shipped GIRCSE adapter to copy")
+    model_dir = artefacts / "gircse" / "smollm2-135m"
+    shutil.copytree(SHIPPED, model_dir)
+    old = (model_dir / "manifest.json").read_text()
+    runs = {}
+    for objective in ("icr", "causal-eos"):  # finished runs: the shipped weights under a new manifest
+        runs[objective] = shutil.copytree(SHIPPED, tmp_path / objective, ignore=shutil.ignore_patterns("ablations"))
+        man = json.loads(old)
+        man["hyperparameters"] = {**man["hyperparameters"], "objective": objective}
+        (runs[objective] / "manifest.json").write_text(json.dumps(man))
+
+    with pytest.raises(UserError, match="already holds files"):
+        install("gircse", runs["icr"], move_current_to="ablations/stepwise")
+    with pytest.raises(UserError, match="below the model's shipped folder"):
+        install("gircse", runs["icr"], move_current_to="../elsewhere")
+    assert (model_dir / "manifest.json").read_text() == old  # a refusal writes nothing
+
+    done = install("gircse", runs["icr"], move_current_to="ablations/icr-mean")
+    assert Path(done["shipped"]) == model_dir and done["place"] == "."
+    assert json.loads((model_dir / "manifest.json").read_text())["hyperparameters"]["objective"] == "icr"
+    assert (model_dir / "ablations" / "icr-mean" / "manifest.json").read_text() == old
+    assert {p.name for p in (model_dir / "ablations" / "icr-mean").iterdir()} == \
+        {"manifest.json", "weights.safetensors", "adapter_config.json"}
+    assert (model_dir / "ablations" / "stepwise" / "manifest.json").is_file()
+
+    done = install("gircse", runs["causal-eos"])
+    assert Path(done["shipped"]) == model_dir / "baselines" / "causal-eos"
+    assert json.loads((model_dir / "manifest.json").read_text())["hyperparameters"]["objective"] == "icr"
+    assert not list(artefacts.rglob(".*"))  # no temporary folder left behind
+    from analysis.weights.adapters import shipped_folder
+
+    assert shipped_folder("default", "causal-eos") == model_dir / "baselines" / "causal-eos"
+
+
+def test_ship_refuses_an_unfinished_run_another_system_and_nothing_to_move(tiny_llama, artefacts, tmp_path, capsys):
+    from tests.conftest import run_cli
+
+    partial = fake_adapter(tiny_llama, tmp_path / "partial", seed=1)
+    man = json.loads((partial / "manifest.json").read_text())
+    (partial / "manifest.json").write_text(json.dumps({**man, "partial": True}))
+    code, _, err = run_cli(capsys, "ship", "gircse", partial)
+    assert code == 2 and "unfinished run" in err
+    code, _, err = run_cli(capsys, "ship", "causal2vec", fake_adapter(tiny_llama, tmp_path / "g", seed=1))
+    assert code == 2 and "not 'causal2vec'" in err
+    code, _, err = run_cli(capsys, "ship", "gircse", tmp_path / "g", "--move-current-to", "ablations/old")
+    assert code == 2 and "no shipped artefact" in err
+    code, out, _ = run_cli(capsys, "ship", "gircse", tmp_path / "g")
+    assert code == 0 and Path(out["shipped"]) == artefacts / "gircse" / "tiny-llama"
+    assert not list(artefacts.rglob("ablations"))
+
+
+# ---- scripts/gircse_results.py -------------------------------------------------------------------------------------
+def test_results_script_tables_on_a_tiny_model(tiny_llama, artefacts, tmp_path, monkeypatch):
+    """The script's measuring part on a tiny model with fake shipped adapters: every row, claim, genre column, cost
+    ratio and training row is there, the record renders, and the page's curves read back from it."""
+    from analysis.data.corpora import Pairs
+    from analysis.eval import results
+    from analysis.inspect.generation import recorded_curves
+
+    model_dir = artefacts / "gircse" / "tiny-llama"
+    fake_adapter(tiny_llama, model_dir, seed=1)
+    fake_adapter(tiny_llama, model_dir / "baselines" / "causal-eos", seed=2, objective="causal-eos")
+    fake_adapter(tiny_llama, model_dir / "ablations" / "icr-mean", seed=3, objective=None)
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    spec = importlib.util.spec_from_file_location("gircse_results", REPO / "scripts" / "gircse_results.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+
+    rng = np.random.default_rng(1)
+    words = "a cat dog sat ran on the mat river bank money sun".split()
+    left = [" ".join(rng.choice(words, 4)) for _ in range(16)]
+    right = [" ".join(rng.choice(words, 4)) for _ in range(16)]
+    genres = ["main-captions/x"] * 8 + ["main-news/y"] * 8
+    pairs = Pairs("toy", left, right, rng.uniform(0, 5, 16), genres)
+    ks = [0, 1, 3, 5, 10, 20]
+    out = script.measure(tiny_llama, pairs, ks=ks, n_boot=50, speed_n=4, repeats=1, batch_size=4)
+    curve, main, claims, cost, training = out["tables"]
+    assert [r[0] for r in curve["rows"]] == ks and all(r[-1] is not None and r[-1] > 0 for r in curve["rows"])
+    configurations = {(r[0], r[1]) for r in main["rows"]}
+    assert {("GIRCSE", k) for k in ks} | {("frozen model", k) for k in ks} <= configurations
+    assert {("Causal-EOS", 0), ("Causal-EOS", 5), ("PromptEOL", None),
+            ("ablation icr-mean (older recipe)", 5)} <= configurations
+    assert main["columns"][-2:] == ["captions", "news"] and claims["columns"] == ["A − B", "all", "captions", "news"]
+    assert [r[0] for r in claims["rows"]] == [f"{script.name(a)} − {script.name(b)}" for a, b, _ in script.CLAIMS]
+    assert cost["rows"][0][0] == "plain forward" and cost["rows"][0][2] == 1.0
+    assert [r[0] for r in training["rows"]] == ["GIRCSE", "Causal-EOS", "ablation icr-mean (older recipe)"]
+    assert training["rows"][2][1] == "icr (first trainer)"
+    assert any("older recipe" in f for f in out["findings"])
+    assert out["findings"][0].startswith("GIRCSE beats its fair baseline Causal-EOS")
+
+    record = {"id": "gircse", "title": "t", "command": "python scripts/gircse_results.py", "data": "toy", **out}
+    results.write_record(tmp_path / "records", record)
+    md = results.render(results.read_records(tmp_path / "records"))
+    assert "| GIRCSE K=5 − Causal-EOS K=0 |" in md and "How each shipped adapter was trained" in md
+    monkeypatch.setattr(results, "RECORDS", tmp_path / "records")
+    got = recorded_curves(tiny_llama)
+    assert got["curves"]["ks"] == ks and set(got["curves"]["lines"]) == {"GIRCSE", "frozen model"}
+    assert set(got["curves"]["references"]) == {"Causal-EOS (K = 0)", "PromptEOL"} and got["changed"] == []
+    assert set(got["curves"]["points"]) == {"Causal-EOS K=5", "ablation icr-mean (older recipe) K=5"}
+    fake_adapter(tiny_llama, model_dir / "baselines" / "causal-eos", seed=4, objective="causal-eos")
+    assert recorded_curves(tiny_llama)["changed"] == ["causal-eos"]  # the record is older than the weights now
