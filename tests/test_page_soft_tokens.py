@@ -238,3 +238,35 @@ def test_a_stale_or_foreign_record_says_so(tiny_folder, tmp_path, monkeypatch):
     assert not at.exception, at.exception
     assert any("No K curve is recorded for this model" in i.value for i in at.info)
     assert not any(f["layout"]["title"]["text"].startswith("Held-out STS-B") for f in figures(at))
+
+
+def test_the_fair_baseline_is_a_model_choice_with_its_training_log(tiny_folder, tmp_path, monkeypatch):
+    """With a (stand-in) shipped GIRCSE adapter and Causal-EOS baseline for the model, the page offers both; the
+    baseline's steps show what it writes though it was never trained to generate, and its manifest's log."""
+    from analysis import load_backbone
+    from analysis.eval import results
+    from analysis.weights import artefacts
+    from analysis.weights.adapters import PLACES
+    from tests.test_gircse_shipping import fake_adapter
+
+    monkeypatch.setattr(results, "RECORDS", tmp_path / "no-records")
+    monkeypatch.setattr(artefacts, "ARTEFACTS", tmp_path / "artefacts")
+    bb = load_backbone(str(tiny_folder))
+    model_dir = artefacts.shipped_dir("gircse", bb.facts)
+    fake_adapter(bb, model_dir, seed=1)
+    fake_adapter(bb, model_dir / PLACES["causal-eos"], seed=2, objective="causal-eos")
+    at = open_on(tiny_folder)
+    assert not at.exception, at.exception
+    assert at.radio(key="soft_adapter_choice").options == ["Trained here (GIRCSE, shipped adapter)",
+                                                          "Fair baseline (Causal-EOS)", "Frozen (no adapter)",
+                                                          "A folder…"]
+    at.radio(key="soft_adapter_choice").set_value("causal-eos").run()
+    assert not at.exception, at.exception
+    assert not errors(at)
+    assert any("never trained to do" in i.value for i in at.info)
+    assert any(s.value == "How the adapter was trained" for s in at.subheader)
+    assert any("Objective **causal-eos**" in c.value for c in at.caption)
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert any(t.startswith("trained:") for t in titles)  # what it writes, beside the frozen model's
+    assert at.multiselect(key="soft_variants").value == ["GIRCSE (shipped)", "Causal-EOS (fair baseline)",
+                                                         "frozen (no adapter)"]

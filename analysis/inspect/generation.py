@@ -143,7 +143,7 @@ def scaling_curve(backbone, pairs, ks=SCALING_KS, *, instruction: str = DEFAULT_
 
 
 # ---- trained adapters: what the app compares ---------------------------------------------------------------------
-ABLATIONS = {"icr-mean": "mean of the step losses", "stepwise": "stepwise loss, no regulariser",
+ABLATIONS = {"icr-mean": "mean of the step losses plus the regulariser", "stepwise": "stepwise loss, no regulariser",
              "final": "final-step loss only"}
 OLD_SELECTION = 200  # the first STS-B dev pairs the adapters trained before the dev split selected checkpoints on
 
