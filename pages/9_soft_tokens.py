@@ -303,7 +303,8 @@ with ui.user_errors():
         x, y, ci = arrays["ks"], arrays["spearman"], arrays["ci"]
         if baseline:  # its trained readout, K = 0: a flat reference across the K axis
             fig.add_hrect(y0=ci[0, 0], y1=ci[0, 1], fillcolor="gray", opacity=0.12, line_width=0)
-            fig.add_scatter(x=[0, max(ks)], y=[y[0]] * 2, mode="lines", name=label, line=dict(dash="dash", color="black"))
+            fig.add_scatter(x=[0, max(ks)], y=[y[0]] * 2, mode="lines", name=label,
+                            line=dict(dash="dash", color="black"))
             rows.append({"model": label, "K": 0, "spearman": float(y[0]), "ci_low": float(ci[0, 0]),
                          "ci_high": float(ci[0, 1]), "minus K=0": 0.0})
             continue

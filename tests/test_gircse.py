@@ -256,7 +256,8 @@ def test_gircse_at_k5_against_its_fair_baseline_causal_eos(real):
     gircse = scaling_curve(real, pairs, ks=(5,), adapter="shipped", n_boot=0)["spearman"][0]
     baseline = scaling_curve(real, pairs, ks=(0,), adapter="causal-eos", n_boot=0)["spearman"][0]
     if EXPECTED_BETTER_AT_K5 is None:
-        pytest.skip(f"direction not set yet (EXPECTED_BETTER_AT_K5): GIRCSE K=5 {gircse:.3f}, Causal-EOS {baseline:.3f}")
+        pytest.skip(f"direction not set yet (EXPECTED_BETTER_AT_K5): GIRCSE K=5 {gircse:.3f}, "
+                    f"Causal-EOS {baseline:.3f}")
     assert (gircse > baseline) == (EXPECTED_BETTER_AT_K5 == "gircse"), (gircse, baseline)
 
 

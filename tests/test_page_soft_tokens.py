@@ -212,7 +212,8 @@ def test_recorded_curve_shows_the_fair_baseline_without_computing(tiny_folder, t
     assert not errors(at)
     fig = next(f for f in figures(at) if f["layout"]["title"]["text"].startswith("Held-out STS-B"))
     names = [d["name"] for d in fig["data"]]
-    assert names == ["GIRCSE", "frozen model", "Causal-EOS (K = 0)", "PromptEOL", "ablation icr-mean (older recipe) K=5"]
+    assert names == ["GIRCSE", "frozen model", "Causal-EOS (K = 0)", "PromptEOL",
+                     "ablation icr-mean (older recipe) K=5"]
     baseline = fig["data"][2]
     assert values(baseline["y"]).tolist() == [0.52, 0.52] and baseline["line"]["dash"] == "dash"
     assert [(s["y0"], s["y1"]) for s in fig["layout"]["shapes"]] == [(0.42, 0.62)]  # its 95% band
