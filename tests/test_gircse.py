@@ -160,6 +160,19 @@ def test_a_few_steps_lower_the_loss(tiny_llama):
     assert final < 0.7 * first, (first, final)
 
 
+def test_causal_eos_trains_the_state_soft_tokens_reads_at_k0(tiny_llama):
+    """The baseline's training readout is the prompt's last state, exactly what adapter=causal-eos k=0 embeds: not
+    the last of the K generated slots the method's own collate appends (pad ids before generation fills them)."""
+    from analysis.training.gircse import eos_states
+
+    texts = ["a cat", "the quick brown fox jumps over the dog"]
+    m = get_method("soft_tokens", k=5, adapter="none")
+    with torch.no_grad():
+        got = eos_states(tiny_llama, m, texts)[:, 0].numpy()  # (B, d)
+    want = get_method("soft_tokens", k=0, adapter="none").encode(tiny_llama, texts, normalize=False)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
 # ---- the adapter as an artefact, and the `adapter` parameter -----------------------------------------------------
 def test_saved_adapter_loads_merged_and_refuses_another_model(tiny_llama, tmp_path):
     from analysis.weights.adapters import load_adapter

@@ -116,11 +116,18 @@ def pair_losses(backbone, method, left: list[str], right: list[str], config: Con
 
 
 def eos_states(backbone, method, texts: list[str]) -> torch.Tensor:
-    """Causal-EOS: the final-layer state of the prompt's last token, with gradients, no generation: (B, 1, d)."""
+    """Causal-EOS: the final-layer state of the prompt's last token, with gradients, no generation: (B, 1, d).
+
+    The batch is collated with k = 0: `method`'s own collate appends its K generated slots (pad ids until generation
+    fills them), and the last of those would be read instead of the prompt's last token, the state `soft_tokens`
+    reads at k = 0 (a test checks the two are equal)."""
+    from dataclasses import replace
+
     from analysis.core.forward import run
 
     L = backbone.facts.n_layers
-    batch = method.collate(backbone, method.prepare(backbone, texts), "right")
+    prompt_only = type(method)(replace(method.params, k=0))
+    batch = prompt_only.collate(backbone, prompt_only.prepare(backbone, texts), "right")  # no generated slots
     hidden = run(backbone, batch, [L]).hidden[L]  # (B, T, d)
     return hidden[torch.arange(len(texts)), batch.last_index][:, None]  # (B, 1, d)
 
