@@ -139,6 +139,8 @@ def test_ship_after_the_fact_on_a_copy_of_the_shipped_folder(artefacts, tmp_path
         pytest.skip("no shipped GIRCSE adapter to copy")
     model_dir = artefacts / "gircse" / "smollm2-135m"
     shutil.copytree(SHIPPED, model_dir)
+    for placed in (model_dir / "ablations" / "icr-mean", model_dir / "baselines"):  # what a ship already put there
+        shutil.rmtree(placed, ignore_errors=True)
     old = (model_dir / "manifest.json").read_text()
     runs = {}
     for objective in ("icr", "causal-eos"):  # finished runs: the shipped weights under a new manifest
