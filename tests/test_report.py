@@ -100,6 +100,23 @@ def test_report_end_to_end(made):
     assert rec["best"] == q["best"] and rec["id_rule"]["trusted"] in (True, False) and rec["reasons"]
 
 
+def test_reports_in_one_folder_can_share_one_plotly_file(made, tmp_path):
+    """--shared-plotly (what scripts/reports.sh uses): plotly.js goes once into plotly.gz.js beside the reports, each
+    report is small and loads it, and a second report leaves the shared file as it is."""
+    from analysis.report.html import SHARED_PLOTLY, save
+
+    report = json.loads(made[3].with_suffix(".json").read_text(encoding="utf-8"))
+    first, _ = save(report, tmp_path / "a.html", shared_plotly=True)
+    shared = tmp_path / SHARED_PLOTLY
+    written = shared.stat().st_mtime_ns
+    second, _ = save(report, tmp_path / "b.html", shared_plotly=True)
+    assert shared.stat().st_mtime_ns == written and shared.read_text(encoding="utf-8").startswith("window.PLOTLY_GZ")
+    for page in (first, second):
+        text = page.read_text(encoding="utf-8")
+        assert f'<script src="{SHARED_PLOTLY}"></script>' in text and 'id="plotly-gz"' not in text
+        assert page.stat().st_size < 2**20 and made[3].stat().st_size > 2**20
+
+
 def test_an_interrupted_report_resumes_from_every_finished_cell(setup, monkeypatch):
     from analysis.data.files import read_sts
     from analysis.models.backbone import load_backbone

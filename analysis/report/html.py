@@ -5,6 +5,10 @@ browser with the standard `DecompressionStream`; every figure is drawn from its 
 no network and stays near 2 MB, where `include_plotlyjs=True` would make each one 5 MB. The tables do not need
 JavaScript. A missing section is a box that says why it is missing.
 
+Several reports in one folder can share that blob instead (`save(..., shared_plotly=True)`): it goes once into
+`plotly.gz.js` beside them, loaded with a plain `<script src>` (which, unlike `fetch`, works from `file://`), and
+each report drops to its own figures and tables (about 0.1 MB).
+
     text = render(report)      # the dict `analysis.report.build.build` returns
 """
 
@@ -41,9 +45,11 @@ def plotly_blob() -> str:
     return base64.b64encode(gzip.compress(get_plotlyjs().encode("utf-8"), 9, mtime=0)).decode("ascii")
 
 
+SHARED_PLOTLY = "plotly.gz.js"
 LOADER = """<script>
 (async () => {
-  const raw = atob(document.getElementById('plotly-gz').textContent.trim());
+  const blob = window.PLOTLY_GZ || document.getElementById('plotly-gz').textContent;
+  const raw = atob(blob.trim());
   const bytes = Uint8Array.from(raw, c => c.charCodeAt(0));
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
   (0, eval)(await new Response(stream).text());
@@ -55,7 +61,9 @@ LOADER = """<script>
 </script>"""
 
 
-def render(report: dict) -> str:
+def render(report: dict, *, shared_plotly: bool = False) -> str:
+    """The report's HTML; with `shared_plotly` it loads plotly.js from `plotly.gz.js` beside it (`save` writes
+    it) instead of embedding it."""
     figures: list[tuple[str, go.Figure]] = []
     body = [_header(report)]
     for section in ORDER:
@@ -71,8 +79,19 @@ def render(report: dict) -> str:
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
             f"<style>{STYLE}</style></head><body>{''.join(body)}"
             "<noscript>The figures need JavaScript; every number is in the tables.</noscript>"
-            f'<script id="plotly-gz" type="application/octet-stream">{plotly_blob()}</script>{specs}{LOADER}'
+            f"{_plotly_tag(shared_plotly)}{specs}{LOADER}"
             "</body></html>")
+
+
+def _plotly_tag(shared: bool) -> str:
+    if shared:
+        return f'<script src="{SHARED_PLOTLY}"></script>'
+    return f'<script id="plotly-gz" type="application/octet-stream">{plotly_blob()}</script>'
+
+
+def shared_plotly_text() -> str:
+    """The content of plotly.gz.js: the same compressed blob, as a script that sets `window.PLOTLY_GZ`."""
+    return f'window.PLOTLY_GZ = "{plotly_blob()}";\n'
 
 
 def _header(r: dict) -> str:
@@ -252,12 +271,17 @@ def dumps(report: dict) -> str:
     return json.dumps(finite(report), indent=1, allow_nan=False)
 
 
-def save(report: dict, out) -> tuple[Path, Path]:
+def save(report: dict, out, *, shared_plotly: bool = False) -> tuple[Path, Path]:
     """Write `out` (the HTML) and the JSON beside it (same name, .json), each to a temporary file first and then
-    renamed into place: an interrupted write never leaves a half-written file under either name."""
+    renamed into place: an interrupted write never leaves a half-written file under either name. With
+    `shared_plotly`, plotly.gz.js is written beside them too (rewritten only when plotly's version changed it)."""
     out = Path(out)
-    paths = (out, out.with_suffix(".json"))
-    texts = (render(report), dumps(report))
+    paths = [out, out.with_suffix(".json")]
+    texts = [render(report, shared_plotly=shared_plotly), dumps(report)]
+    shared = out.with_name(SHARED_PLOTLY)
+    if shared_plotly and not (shared.is_file() and shared.read_text(encoding="utf-8") == shared_plotly_text()):
+        paths.append(shared)
+        texts.append(shared_plotly_text())
     for path, text in zip(paths, texts):
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
@@ -265,4 +289,4 @@ def save(report: dict, out) -> tuple[Path, Path]:
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
-    return paths
+    return paths[0], paths[1]

@@ -35,6 +35,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--executor", default="local", help="where the layer map runs: local or ray")
     parser.add_argument("--address", default=None, help="with --executor ray: a running cluster (default: start one)")
     parser.add_argument("--out", required=True, help="the HTML file to write (its .json is written beside it)")
+    parser.add_argument("--shared-plotly", action="store_true",
+                        help="load plotly.js from plotly.gz.js beside the HTML (written there, 1.9 MB once) instead "
+                             "of embedding it: for a folder of several reports (each then about 0.1 MB)")
     add_boot_argument(parser)
     add_model_arguments(parser)
     add_run_arguments(parser)
@@ -100,7 +103,7 @@ def run(args) -> dict:
              "settings": {"executor": args.executor, "command": command_line(args)}}
     report = build(backbone, pairs, plan, hooks=hooks, seed=args.seed, n_boot=args.n_boot,
                    batch_size=args.batch_size, about=about, progress=lambda f, m: say(f"[{f:4.0%}] {m}"))
-    html_path, json_path = save(report, out)
+    html_path, json_path = save(report, out, shared_plotly=args.shared_plotly)
     if report["interrupted"]:
         raise UserError(f"Interrupted: the partial report in {html_path} says which sections are missing; the same "
                         "command resumes from the cache.")
@@ -117,7 +120,7 @@ def command_line(args) -> str:
     if args.limit is not None:
         parts.append(f"--limit {args.limit}")
     parts.append(f"--seed {args.seed} --tasks {args.tasks} --budget-minutes {args.budget_minutes:g} "
-                 f"--out {Path(args.out).name}")
+                 f"--out {Path(args.out).name}" + (" --shared-plotly" if args.shared_plotly else ""))
     return " ".join(parts)
 
 
