@@ -1,11 +1,14 @@
 """KV-Embedding's layer map on both built-in models: where the intrinsic-dimension window ranks among every window.
 Writes docs/results/layer_map.json.
 
-    python scripts/layer_map.py [--sample 200] [--starts 0-29:2] [--widths 1,2,4,8] [--biases 1,3]
+    python scripts/layer_map.py [--sample 200] [--starts 1-29:2] [--widths paper] [--biases 0,1,3]
 
 Runs `python -m analysis sweep` per model on one genre-stratified sample of the STS-B dev report part, at the
 prefix-reuse floor (the prompt-only pass once, then only layers s..L-1 per cell), every cell through the compute
 cache: an interrupted map resumes where it stopped. Starts past a model's last layer are dropped for that model.
+The default grid is the model report's finest (`analysis.report.plan.ladder`: a start every second layer, the
+paper's width floor(0.1 L) + 1 and twice it, biases 0, 1, 3), so after `SAMPLE=200 bash scripts/reports.sh` with a
+budget that fits that grid every cell comes from the cache.
 """
 
 from __future__ import annotations
@@ -24,12 +27,16 @@ TITLES = {"default": "SmolLM2-135M-Instruct", "gemma3-270m": "Gemma 3 270M"}
 def sweep(model: str, args) -> dict:
     from analysis.models.backbone import load_backbone
 
+    from analysis.sweep.windows import paper_width
+
     L = load_backbone(model).facts.n_layers
+    w = paper_width(L)
+    widths = f"{w},{min(2 * w, L)}" if args.widths == "paper" else args.widths
     lo, _, rest = args.starts.partition("-")
     hi, _, step = rest.partition(":")
     starts = f"{lo}-{min(int(hi), L - 1)}" + (f":{step}" if step else "")
     cmd = [sys.executable, "-m", "analysis", "sweep", "--data", "stsb-dev-report", "--sample", str(args.sample),
-           "--seed", str(args.seed), "--model", model, "--starts", starts, "--widths", args.widths,
+           "--seed", str(args.seed), "--model", model, "--starts", starts, "--widths", widths,
            "--biases", args.biases]
     out = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True, check=True)
     return json.loads(out.stdout)
@@ -39,9 +46,9 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sample", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--starts", default="0-29:2", help="decoder layers, LO-HI[:STEP] (clipped to each model)")
-    ap.add_argument("--widths", default="1,2,4,8")
-    ap.add_argument("--biases", default="1,3")
+    ap.add_argument("--starts", default="1-29:2", help="decoder layers, LO-HI[:STEP] (clipped to each model)")
+    ap.add_argument("--widths", default="paper", help="comma-separated, or paper: floor(0.1 L) + 1 and twice it")
+    ap.add_argument("--biases", default="0,1,3")
     ap.add_argument("--models", default="default,gemma3-270m")
     ap.add_argument("--out", default=str(REPO / "docs" / "results"))
     args = ap.parse_args(argv)
