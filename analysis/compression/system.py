@@ -10,7 +10,11 @@ Input layout, one row per question (positions left to right)::
 
 The start token (the tokenizer's BOS, else EOS) keeps position 0 an ordinary token: it is the model's attention
 sink, and a pool there would be read differently. Identifier tokens (option `ids`) are the literal tokens
-" [<identifier>]" in front of every pool; for personas the identifier is the person's full name.
+" [<name>]" in front of a pool. An item with one identifier per sentence (`QA.ids`, JSON "ids": the person each
+sentence is about) gets, before each sentence's pool, the name of the person THAT sentence is about (the source's
+Experiment B2; before every pool, also within a grouped person's run of sentences; an empty name puts nothing
+there); its one paragraph pool gets every named person in order of first mention. An item without per-sentence
+ids gets its single identifier (`QA.identifier`, JSON "id") before every pool, as before.
 
     sys = CompressionSystem.from_artefact(backbone)            # the shipped adapter + LoRA
     sys.answer([qa], mode="sentence")                          # ["Lyon"]
@@ -114,6 +118,11 @@ def check_item(item: dict, where: str = "") -> None:
     if not isinstance(ctx, list) or not ctx or not all(isinstance(s, str) and s.strip() for s in ctx):
         raise UserError(f"{where}'context' must be a non-empty list of non-empty sentences.")
     check_sentences(len(ctx), where)
+    ids = item.get("ids")
+    if ids is not None and not (isinstance(ids, list) and len(ids) == len(ctx)
+                                and all(isinstance(i, str) for i in ids)):
+        raise UserError(f"{where}'ids' must be a list of {len(ctx)} strings, one per context sentence (the person "
+                        "each sentence is about).")
     if not isinstance(item["question"], str) or not item["question"].strip():
         raise UserError(f"{where}'question' must be a non-empty string.")
     if not isinstance(item["answer"], str) or not item["answer"].strip():
@@ -248,17 +257,22 @@ class CompressionSystem:
         context, question, answer = list(get("context")), get("question"), get("answer")
         if mode not in MODES:
             raise UserError(f"Unknown pools mode '{mode}'; choose from {', '.join(MODES)}.")
-        identifier = get("id", "") or ""
-        if ids and mode in ("sentence", "paragraph") and not identifier:
-            raise UserError("Identifier tokens need an 'id' for every item (the name the sentences are about).")
+        names = list(get("ids", ()) or ()) or [get("id", "") or ""] * len(context)  # one per sentence
+        if len(names) != len(context):
+            raise UserError(f"An item has {len(names)} ids for {len(context)} context sentences; give one per "
+                            "sentence.")
+        if ids and mode in ("sentence", "paragraph") and not any(names):
+            raise UserError("Identifier tokens need an 'id' (or 'ids', one per sentence) for every item: the name "
+                            "the sentences are about.")
         text = " ".join(s.strip() for s in context)
         context_tokens = len(self._tok(" " + text))
         toks, pool, vectors = [self.start_id], [-1], np.zeros((0, ENCODER_DIM), np.float32)
         if mode in ("sentence", "paragraph"):
             if encode:
                 vectors = self.vectors(context if mode == "sentence" else [text])
-            id_toks = self._tok(f" [{identifier}]") if ids else []
-            for p in range(len(context) if mode == "sentence" else 1):
+            shown = [[n] for n in names] if mode == "sentence" else [list(dict.fromkeys(names))]  # per pool
+            for p, who in enumerate(shown):
+                id_toks = [t for n in who if n and ids for t in self._tok(f" [{n}]")]
                 toks += id_toks + [self.pad_id]
                 pool += [-1] * len(id_toks) + [p]
             positions = len(toks) - 1
@@ -402,6 +416,30 @@ class CompressionSystem:
             self.causal.set_attn_implementation(prev)
         att = torch.stack([a[0, :, -1] for a in outs.attentions])  # (L, H, T)
         return att.mean(1).numpy(), [i for i, p in enumerate(row.pool) if p >= 0]
+
+
+def person_attention(item, attention: np.ndarray, pools: list[int]) -> dict:
+    """`pool_attention`'s output for an item read with per-sentence pools, split by person: per decoder layer, the
+    attention mass on the asked person's pools ("asked"), on everyone else's ("others"), and the asked share of
+    the mass on pools ("share"; NaN where a layer puts none on pools). Which person a pool holds comes from the
+    item's per-sentence ids; the asked person is its identifier.
+
+    Args:
+        item: a `personas.QA` or a dict with "ids" (one name per context sentence) and "id" (the asked person).
+        attention: (L, T) attention of the answer's first position over the row's positions.
+        pools: the pool positions' indices in the row, one per sentence, in sentence order.
+    """
+    get = item.get if isinstance(item, dict) else lambda k: getattr(item, "identifier" if k == "id" else k)
+    who, asked = list(get("ids") or ()), get("id")
+    if len(who) != len(pools):
+        raise UserError(f"The attention split needs one person per pool: {len(who)} ids for {len(pools)} pools "
+                        "(per-sentence pools of an item with per-sentence ids).")
+    mass = np.asarray(attention)[:, pools]  # (L, P)
+    mine = np.array([w == asked for w in who])  # (P,)
+    on_asked, on_others = mass[:, mine].sum(1), mass[:, ~mine].sum(1)  # (L,) each
+    total = on_asked + on_others
+    share = np.divide(on_asked, total, out=np.full_like(total, np.nan), where=total > 0)
+    return {"asked": on_asked, "others": on_others, "share": share}
 
 
 def manifest_config(manifest: dict, backbone, folder) -> CompressionConfig:

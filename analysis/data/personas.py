@@ -12,6 +12,14 @@ purpose: the system must read which value this person has, not invent new words.
     qa[0].context, qa[0].question, qa[0].answer, qa[0].key
 
 Everything is a pure function of (split, n, seed, distractors): the same call always returns the same items.
+
+Several people per context (the source's Experiment B: the hard half, picking the right person's pools):
+
+    qa = generate_people("heldout", n=200, people=5)    # five people's fact sentences, the question names one
+    qa[0].ids                                           # the full name of the person each sentence is about
+
+Their first names come from a longer list (`PEOPLE_FIRST_NAMES`) so that a context can hold up to about 200 people
+with distinct first names; single-person items keep the original list, so every item above is unchanged.
 """
 
 from __future__ import annotations
@@ -54,6 +62,28 @@ COUNTRIES = (
     "Poland", "Brazil", "Finland", "Egypt", "Austria", "Mexico", "Greece", "Iceland", "Nigeria",
 )
 
+# More first names for contexts of many people (the question names a person by first name, so a context of N
+# people needs N distinct first names). None is a prefix of another name, a value, a surname or an OOD word.
+MORE_FIRST_NAMES = (
+    "Abigail", "Adrian", "Agnes", "Ahmed", "Aiko", "Alejandro", "Alina", "Amir", "Anders", "Andrea", "Anika", "Anton",
+    "Ayla", "Beatriz", "Benedikt", "Bianca", "Boris", "Bruno", "Camila", "Carmen", "Cecilia", "Cyrus", "Dalia",
+    "Damian", "Daniela", "Darius", "Delphine", "Elias", "Elif", "Emil", "Esther", "Ewa", "Fabian", "Farah", "Felix",
+    "Fatima", "Fiona", "Gabriel", "Gideon", "Gustavo", "Halima", "Hamid", "Helga", "Henrik", "Ignacio", "Ilse",
+    "Ines", "Irina", "Isaac", "Ivan", "Jakob", "Javier", "Jonas", "Josefine", "Julian", "Kai", "Kamala", "Karim",
+    "Katya", "Kofi", "Lars", "Laszlo", "Lena", "Lionel", "Lorenzo", "Lucia", "Magnus", "Malik", "Marco", "Margot",
+    "Marisol", "Matilda", "Maxim", "Milan", "Mira", "Nadine", "Nikolai", "Nils", "Noor", "Odile", "Olga", "Oskar",
+    "Pablo", "Paloma", "Pavel", "Petra", "Quentin", "Rania", "Reza", "Rosa", "Ruben", "Sakura", "Salma", "Selma",
+    "Sergio", "Simone", "Sven", "Tamara", "Theo", "Tobias", "Ulla", "Ursula", "Valentina", "Vera", "Wanjiru",
+    "Xavier", "Yara", "Yusuf", "Zeynep", "Zoltan", "Akira", "Alma", "Anouk", "Bjorn", "Carla", "Chidi", "Dagny",
+    "Eamon", "Enzo", "Eskil", "Farid", "Gemma", "Goran", "Hiroshi", "Ida", "Imran", "Jana", "Jorge", "Kalani", "Kasia",
+    "Lior", "Lucas", "Mads", "Marek", "Miguel", "Nikhil", "Ola", "Orla", "Rahel", "Rohan", "Sanne", "Sunita", "Usha",
+    "Valeria", "Wei", "Yusra", "Zora", "Aurelio", "Bodil", "Cosmo", "Dorota", "Efua", "Filipa", "Gunnar", "Hyun",
+    "Isabel", "Jiro", "Kerstin", "Lotte", "Maeve", "Nuno", "Pilar", "Radek", "Sigrid", "Taavi", "Uma", "Vilja",
+    "Wiktor", "Yoshiro", "Zelda",
+)
+PEOPLE_FIRST_NAMES = FIRST_NAMES + MORE_FIRST_NAMES
+LAYOUTS = ("grouped", "interleaved")  # each person's sentences together (the source), or mixed among the others
+
 # Two or three templates per key (a dozen in all); {first}/{last} are the person's names.
 TEMPLATES = {
     "name": ("This is {first} {last}.", "Everyone in the building knows {first} {last}.",
@@ -71,6 +101,8 @@ QUESTIONS = {
     "city": ("In which city does {first} live?", "Where does {first} live?"),
     "country": ("In which country was {first} born?", "Where was {first} born?"),
 }
+# With several people in a context "the person" is ambiguous: the name question names whom it asks about too.
+PEOPLE_QUESTIONS = {**QUESTIONS, "name": ("What is {first}'s full name?", "What is the full name of {first}?")}
 
 # Distractors: sentences with no fact about anyone, built from parts so the scaling curve can go to hundreds of
 # distinct ones. None of them contains a name, job, company, city or country from the lists above.
@@ -110,11 +142,15 @@ class QA:
     question: str
     answer: str
     key: str
-    identifier: str = ""  # the person the sentences are about (for the literal-identifier option)
+    identifier: str = ""  # the person the question asks about (single-person items: whom every sentence is about)
+    ids: tuple[str, ...] = ()  # per sentence, the full name of the person it is about (multi-person items)
 
     def to_json(self) -> dict:
-        return {"context": list(self.context), "question": self.question, "answer": self.answer, "key": self.key,
-                "id": self.identifier}
+        """The item as a JSONL line; "ids" only when the item has them, so a single-person item's line (and the
+        cache entries keyed by it) is the same as before per-sentence ids existed."""
+        out = {"context": list(self.context), "question": self.question, "answer": self.answer, "key": self.key,
+               "id": self.identifier}
+        return {**out, "ids": list(self.ids)} if self.ids else out
 
 
 def name_split(first: str, last: str) -> str:
@@ -186,6 +222,94 @@ def generate(split: str = "heldout", n: int = 200, *, seed: int = 0, distractors
         ctx = paragraph(p, rng, rng.randint(*distractors_range))
         q = rng.choice(QUESTIONS[key]).format(first=p.first)
         out.append(QA(tuple(ctx), q, p.value(key), key, p.full_name))
+    return out
+
+
+def asked_keys(names: bool) -> tuple[str, ...]:
+    """The fact keys asked about: all of them, or without "name" when the context shows every pool's person as
+    name tokens (the answer would be copied from them, not read from a pool)."""
+    return tuple(k for k in KEYS if not (names and k == "name"))
+
+
+def _people_names(split: str) -> dict[str, list[str]]:
+    """first name -> the surnames it takes in `split` (first names with none in the split left out)."""
+    out = {}
+    for f in PEOPLE_FIRST_NAMES:
+        surnames = [s for s in SURNAMES if name_split(f, s) == split]
+        if surnames:
+            out[f] = surnames
+    return out
+
+
+def max_people(split: str) -> int:
+    """How many people with distinct first names one context of `split` can hold."""
+    return len(_people_names(split))
+
+
+def random_people(rng: random.Random, split: str, n: int) -> list[Persona]:
+    """`n` personas of `split` with distinct first names (so distinct full names too)."""
+    names = _people_names(split)
+    if n > len(names):
+        raise ValueError(f"at most {len(names)} people with distinct first names per context in the {split} split, "
+                         f"not {n}")
+    return [Persona(f, rng.choice(names[f]), rng.choice(PROFESSIONS), rng.choice(EMPLOYERS), rng.choice(CITIES),
+                    rng.choice(COUNTRIES)) for f in rng.sample(sorted(names), n)]
+
+
+def arrange(groups: list[list[str]], names: list[str], layout: str, rng: random.Random):
+    """(sentences, ids) of a context of several people: `groups[i]` is person i's sentences, `names[i]` their
+    name. "grouped" puts each person's sentences together in the given order; "interleaved" is a seeded random
+    merge that keeps each person's own order (their name sentence still first)."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; choose from {LAYOUTS}")
+    if layout == "grouped":
+        return [s for g in groups for s in g], [n for g, n in zip(groups, names) for _ in g]
+    turns = [i for i, g in enumerate(groups) for _ in g]
+    rng.shuffle(turns)
+    nxt = [0] * len(groups)
+    sentences, ids = [], []
+    for i in turns:
+        sentences.append(groups[i][nxt[i]])
+        ids.append(names[i])
+        nxt[i] += 1
+    return sentences, ids
+
+
+def people_item(group: list, target: int, key: str, rng: random.Random, layout: str, layout_rng: random.Random) -> QA:
+    """One item about several people: `group` is [(persona, their sentences)], `target` indexes the asked one; the
+    question (drawn with `rng`) names them by first name; `layout_rng` orders an interleaved context."""
+    p = group[target][0]
+    question = rng.choice(PEOPLE_QUESTIONS[key]).format(first=p.first)
+    sentences, ids = arrange([s for _, s in group], [q.full_name for q, _ in group], layout, layout_rng)
+    return QA(tuple(sentences), question, p.value(key), key, p.full_name, tuple(ids))
+
+
+def generate_people(split: str = "heldout", n: int = 200, *, people: int = 5, layout: str = "grouped",
+                    names: bool = False, seed: int = 0) -> list[QA]:
+    """`n` items whose context holds `people` persons' fact sentences (five each, no distractors); the question
+    names one of them, chosen uniformly, by first name (distinct within an item, so it names exactly one person).
+    Keys cycle so every key gets its share. Every person comes from `split`, so held-out items never share a
+    person with training. The people and questions of item i depend on (split, seed, people, names), not on `n`
+    or `layout`: the two layouts differ only in the order of the sentences.
+
+    Args:
+        names: the items will be read with each pool's person shown as name tokens: name questions are left out
+            (`asked_keys`), since their answer would be copied from those tokens.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose from {SPLITS}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; choose from {LAYOUTS}")
+    if people < 1:
+        raise ValueError(f"a context needs at least one person, not {people}")
+    rng = random.Random(f"people:{split}:{seed}:{people}:{names}")
+    keys = asked_keys(names)
+    out = []
+    for i in range(n):
+        group = [(p, persona_sentences(p, rng)) for p in random_people(rng, split, people)]
+        target = rng.randrange(people)
+        layout_rng = random.Random(f"people-layout:{split}:{seed}:{people}:{names}:{i}")
+        out.append(people_item(group, target, keys[i % len(keys)], rng, layout, layout_rng))
     return out
 
 
