@@ -6,6 +6,14 @@ held-out split is never touched here. Each training row is one (persona, key) wi
 fixed mix (`MIX`: per-sentence pools most often; one paragraph pool, identifier tokens and full text the rest), so
 one shipped artefact serves every mode the evaluation compares.
 
+The source's harder settings are options of the same run (defaults: the shipped recipe, unchanged): `--people N`
+puts N training people's fact sentences in every context and asks about one of them (Experiment B), `--names`
+shows each pool's person as name tokens and asks no name questions (B2), `--layout` groups or interleaves the
+people's sentences, `--pools-mode paragraph` trains for one paragraph pool with the same steps (`mix`), and
+`--warm-from RUN` starts from a finished run's adapter and LoRA (the scaling study's cascade: N = 5, then 10, ...).
+Validation items have the same people count, names and layout as the training rows, so selection measures the
+task trained.
+
 Validation score: teacher-forced exact match (ties broken by the validation loss), the fraction of rows whose
 every answer token and the closing eos are the argmax; that is exactly greedy exact match in token space, at the
 cost of one forward pass.
@@ -15,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analysis.data.personas import LAYOUTS, max_people
 from analysis.training.options import RunOptions, option
 
 NAME = "compression"
@@ -24,6 +33,20 @@ HELP = ("Train the context-compression adapter (MiniLM pool -> decoder input) an
 # Per-sentence pools are the system; one paragraph pool and identifier tokens are the compared options; a few
 # full-text rows teach the answer format on plain text too, so the "full text" column is a fair upper bound.
 MIX = {"sentence": 0.5, "paragraph": 0.2, "sentence+ids": 0.2, "text": 0.1}
+POOLS_MODES = ("sentence", "paragraph")
+
+
+def mix(pools_mode: str = "sentence", names: bool = False, people: int = 1) -> dict[str, float]:
+    """The modes of the training rows and their weights. The shipped recipe (one person, no names, sentence
+    pools) is `MIX`. Otherwise the rows show names either always (`names`: "+ids" on every pool mode) or never
+    (MIX's identifier share goes to plain sentence pools), so Experiments B and B2 differ in the names alone; a
+    paragraph-pool model gets MIX's pool share as paragraph rows and the same share of text rows."""
+    if pools_mode == "sentence" and people == 1 and not names:
+        return dict(MIX)
+    pools = 1.0 - MIX["text"]
+    base = ({"sentence": MIX["sentence"] + MIX["sentence+ids"], "paragraph": MIX["paragraph"]}
+            if pools_mode == "sentence" else {"paragraph": pools})
+    return {**{m + ("+ids" if names else ""): w for m, w in base.items()}, "text": MIX["text"]}
 
 
 @dataclass(frozen=True)
@@ -45,6 +68,19 @@ class Config(RunOptions):
     warm_start: str = option("value", "adapter initialisation: value fits it in closed form so each fact sentence's "
                              "pool starts at the mean input embedding of the fact's value tokens; none is the "
                              "source's N(0, 0.02^2)", choices=("value", "none"))
+    people: int = option(1, "people per training context: 1 = one persona with 0-2 distractor sentences (the shipped "
+                         "recipe); N > 1 = N people's fact sentences, the question names one of them by first name",
+                         min=1, max=min(max_people("train"), max_people("validation")))
+    names: bool = option(False, "show each pool's person as literal name tokens before it (the source's Experiment "
+                                "B2) in every pool row, and ask no name questions (their answer would be copied)")
+    layout: str = option("grouped", "with --people N > 1: each person's sentences together (grouped, the source) or "
+                         "interleaved with the others'", choices=LAYOUTS)
+    pools_mode: str = option("sentence", "the pools trained for: per-sentence pools (the mix of modes) or one "
+                             "paragraph pool (paragraph rows plus the same share of text rows)", choices=POOLS_MODES)
+    warm_from: str = option("", "a finished compression run's folder: start the adapter and LoRA from its weights "
+                            "instead of --warm-start (the scaling study's cascade); refused when it was trained "
+                            "for another model, encoder or system, or with another --lora-from/--pool-scale",
+                            path=True)
 
 
 def fact_sentence(persona, context, key: str) -> str:
@@ -108,20 +144,31 @@ def warm_start(system, personas, lam: float = 0.1) -> dict:
     return {"kind": "value", "ridge_lambda": lam, "sentences": len(sents), "r2": round(r2, 4)}
 
 
-def make_batches(system, personas, batch_size: int, seed: int, single_steps: int = 0):
-    """Infinite seeded iterator of PoolBatch: one mode per batch (drawn with the `MIX` weights), then (persona,
-    key) per row. One mode per batch, not per row: a single full-text row would pad the whole batch to paragraph
-    length, and the step would cost several times a batch of pools.
+def make_batches(system, personas, batch_size: int, seed: int, single_steps: int = 0, *, people: int = 1,
+                 layout: str = "grouped", names: bool = False, modes: dict | None = None):
+    """Infinite seeded iterator of PoolBatch: one mode per batch (drawn with the `modes` weights, default `MIX`),
+    then (persona, key) per row. One mode per batch, not per row: a single full-text row would pad the whole batch
+    to paragraph length, and the step would cost several times a batch of pools.
+
+    With `people` > 1 a row's context holds that many personas with distinct first names (their sentences
+    grouped or interleaved, `layout`), the question names one of them, and every sentence carries its person's
+    name (shown before its pool in "+ids" modes); `names` leaves out name questions.
 
     Curriculum (the source's first stage): the first `single_steps` batches give each row a one-sentence
     context, the sentence that states the asked fact, as one pool; reading one pool is learnt before finding
     the right one among several."""
     import random
 
-    from analysis.data.personas import KEYS, QA, QUESTIONS
+    from analysis.data.personas import QA, QUESTIONS, asked_keys, people_item
 
     rng = random.Random(seed)
-    modes, weights = list(MIX), list(MIX.values())
+    modes = modes or MIX
+    modes, weights = list(modes), list(modes.values())
+    keys = asked_keys(names)
+    by_first: dict[str, list[int]] = {}
+    for i, (p, _) in enumerate(personas):
+        by_first.setdefault(p.first, []).append(i)
+    firsts = sorted(by_first)
     step = 0
     while True:
         rows = []
@@ -129,11 +176,20 @@ def make_batches(system, personas, batch_size: int, seed: int, single_steps: int
         mode = "sentence" if single else rng.choices(modes, weights)[0]
         step += 1
         for _ in range(batch_size):
-            p, ctx = personas[rng.randrange(len(personas))]
-            key = rng.choice(KEYS)
-            if single:
-                ctx = [fact_sentence(p, ctx, key)]
-            qa = QA(tuple(ctx), rng.choice(QUESTIONS[key]).format(first=p.first), p.value(key), key, p.full_name)
+            if people == 1:
+                p, ctx = personas[rng.randrange(len(personas))]
+                key = rng.choice(keys)
+                if single:
+                    ctx = [fact_sentence(p, ctx, key)]
+                qa = QA(tuple(ctx), rng.choice(QUESTIONS[key]).format(first=p.first), p.value(key), key,
+                        p.full_name)
+            else:
+                group = [personas[rng.choice(by_first[f])] for f in rng.sample(firsts, people)]
+                target, key = rng.randrange(people), rng.choice(keys)
+                qa = people_item(group, target, key, rng, layout, rng)
+                if single:
+                    p, ctx = group[target]
+                    qa = QA((fact_sentence(p, ctx, key),), qa.question, qa.answer, key, p.full_name, (p.full_name,))
             rows.append(system.row(qa, mode.split("+")[0], ids=mode.endswith("+ids")))
         yield system.collate(rows)
 
@@ -199,11 +255,68 @@ def startup_check(system, item) -> None:
     system.adapter.zero_grad()
 
 
-def setup(config: Config, backbone):
-    """The Job for `analysis.training.systems.run`: personas encoded once, the warm start, the startup check."""
+def training_personas(config: Config) -> list:
+    """[(persona, sentences)] the rows are drawn from. One person per context: the shipped recipe's paragraphs
+    (0-2 distractors). Several: fact sentences only, names from the longer first-name list, so a context can hold
+    `config.people` distinct first names; refused in one sentence when the pool has too few of them."""
+    import random
+
+    from analysis.core.errors import UserError
+    from analysis.data import personas as P
+
+    rng = random.Random(f"train-personas:{config.seed}")
+    if config.people == 1:
+        out = []
+        for _ in range(config.personas):
+            p = P.random_persona(rng, "train")
+            out.append((p, P.paragraph(p, rng, rng.randint(0, 2))))
+        return out
+    out = [(p, P.persona_sentences(p, rng)) for p in (P.random_people(rng, "train", 1)[0]
+                                                      for _ in range(config.personas))]
+    firsts = len({p.first for p, _ in out})
+    if firsts < config.people:
+        raise UserError(f"--people {config.people} needs as many distinct first names among the training personas, "
+                        f"and {config.personas} personas have {firsts}; raise --personas.")
+    return out
+
+
+def validation_items(config: Config) -> list:
+    """The validation rows: the task trained (people count, names, layout), on names no training row uses."""
+    from analysis.data import personas as P
+
+    if config.people == 1:
+        return P.generate("validation", config.val, seed=config.seed, keys=P.asked_keys(config.names))
+    return P.generate_people("validation", config.val, people=config.people, layout=config.layout,
+                             names=config.names, seed=config.seed)
+
+
+def warm_from(system, folder) -> dict:
+    """Load a finished run's adapter and LoRA into `system` (the cascade warm start); refuse, in one sentence, weights
+    of another system, model or encoder (`load_artefact`) or of another LoRA depth or pool scale."""
+    from pathlib import Path
+
+    from analysis.compression.system import METHOD, encoder_name, manifest_config
+    from analysis.core.errors import UserError
+    from analysis.weights.artefacts import artefact_digest, load_artefact
+
+    folder = Path(folder).expanduser()
+    tensors, manifest = load_artefact(folder, method=METHOD, model_identity=system.backbone.identity,
+                                      encoder=encoder_name(),
+                                      shapes={k: tuple(v.shape) for k, v in system.tensors().items()})
+    theirs = manifest_config(manifest, system.backbone, folder)
+    if (theirs.lora_first_layer, theirs.pool_scale) != (system.config.lora_first_layer, system.config.pool_scale):
+        raise UserError(f"--warm-from {folder} was trained with --lora-from {theirs.lora_first_layer:g} --pool-scale "
+                        f"{theirs.pool_scale:g}; give this run the same.")
+    system.load_tensors(tensors)
+    return {"kind": "from", "run": folder.name, "digest": artefact_digest(folder), "command": manifest.get("command"),
+            "best_step": manifest.get("best_step")}
+
+
+def setup(config: Config, backbone, *, encoder=None):
+    """The Job for `analysis.training.systems.run`: personas encoded once, the warm start, the startup check.
+    `encoder` defaults to MiniLM (tests pass a cheap stand-in)."""
     import hashlib
     import json
-    import random
     import sys
     import time
     from dataclasses import asdict
@@ -211,34 +324,35 @@ def setup(config: Config, backbone):
     import torch
 
     from analysis.compression.system import CompressionConfig, CompressionSystem, encoder_name
-    from analysis.data import personas as P
     from analysis.training.systems import Job
 
     torch.manual_seed(config.seed)
     system = CompressionSystem(backbone, CompressionConfig(lora_first_layer=config.lora_from,
-                                                           pool_scale=config.pool_scale), seed=config.seed)
-    rng = random.Random(f"train-personas:{config.seed}")
-    personas = []
-    for _ in range(config.personas):
-        p = P.random_persona(rng, "train")
-        personas.append((p, P.paragraph(p, rng, rng.randint(0, 2))))
-    val = P.generate("validation", config.val, seed=config.seed)
+                                                           pool_scale=config.pool_scale), seed=config.seed,
+                               encoder=encoder)
+    personas = training_personas(config)
+    val = validation_items(config)
+    modes = mix(config.pools_mode, config.names, config.people)
     t = time.perf_counter()
     sentences = [s for _, ctx in personas for s in ctx]
-    system.vectors(sentences + [" ".join(ctx) for _, ctx in personas])  # every pool, encoded once
+    # every pool, encoded once; several people's paragraph pools are new combinations, encoded as rows need them
+    system.vectors(sentences + ([" ".join(ctx) for _, ctx in personas] if config.people == 1 else []))
     for it in val:
         system.vectors(list(it.context) + [" ".join(it.context)])
     encode_seconds = time.perf_counter() - t
     print(f"encoded {len(system._vec_cache)} pools in {encode_seconds:.0f}s", file=sys.stderr)
     warm = {"kind": "none"}
-    if config.warm_start == "value":
+    if config.warm_from:
+        warm = warm_from(system, config.warm_from)
+        print(f"warm start: the weights of {warm['run']} (best step {warm['best_step']})", file=sys.stderr)
+    elif config.warm_start == "value":
         warm = warm_start(system, personas)
         print(f"warm start: ridge fit on {warm['sentences']} sentences, R^2 {warm['r2']:.3f}", file=sys.stderr)
     startup_check(system, val[0])
     single_steps = round(config.curriculum * config.steps)
 
     def evaluate() -> dict:
-        r = teacher_forced(system, val, "sentence")
+        r = teacher_forced(system, val, config.pools_mode, ids=config.names)
         # exact match decides; the loss only breaks ties (early on every checkpoint scores 0 exact)
         return {"score": r["exact"] - 1e-3 * r["loss"], "exact": r["exact"], "first_token": r["first_token"],
                 "val_loss": r["loss"]}
@@ -249,10 +363,11 @@ def setup(config: Config, backbone):
 
     digest = hashlib.sha256(json.dumps([[p.__dict__, c] for p, c in personas]).encode()).hexdigest()[:16]
     data = {"train": "analysis.data.personas train split", "personas": config.personas, "digest": digest,
-            "validation_rows": len(val), "mix": MIX, "curriculum_single_sentence_steps": single_steps}
+            "validation_rows": len(val), "mix": modes, "curriculum_single_sentence_steps": single_steps}
     params = {f"p{i}": p for i, p in enumerate(system.trainable())}
     return Job(parameters=params, loss_fn=lambda batch: answer_loss(system, batch),
-               batches=make_batches(system, personas, config.batch_size, config.seed, single_steps),
+               batches=make_batches(system, personas, config.batch_size, config.seed, single_steps,
+                                    people=config.people, layout=config.layout, names=config.names, modes=modes),
                evaluate=evaluate, tensors=system.tensors, restore=system.load_tensors, data=data,
                examples_per_step=config.batch_size * config.grad_accum, finish=finish,
                extra={"encoder": encoder_name(), "config": asdict(system.config), "warm_start": warm,

@@ -17,16 +17,23 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 from analysis.core import budgets
 from analysis.core.errors import UserError
 
 
-def option(default, help: str, *, min=None, max=None, choices=None, limit=None, above=None):
+def option(default, help: str, *, min=None, max=None, choices=None, limit=None, above=None, path=False):
     """A config field. `min`/`max`: the valid range (inclusive); `above`: exclusive lower bound (lr > 0);
-    `limit`: the ceiling lifted by --no-budgets; `choices`: allowed strings."""
+    `limit`: the ceiling lifted by --no-budgets; `choices`: allowed strings; `path`: a folder of this machine,
+    which the manifest's command and hyperparameters name by its last part only (never a machine path)."""
     return field(default=default, metadata={"help": help, "min": min, "max": max, "choices": choices,
-                                            "limit": limit, "above": above})
+                                            "limit": limit, "above": above, "path": path})
+
+
+def _shown(f, value):
+    """A field's value as a manifest shows it: a path option by its folder's name."""
+    return PurePath(value).name if f.metadata.get("path") and value else value
 
 
 def flag(name: str) -> str:
@@ -107,7 +114,7 @@ def check(config):
 def hyperparameters(config) -> dict:
     """The settings that shape the weights (for the manifest): everything but where things live."""
     skip = {"out", "resume", "ship", "threads", "model"}
-    return {k: v for k, v in dataclasses.asdict(config).items() if k not in skip}
+    return {f.name: _shown(f, getattr(config, f.name)) for f in dataclasses.fields(config) if f.name not in skip}
 
 
 def command(system: str, config) -> str:
@@ -118,6 +125,7 @@ def command(system: str, config) -> str:
         value = getattr(config, f.name)
         if f.name in ("out", "resume") or value == getattr(defaults, f.name):
             continue
+        value = _shown(f, value)
         if isinstance(value, bool):
             parts.append(flag(f.name))
         else:

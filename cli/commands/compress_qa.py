@@ -12,12 +12,20 @@ def add_arguments(parser) -> None:
     parser.add_argument("--data", default="personas",
                         help="'personas' (the built-in held-out split: names never seen in training) or a .jsonl file, "
                              'one {"context": ["sentence", ...], "question": ..., "answer": ..., "key": ...} per line '
-                             "(key optional; 'id' optional, needed by --ids)")
+                             "(key optional; 'id' optional, needed by --ids; 'ids' optional: one name per context "
+                             "sentence, the person it is about, shown before that sentence's pool by --ids)")
     parser.add_argument("--pools", choices=["sentence", "paragraph", "none", "text"], default="sentence",
                         help="one pool per sentence (default), one pool for the whole context, no context, or the "
                              "full text as tokens")
     parser.add_argument("--ids", action="store_true",
-                        help="literal identifier tokens ' [<id>]' before each pool (the source's fix for names)")
+                        help="literal identifier tokens ' [<id>]' before each pool (the source's fix for names): the "
+                             "name of the person each sentence is about where items have 'ids', else the item's 'id'; "
+                             "with --people, name questions are left out (their answer would be copied)")
+    parser.add_argument("--people", type=int, default=0,
+                        help="built-in data only: contexts of N held-out people's fact sentences, the question names "
+                             "one of them (the source's Experiment B); default: one person with 0-2 distractors")
+    parser.add_argument("--layout", choices=["grouped", "interleaved"], default=None,
+                        help="with --people: each person's sentences together (grouped, the default) or interleaved")
     parser.add_argument("--limit", type=int, default=0, help="score only the first N items (default: all; at most "
                         "5,000 items per run unless --no-budgets)")
     parser.add_argument("--n", type=int, default=200, help="items of the built-in split (default 200)")
@@ -70,11 +78,16 @@ def read_jsonl(path: str, most: int) -> list[dict]:
     return items
 
 
-def builtin(n: int, distractors: int | None) -> list:
+def builtin(n: int, distractors: int | None, people: int = 0, layout: str = "grouped", names: bool = False) -> list:
     from analysis.core.errors import UserError
     from analysis.data import datasets
     from analysis.data import personas
 
+    if people:
+        try:
+            return personas.generate_people("heldout", n, people=people, layout=layout, names=names)
+        except ValueError as err:
+            raise UserError(f"--people: {err}.") from None
     if distractors is None:  # the registered set (200 items); more are generated the same way
         return datasets.get("personas").load()[:n] if n <= 200 else personas.generate("heldout", n)
     try:
@@ -100,6 +113,16 @@ def check_flags(args) -> int | None:
         if args.distractors < 0:
             raise UserError(f"--distractors counts sentences per context: 5 or more, not {args.distractors}.")
         check_sentences(args.distractors, "--distractors")
+    if args.people or args.layout:
+        if args.data != "personas":
+            raise UserError("--people and --layout only apply to --data personas (a file's items carry their own "
+                            "'ids').")
+        if args.people < 1:
+            raise UserError(f"--people counts people per context: 1 or more, not {args.people}"
+                            f"{' (--layout orders the sentences of --people contexts)' if args.layout else ''}.")
+        if args.distractors is not None:
+            raise UserError("--people contexts hold fact sentences only: leave out --distractors.")
+        check_sentences(5 * args.people, "--people")
     wanted = args.n if args.data == "personas" else None
     if args.limit:
         wanted = args.limit if wanted is None else min(wanted, args.limit)
@@ -113,7 +136,7 @@ def run(args) -> dict:
 
     wanted = check_flags(args)
     if args.data == "personas":  # the first k items of a seeded split are the same items whatever n is
-        items = builtin(wanted, args.distractors)
+        items = builtin(wanted, args.distractors, args.people, args.layout or "grouped", names=args.ids)
     else:  # without --limit, read one item past the budget: enough to refuse the file
         items = read_jsonl(args.data, wanted or budgets.limit("qa_items") + 1)
         budgets.check("qa_items", len(items), f"the number of questions in {args.data} (choose some with --limit)")
@@ -132,4 +155,5 @@ def run(args) -> dict:
     keys = [(it.get("key") if isinstance(it, dict) else it.key) for it in items]
     res = score(preds, keys if all(keys) else None)
     mode = args.pools + ("+ids" if args.ids and args.pools in ("sentence", "paragraph") else "")
-    return {**res, "pools": mode}
+    people = args.people or None  # None: one person with distractors, or a file's items
+    return {**res, "pools": mode, "people": people, "layout": (args.layout or "grouped") if people else None}
