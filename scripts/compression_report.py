@@ -7,6 +7,22 @@ and optionally (`--ood N`) the out-of-distribution probes.
 Results go through the compute cache (the same entries `python -m analysis compress-qa` and the app's Context
 compression page use), so a second run, or the page afterwards, reads them back. Prints one JSON line per result
 and a Markdown table at the end on stderr.
+
+`--experiment people` measures cross-person selection instead (the source's Experiments B, B2 and its scaling
+study) and writes docs/results/compression_people.json:
+
+    python3 scripts/compression_report.py --experiment people --single shipped --five RUN5 --five-names RUN5N \
+        --scaling 5=RUN5N,10=RUN10N,25=RUN25N,50=RUN50N,100=RUN100N --n 200
+
+- Experiments B / B2: single-person items read by the single-person model, five-person items read by the model
+  trained on them without names, and with each pool's person as name tokens (no name questions: their answer
+  would be copied); exact match per fact key with 95% Wilson intervals, and the attention of the answer's first
+  position split between the asked person's pools and everyone else's (`person_attention`, mean over layers and
+  over the first `--attention-n` items; chance is 1/N).
+- Scaling: N people per context with names, each N read by its own run (the cascade), on held-out items; the test
+  set shrinks beyond N = 50 (`test_size`: n * 50 / N, at least 25) as the source's does, since a row grows with N.
+  The attention split is measured up to `--attention-max-people` people: eager attention keeps every layer's full
+  map, which grows with the square of the row.
 """
 
 from __future__ import annotations
@@ -15,10 +31,184 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RECORD = "compression_people"
+
+
+def test_size(people: int, n: int) -> int:
+    """Held-out items at N people: `n` up to 50 people, then n * 50 / N (at least 25)."""
+    return n if people <= 50 else max(25, n * 50 // people)
+
+
+def measure(system, items, ids: bool, *, attention_n: int = 0, store=None) -> dict:
+    """`score` of per-sentence pools on `items` (overall and per key, with Wilson intervals), plus the attention
+    split by person over the first `attention_n` items: the asked person's share of the pool mass per layer
+    (mean over items) and its mean over layers."""
+    import numpy as np
+
+    from analysis.compression.system import person_attention, score
+
+    if store is None:
+        preds = system.predict(items, "sentence", ids=ids)
+    else:
+        from cache import cached_compress_predict
+
+        preds, _ = cached_compress_predict(store, system, items, "sentence", ids=ids)
+    res = score(preds, [it.key for it in items])
+    if attention_n:
+        shares = np.stack([person_attention(it, *system.pool_attention(it, "sentence", ids=ids))["share"]
+                           for it in items[:attention_n]])  # (items, L)
+        per_layer = np.nanmean(shares, 0)  # (L,)
+        res["attention"] = {"asked_share": float(np.nanmean(per_layer)), "per_layer": per_layer.round(4).tolist(),
+                            "items": len(shares)}
+    return res
+
+
+def _pct(r: dict | None) -> str | None:
+    """"81.0 [75.1, 85.9]": exact match and its Wilson interval in percent."""
+    if r is None:
+        return None
+    lo, hi = r["exact_match_ci"]
+    return f"{100 * r['exact_match']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def _share(res: dict) -> float | None:
+    return round(res["attention"]["asked_share"], 3) if "attention" in res else None
+
+
+def experiment_b(conditions: list[dict], n: int, *, attention_n: int, store=None, layout: str = "grouped"):
+    """The Experiment B / B2 table. `conditions`: [{"label", "system", "people", "names"}], each read on its own
+    held-out items (`generate_people`; names shown as tokens iff "names"). Returns (table, raw results)."""
+    from analysis.data import personas
+
+    rows, raw = [], {}
+    for c in conditions:
+        items = personas.generate_people("heldout", n, people=c["people"], layout=layout, names=c["names"])
+        res = measure(c["system"], items, c["names"], attention_n=attention_n, store=store)
+        raw[c["label"]] = res
+        rows.append([c["label"], c["people"], "yes" if c["names"] else "no", _pct(res),
+                     *(_pct(res["per_key"].get(k)) for k in personas.KEYS), _share(res), round(1 / c["people"], 3),
+                     res["n"]])
+    table = {"title": "Experiments B and B2: exact match (%) [95% Wilson interval] per fact key, and the answer's "
+                      "attention to the asked person's pools",
+             "columns": ["condition", "people", "names", "all", *(f"{k}" for k in personas.KEYS),
+                         "asked share of pool attention", "chance", "n"],
+             "rows": rows,
+             "notes": "Each condition is read by the model trained for it. With names, each pool is preceded by the "
+                      "literal name of the person its sentence is about, and name questions are left out (– in "
+                      "the name column): their answer would be copied. Asked share: the mass the answer's first "
+                      "position puts on the asked person's pools over its mass on all pools, mean over decoder "
+                      f"layers and the first {attention_n} items; chance is 1/N."}
+    return table, raw
+
+
+def scaling(runs: dict, n: int, *, attention_n: int, attention_max_people: int, store=None,
+            layout: str = "grouped"):
+    """The scaling table: {N: system} each read on `test_size(N, n)` held-out N-person items with names.
+    Returns (table, raw results)."""
+    from analysis.data import personas
+
+    rows, raw = [], {}
+    for people, system in sorted(runs.items()):
+        items = personas.generate_people("heldout", test_size(people, n), people=people, layout=layout, names=True)
+        res = measure(system, items, True, attention_n=attention_n if people <= attention_max_people else 0,
+                      store=store)
+        raw[people] = res
+        rows.append([people, 5 * people, _pct(res), *(_pct(res["per_key"].get(k)) for k in personas.KEYS[1:]),
+                     _share(res), round(1 / people, 4), res["n"]])
+    table = {"title": "Scaling: exact match (%) [95% Wilson interval] with N people per context, names shown",
+             "columns": ["people", "pools", "all", *personas.KEYS[1:], "asked share of pool attention", "chance",
+                         "n"],
+             "rows": rows,
+             "notes": f"Each N is read by its own run, warm-started from the previous N's (the cascade). Held-out "
+                      f"items: {n} up to 50 people, then n * 50 / N (at least 25). Attention split up to "
+                      f"{attention_max_people} people (– beyond)."}
+    return table, raw
+
+
+def _trained_by(folder) -> dict:
+    """A run's training facts from its manifest (the command without machine paths)."""
+    from analysis.weights.artefacts import read_manifest
+
+    man = read_manifest(folder)
+    return {"command": man.get("command"), "steps": man.get("steps_done"), "best_step": man.get("best_step"),
+            "wall_seconds": man.get("wall_seconds"), "examples_per_second": man.get("examples_per_second"),
+            "warm_start": man.get("warm_start")}
+
+
+def people_main(args) -> None:
+    """`--experiment people`: Experiments B, B2 and the scaling table, written as a results record."""
+    import torch
+
+    from analysis.compression.system import CompressionSystem, default_artefact
+    from analysis.eval.results import write_record
+    from analysis.models.backbone import load_backbone
+    from cache import default_store
+
+    torch.set_num_threads(2)
+    wall = time.perf_counter()
+    bb = load_backbone()
+    store = default_store()
+
+    def folder(spec: str) -> Path:
+        return default_artefact(bb) if spec == "shipped" else Path(spec).expanduser()
+
+    conditions = [dict(label=label, folder=folder(spec), people=people, names=names)
+                  for label, spec, people, names in (("single person", args.single, 1, False),
+                                                     ("five people", args.five, 5, False),
+                                                     ("five people, names", args.five_names, 5, True)) if spec]
+    runs = {int(k): folder(v) for k, v in (part.split("=", 1) for part in args.scaling.split(",") if part)}
+    systems = {}
+
+    def system(path: Path):
+        if path not in systems:
+            systems[path] = CompressionSystem.from_artefact(bb, path)
+        return systems[path]
+
+    tables, raw = [], {}
+    if conditions:
+        table, raw["experiment_b"] = experiment_b([{**c, "system": system(c["folder"])} for c in conditions], args.n,
+                                                  attention_n=args.attention_n, store=store, layout=args.layout)
+        tables.append(table)
+        print(json.dumps({"experiment_b": raw["experiment_b"]}), flush=True)
+    if runs:
+        table, raw["scaling"] = scaling({k: system(v) for k, v in runs.items()}, args.n, attention_n=args.attention_n,
+                                        attention_max_people=args.attention_max_people, store=store,
+                                        layout=args.layout)
+        tables.append(table)
+        print(json.dumps({"scaling": raw["scaling"]}), flush=True)
+    names = {c["label"]: c["folder"] for c in conditions} | {f"{k} people": v for k, v in runs.items()}
+    command = ("python3 scripts/compression_report.py --experiment people"
+               + "".join(f" --{flag} {Path(spec).name if spec != 'shipped' else spec}"
+                         for flag, spec in (("single", args.single), ("five", args.five),
+                                            ("five-names", args.five_names)) if spec)
+               + (f" --scaling {','.join(f'{k}={v.name}' for k, v in sorted(runs.items()))}" if runs else "")
+               + f" --n {args.n} --attention-n {args.attention_n}")
+    record = {"id": RECORD, "title": "Context compression: picking the right person's pools",
+              "command": command, "data": f"analysis.data.personas held-out split, generate_people ({args.layout} "
+                                          "layout): people and person-key pairs no training or selection saw",
+              "seed": 0, "trained_by": {label: _trained_by(f) for label, f in names.items()},
+              "wall_seconds": round(time.perf_counter() - wall, 1), "tables": tables, "raw": raw}
+    path = write_record(args.out, record)
+    print(f"written: {path}", file=sys.stderr)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--experiment", choices=["table", "people"], default="table",
+                    help="table: the held-out table, the distractor scaling curve and the OOD probes (default); "
+                         "people: Experiments B, B2 and the N-people scaling table (a results record)")
+    ap.add_argument("--single", default="shipped", help="people: the single-person run's folder ('shipped': the "
+                                                        "shipped artefact; '' leaves the row out)")
+    ap.add_argument("--five", default="", help="people: the run trained with --people 5")
+    ap.add_argument("--five-names", default="", help="people: the run trained with --people 5 --names")
+    ap.add_argument("--scaling", default="", help="people: N=FOLDER,... one run per people count (with --names)")
+    ap.add_argument("--layout", default="grouped", choices=["grouped", "interleaved"])
+    ap.add_argument("--attention-n", type=int, default=40, help="people: items whose attention is split per row")
+    ap.add_argument("--attention-max-people", type=int, default=25)
+    ap.add_argument("--out", default=str(REPO / "docs" / "results"), help="people: folder of the results records")
     ap.add_argument("--n", type=int, default=200, help="held-out questions for the table (default 200)")
     ap.add_argument("--scaling-n", type=int, default=50, help="questions per point of the scaling curve")
     ap.add_argument("--sizes", default="5,10,20,50,100", help="pools per context for the scaling curve")
@@ -28,6 +218,8 @@ def main() -> None:
                     help="also score N items of each out-of-distribution probe (unseen phrasing / values / both; "
                          "personas.generate_ood) with per-sentence pools, full text and no context")
     args = ap.parse_args()
+    if args.experiment == "people":
+        return people_main(args)
 
     import torch
 

@@ -289,3 +289,35 @@ def test_warm_from_starts_where_the_previous_run_ended_and_refuses_other_weights
     assert "\n" not in str(err.value)
     with pytest.raises(UserError, match="--pool-scale"):
         _train(long_llama, tmp_path / "y", people=2, pool_scale=2.0, warm_from=str(tmp_path / "people2"))
+
+
+def test_report_tables_of_experiment_b_and_the_scaling_study(system, tmp_path):
+    """The report script's table functions on an untrained tiny system and 3 items per row (mechanics only)."""
+    import importlib.util
+
+    from analysis.eval.results import read_records, render, write_record
+    from analysis.core.paths import REPO
+
+    spec = importlib.util.spec_from_file_location("compression_report", REPO / "scripts" / "compression_report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    conditions = [dict(label="single person", system=system, people=1, names=False),
+                  dict(label="two people, names", system=system, people=2, names=True)]
+    table, raw = report.experiment_b(conditions, 3, attention_n=2)
+    assert [r[0] for r in table["rows"]] == ["single person", "two people, names"]
+    assert len(table["rows"][0]) == len(table["columns"])
+    assert table["rows"][1][table["columns"].index("name")] is None  # no name questions when names are shown
+    assert raw["single person"]["attention"]["asked_share"] == 1.0  # one person: every pool is theirs
+    assert 0.0 <= raw["two people, names"]["attention"]["asked_share"] <= 1.0
+    assert len(raw["single person"]["attention"]["per_layer"]) == system.backbone.facts.n_layers
+    scaled, raw = report.scaling({2: system, 3: system}, 2, attention_n=1, attention_max_people=2)
+    assert [r[0] for r in scaled["rows"]] == [2, 3] and scaled["rows"][1][-3] is None  # no attention beyond 2
+    from cache import Store
+
+    store = Store(tmp_path / "store")  # through the cache: items with ids key their own entries and come back
+    cached = [report.measure(system, P.generate_people("heldout", 2, people=2, names=True), ids, store=store)
+              for ids in (True, True, False)]
+    assert cached[0] == cached[1] and cached[0]["compression"] != cached[2]["compression"]
+    assert report.test_size(50, 200) == 200 and report.test_size(100, 200) == 100 and report.test_size(1000, 200) == 25
+    write_record(tmp_path, {"id": report.RECORD, "title": "t", "command": "c", "data": "d", "tables": [table, scaled]})
+    assert "| single person | 1 | no |" in render(read_records(tmp_path))
