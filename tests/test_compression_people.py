@@ -237,6 +237,18 @@ def test_compress_qa_bad_people_options_are_one_sentence(capsys, argv, fragment)
     assert code == 2 and fragment in err and err.count("\n") == 1
 
 
+def test_training_people_come_from_the_train_split_with_enough_first_names():
+    from analysis.training.compression import Config, training_personas, validation_items
+
+    people = training_personas(Config(people=5, personas=200))
+    assert all(P.name_split(p.first, p.last) == "train" for p, _ in people)
+    assert all(len(sentences) == 5 for _, sentences in people)  # fact sentences only
+    val = validation_items(Config(people=5, names=True, layout="interleaved", val=10))
+    assert all(len(set(it.ids)) == 5 and it.key != "name" for it in val)  # the task trained: 5 people, names
+    with pytest.raises(UserError, match="raise --personas"):
+        training_personas(Config(people=50, personas=20))
+
+
 def _train(bb, out, **options):
     """A 2-step compression run through the one runner, with the stand-in encoder; (summary, manifest)."""
     from analysis.training.compression import Config
