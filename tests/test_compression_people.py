@@ -278,29 +278,29 @@ def test_warm_from_starts_where_the_previous_run_ended_and_refuses_other_weights
 
     from analysis.weights.artefacts import load_artefact
 
-    _, first = _train(long_llama, tmp_path / "people2", people=2)
-    summary, second = _train(long_llama, tmp_path / "people3", people=3, warm_from=str(tmp_path / "people2"))
-    assert second["warm_start"]["kind"] == "from" and second["warm_start"]["run"] == "people2"
-    assert "--warm-from people2" in second["command"] and str(tmp_path) not in json.dumps(second["hyperparameters"])
+    _train(long_llama, tmp_path / "people1")
+    summary, second = _train(long_llama, tmp_path / "people2", people=2, warm_from=str(tmp_path / "people1"))
+    assert second["warm_start"]["kind"] == "from" and second["warm_start"]["run"] == "people1"
+    assert "--warm-from people1" in second["command"] and str(tmp_path) not in json.dumps(second["hyperparameters"])
     # step 0 of the second run scores the first run's best weights (on the second run's own validation rows)
     from analysis.compression.system import CompressionSystem as CS
     from analysis.training.compression import Config, teacher_forced, validation_items
 
-    warm = CS.from_artefact(long_llama, tmp_path / "people2")
+    warm = CS.from_artefact(long_llama, tmp_path / "people1")
     warm._encode = fake_encoder
-    val = validation_items(Config(people=3, val=4))
+    val = validation_items(Config(people=2, val=4))
     assert np.isclose(teacher_forced(warm, val, "sentence")["loss"], second["curves"]["validation"][0]["val_loss"])
-    tensors, _ = load_artefact(tmp_path / "people3", method="compression")
+    tensors, _ = load_artefact(tmp_path / "people2", method="compression")
     assert summary["best_step"] >= 0 and tensors
     other = tmp_path / "other-model"
-    shutil.copytree(tmp_path / "people2", other)
+    shutil.copytree(tmp_path / "people1", other)
     manifest = json.loads((other / "manifest.json").read_text())
     (other / "manifest.json").write_text(json.dumps({**manifest, "model_identity": "some/other-model"}))
     with pytest.raises(UserError, match="was trained for the model") as err:
         _train(long_llama, tmp_path / "x", people=2, warm_from=str(other))
     assert "\n" not in str(err.value)
     with pytest.raises(UserError, match="--pool-scale"):
-        _train(long_llama, tmp_path / "y", people=2, pool_scale=2.0, warm_from=str(tmp_path / "people2"))
+        _train(long_llama, tmp_path / "y", people=2, pool_scale=2.0, warm_from=str(tmp_path / "people1"))
 
 
 def test_report_tables_of_experiment_b_and_the_scaling_study(system, tmp_path):
@@ -333,3 +333,9 @@ def test_report_tables_of_experiment_b_and_the_scaling_study(system, tmp_path):
     assert report.test_size(50, 200) == 200 and report.test_size(100, 200) == 100 and report.test_size(1000, 200) == 25
     write_record(tmp_path, {"id": report.RECORD, "title": "t", "command": "c", "data": "d", "tables": [table, scaled]})
     assert "| single person | 1 | no |" in render(read_records(tmp_path))
+
+
+def test_a_run_whose_rows_do_not_fit_the_model_is_refused_before_training(long_llama, tmp_path):
+    with pytest.raises(UserError, match="positions with text pools") as err:
+        _train(long_llama, tmp_path / "r", people=4)  # four people's full text: more than 512 positions
+    assert "\n" not in str(err.value) and not (tmp_path / "r" / "manifest.json").exists()

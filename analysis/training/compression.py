@@ -336,6 +336,8 @@ def setup(config: Config, backbone, *, encoder=None):
     personas = training_personas(config)
     val = validation_items(config)
     modes = mix(config.pools_mode, config.names, config.people)
+    for mode in modes:  # rows of every trained mode must fit the model (many people's full text may not)
+        system.check_contexts(val, mode.split("+")[0], ids=mode.endswith("+ids"))
     t = time.perf_counter()
     sentences = [s for _, ctx in personas for s in ctx]
     # every pool, encoded once; several people's paragraph pools are new combinations, encoded as rows need them
