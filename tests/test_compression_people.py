@@ -164,7 +164,8 @@ def test_multi_person_batches_ask_one_of_several_distinct_people(system):
     personas = [(p, P.persona_sentences(p, rng)) for p in (P.random_people(rng, "train", 1)[0] for _ in range(30))]
     batches = make_batches(system, personas, 3, 0, single_steps=1, people=3, names=True, modes=mix(names=True))
     first = next(batches)
-    assert ((first.pool >= 0).sum(1) == 1).all()  # the curriculum: the asked fact's sentence as one pool
+    assert ((first.pool >= 0).sum(1) == 1).all()  # the curriculum: the asked fact's sentence as one pool ...
+    assert ((first.pool[:, 1] < 0) & (first.mask[:, 1] == 1)).all()  # ... after its person's name tokens
     later = [next(batches) for _ in range(4)]
     assert any(((b.pool >= 0).sum(1) == 15).all() for b in later)  # three people, five sentences each
 

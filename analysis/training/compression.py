@@ -155,8 +155,8 @@ def make_batches(system, personas, batch_size: int, seed: int, single_steps: int
     name (shown before its pool in "+ids" modes); `names` leaves out name questions.
 
     Curriculum (the source's first stage): the first `single_steps` batches give each row a one-sentence
-    context, the sentence that states the asked fact, as one pool; reading one pool is learnt before finding
-    the right one among several."""
+    context, the sentence that states the asked fact, as one pool (after its person's name with `names`);
+    reading one pool is learnt before finding the right one among several."""
     import random
 
     from analysis.data.personas import QA, QUESTIONS, asked_keys, people_item
@@ -173,7 +173,7 @@ def make_batches(system, personas, batch_size: int, seed: int, single_steps: int
     while True:
         rows = []
         single = step < single_steps
-        mode = "sentence" if single else rng.choices(modes, weights)[0]
+        mode = ("sentence+ids" if names else "sentence") if single else rng.choices(modes, weights)[0]
         step += 1
         for _ in range(batch_size):
             if people == 1:
