@@ -260,7 +260,7 @@ def _train(bb, out, **options):
     return summary, json.loads((out / "manifest.json").read_text())
 
 
-@pytest.mark.parametrize("options", [dict(people=2), dict(people=2, names=True, layout="interleaved"),
+@pytest.mark.parametrize("options", [dict(people=2), dict(people=2, names=True, layout="interleaved", checkpointing=True),
                                      dict(pools_mode="paragraph"), dict(people=2, warm_start="none")])
 def test_each_training_mode_runs_end_to_end(long_llama, tmp_path, options):
     from analysis.training.compression import mix
@@ -340,3 +340,26 @@ def test_a_run_whose_rows_do_not_fit_the_model_is_refused_before_training(long_l
     with pytest.raises(UserError, match="positions with text pools") as err:
         _train(long_llama, tmp_path / "r", people=4)  # four people's full text: more than 512 positions
     assert "\n" not in str(err.value) and not (tmp_path / "r" / "manifest.json").exists()
+
+
+def test_checkpointing_gives_the_same_gradients(long_llama):
+    """--checkpointing recomputes layers in the backward pass: the same loss and gradients, less memory."""
+    import torch
+
+    from analysis.training.compression import answer_loss
+
+    item = P.generate_people("train", 2, people=2)
+    grads = []
+    for checkpointing in (False, True):
+        sys_ = CompressionSystem(long_llama, encoder=fake_encoder)
+        if checkpointing:
+            sys_.causal.activation_checkpointing_enable()
+        sys_.causal.train(checkpointing)
+        params = sys_.trainable()
+        calls = []
+        hook = sys_.causal.model.layers[0].mlp.act_fn.register_forward_hook(lambda *a: calls.append(1))
+        loss = answer_loss(sys_, sys_.collate([sys_.row(it, "sentence", ids=True) for it in item]))[0]
+        grads.append([g.clone() for g in torch.autograd.grad(loss, params)])
+        hook.remove()
+        assert len(calls) == (2 if checkpointing else 1)  # the layer ran again in the backward pass
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(*grads)) and any(g.abs().sum() > 0 for g in grads[1])

@@ -81,6 +81,9 @@ class Config(RunOptions):
                             "instead of --warm-start (the scaling study's cascade); refused when it was trained "
                             "for another model, encoder or system, or with another --lora-from/--pool-scale",
                             path=True)
+    checkpointing: bool = option(False, "recompute each decoder layer in the backward pass instead of keeping its "
+                                        "activations (about a third more compute, a fraction of the memory): rows "
+                                        "of 25+ people with names need it on a machine with ~20 GB")
 
 
 def fact_sentence(persona, context, key: str) -> str:
@@ -363,13 +366,22 @@ def setup(config: Config, backbone, *, encoder=None):
     final_modes = (("sentence", "paragraph", "sentence+ids", "text", "none") if config.people == 1 else
                    (config.pools_mode, f"{config.pools_mode}+ids", "none"))
 
+    if config.checkpointing:
+        system.causal.activation_checkpointing_enable()
+
+    def loss_fn(batch):
+        system.causal.train(config.checkpointing)  # transformers recomputes layers only in training mode
+        return answer_loss(system, batch)
+
     def evaluate() -> dict:
+        system.causal.eval()
         r = teacher_forced(system, val, config.pools_mode, ids=config.names, batch_size=eval_batch)
         # exact match decides; the loss only breaks ties (early on every checkpoint scores 0 exact)
         return {"score": r["exact"] - 1e-3 * r["loss"], "exact": r["exact"], "first_token": r["first_token"],
                 "val_loss": r["loss"]}
 
     def finish() -> dict:
+        system.causal.eval()
         return {"validation": {m: teacher_forced(system, val, m.split("+")[0], ids=m.endswith("+ids"),
                                                  batch_size=eval_batch) for m in final_modes}}
 
@@ -377,7 +389,7 @@ def setup(config: Config, backbone, *, encoder=None):
     data = {"train": "analysis.data.personas train split", "personas": config.personas, "digest": digest,
             "validation_rows": len(val), "mix": modes, "curriculum_single_sentence_steps": single_steps}
     params = {f"p{i}": p for i, p in enumerate(system.trainable())}
-    return Job(parameters=params, loss_fn=lambda batch: answer_loss(system, batch),
+    return Job(parameters=params, loss_fn=loss_fn,
                batches=make_batches(system, personas, config.batch_size, config.seed, single_steps,
                                     people=config.people, layout=config.layout, names=config.names, modes=modes),
                evaluate=evaluate, tensors=system.tensors, restore=system.load_tensors, data=data,
