@@ -260,7 +260,8 @@ def _train(bb, out, **options):
     return summary, json.loads((out / "manifest.json").read_text())
 
 
-@pytest.mark.parametrize("options", [dict(people=2), dict(people=2, names=True, layout="interleaved", checkpointing=True),
+@pytest.mark.parametrize("options", [dict(people=2), dict(people=2, names=True, layout="interleaved",
+                                                             checkpointing=True),
                                      dict(pools_mode="paragraph"), dict(people=2, warm_start="none")])
 def test_each_training_mode_runs_end_to_end(long_llama, tmp_path, options):
     from analysis.training.compression import mix
