@@ -209,6 +209,8 @@ def main() -> None:
     ap.add_argument("--attention-n", type=int, default=40, help="people: items whose attention is split per row")
     ap.add_argument("--attention-max-people", type=int, default=25)
     ap.add_argument("--out", default=str(REPO / "docs" / "results"), help="people: folder of the results records")
+    ap.add_argument("--weights", default="", help="table: a run's folder instead of the shipped artefact (e.g. the "
+                                                  "random-initialisation run, for its unseen-values probe)")
     ap.add_argument("--n", type=int, default=200, help="held-out questions for the table (default 200)")
     ap.add_argument("--scaling-n", type=int, default=50, help="questions per point of the scaling curve")
     ap.add_argument("--sizes", default="5,10,20,50,100", help="pools per context for the scaling curve")
@@ -229,7 +231,7 @@ def main() -> None:
     from cache import cached_compress_predict, default_store
 
     torch.set_num_threads(2)
-    system = CompressionSystem.from_artefact(load_backbone())
+    system = CompressionSystem.from_artefact(load_backbone(), args.weights or None)
     store = default_store()
     table = {}
     if not args.skip_table:
