@@ -223,10 +223,10 @@ def test_scaling_curve_intervals(tiny_llama):
 
 
 # ---- the shipped adapters on the real model -----------------------------------------------------------------------
-# TODO(lead): set after measuring with scripts/gircse_results.py on the shipped adapters: "gircse" when GIRCSE at K = 5
-# scores above its fair baseline Causal-EOS on these pairs, "causal-eos" when the baseline scores above it. None
-# skips the comparison and reports both numbers.
-EXPECTED_BETTER_AT_K5: str | None = None
+# Measured with scripts/gircse_results.py (docs/results/gircse.json, 500 held-out pairs): Causal-EOS K = 0 0.793
+# above GIRCSE K = 5 0.762, paired difference -0.030 [-0.055, -0.007]; the paper's direction does not hold here.
+# "gircse" when GIRCSE at K = 5 scores above its fair baseline, "causal-eos" when the baseline does; None skips.
+EXPECTED_BETTER_AT_K5: str | None = "causal-eos"
 
 
 def _unseen_pairs(n=200):
