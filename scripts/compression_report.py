@@ -6,7 +6,10 @@ and optionally (`--ood N`) the out-of-distribution probes.
 
 Results go through the compute cache (the same entries `python -m analysis compress-qa` and the app's Context
 compression page use), so a second run, or the page afterwards, reads them back. Prints one JSON line per result
-and a Markdown table at the end on stderr.
+and a Markdown table at the end on stderr, and writes docs/results/compression.json (the record behind the
+context-compression section of docs/RESULTS.md): the held-out table with Wilson intervals, the distractor curve,
+the OOD probes when asked, and `--cross-person N` five-person held-out items read by the same weights (trained on
+one person per context: the baseline of issue 26's Experiments B and B2).
 
 `--experiment people` measures cross-person selection instead (the source's Experiments B, B2 and its scaling
 study) and writes docs/results/compression_people.json:
@@ -195,6 +198,64 @@ def people_main(args) -> None:
     print(f"written: {path}", file=sys.stderr)
 
 
+def _cell(r: dict) -> str:
+    """"99.5 [97.2, 99.9]": exact match (%) with its Wilson interval."""
+    lo, hi = r["exact_match_ci"]
+    return f"{100 * r['exact_match']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def table_record(args, table: dict, curve: list, ood: list, cross: list, wall: float) -> dict:
+    """The `compression` results record of the default mode."""
+    from analysis.data import personas
+
+    tables = []
+    if table:
+        tables.append({"title": f"Held-out questions ({args.n}): exact match (%) [95% Wilson interval] per way of "
+                                "giving the context, overall and per fact key",
+                       "columns": ["mode", "all", *personas.KEYS, "context tokens per position", "n"],
+                       "rows": [[mode, _cell(r), *(_cell(r["per_key"][k]) for k in personas.KEYS),
+                                 None if r["compression"] is None else round(r["compression"], 2), r["n"]]
+                                for mode, r in table.items()],
+                       "notes": "sentence: one MiniLM pool per sentence (the system); +ids: the person's name as "
+                                "literal tokens before each pool; paragraph: one pool for the whole context; text: "
+                                "the full context as tokens; none: no context. Context tokens per position: the "
+                                "compression ratio."})
+    if curve:
+        tables.append({"title": f"Dilution: exact match (%) as distractor sentences pad each context "
+                                f"({args.scaling_n} held-out questions per point)",
+                       "columns": ["pools", *args.scaling_modes.split(",")],
+                       "rows": [[size, *(f"{100 * p['exact_match']:.1f}" for p in curve if p["pools"] == size)]
+                                for size in dict.fromkeys(p["pools"] for p in curve)],
+                       "notes": "One person per context, padded with content-free distractor sentences: the source "
+                                "calls this a benign setting (pools are chosen by content type only)."})
+    if ood:
+        tables.append({"title": f"Out of distribution ({args.ood} items per probe): exact match (%) [95% Wilson "
+                                "interval]",
+                       "columns": ["probe", "pools", "full text", "no context"],
+                       "rows": [[kind, *(_cell(r) for r in ood if r["kind"] == kind)]
+                                for kind in personas.OOD_KINDS]})
+    if cross:
+        tables.append({"title": f"Cross-person selection read by the same weights ({args.cross_person} held-out "
+                                "items of five people each, none trained on more than one person)",
+                       "columns": ["condition", "all", *personas.KEYS, "n"],
+                       "rows": [[label, _cell(r), *(_cell(r["per_key"][k]) if k in r["per_key"] else "–"
+                                                   for k in personas.KEYS), r["n"]] for label, r in cross],
+                       "notes": "Five people's fact sentences per context (grouped), the question names one of "
+                                "them. With names, each pool is preceded by its person's name as literal tokens and "
+                                "name questions are left out (they would be copied). Chance of picking the right "
+                                "person's pool: 1/5."})
+    command = (f"python3 scripts/compression_report.py --n {args.n} --scaling-n {args.scaling_n}"
+               + (f" --ood {args.ood}" if args.ood else "")
+               + (f" --cross-person {args.cross_person}" if args.cross_person else "")
+               + (f" --weights {Path(args.weights).name}" if args.weights else ""))
+    return {"id": "compression", "title": "Context compression: facts read back from one vector per sentence",
+            "command": command, "data": "analysis.data.personas held-out split: names (people) no training or "
+                                        "selection saw; generated, never sorted by genre",
+            "sample": {"n": args.n, "how": "the held-out generator, keys cycled (every fact key equally often)",
+                       "seed": 0},
+            "wall_seconds": round(wall, 1), "tables": tables}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--experiment", choices=["table", "people"], default="table",
@@ -216,6 +277,10 @@ def main() -> None:
     ap.add_argument("--sizes", default="5,10,20,50,100", help="pools per context for the scaling curve")
     ap.add_argument("--scaling-modes", default="sentence,sentence+ids,paragraph")
     ap.add_argument("--skip-table", action="store_true")
+    ap.add_argument("--cross-person", type=int, default=0,
+                    help="also read N five-person held-out items (without and with name tokens) with the same "
+                         "weights")
+    ap.add_argument("--no-record", action="store_true", help="print only; do not write docs/results/compression.json")
     ap.add_argument("--ood", type=int, default=0,
                     help="also score N items of each out-of-distribution probe (unseen phrasing / values / both; "
                          "personas.generate_ood) with per-sentence pools, full text and no context")
@@ -231,6 +296,7 @@ def main() -> None:
     from cache import cached_compress_predict, default_store
 
     torch.set_num_threads(2)
+    wall = time.perf_counter()
     system = CompressionSystem.from_artefact(load_backbone(), args.weights or None)
     store = default_store()
     table = {}
@@ -256,16 +322,31 @@ def main() -> None:
                      "compression": res["compression"], "n": res["n"], "seconds": round(time.perf_counter() - t, 1)}
             curve.append(point)
             print(json.dumps({"scaling": point}), flush=True)
+    ood, cross = [], []
     for kind in personas.OOD_KINDS if args.ood else ():
         items = personas.generate_ood(kind, args.ood)
         for mode in ("sentence", "text", "none"):
             t = time.perf_counter()
             preds, hit = cached_compress_predict(store, system, items, mode)
             res = score(preds, [it.key for it in items])
+            ood.append({**res, "kind": kind, "mode": mode})
             print(json.dumps({"ood": {"kind": kind, "mode": mode, "exact_match": res["exact_match"],
                                       "exact_match_ci": res["exact_match_ci"], "first_token": res["first_token"],
                                       "per_key": {k: v["exact_match"] for k, v in res["per_key"].items()},
                                       "n": res["n"], "seconds": round(time.perf_counter() - t, 1)}}), flush=True)
+    for names in (False, True) if args.cross_person else ():
+        items = personas.generate_people("heldout", args.cross_person, people=5, names=names)
+        preds, _ = cached_compress_predict(store, system, items, "sentence", ids=names)
+        res = score(preds, [it.key for it in items])
+        cross.append((f"five people{', names' if names else ''} (weights trained on one person)", res))
+        print(json.dumps({"cross_person": {"names": names, "exact_match": res["exact_match"],
+                                           "exact_match_ci": res["exact_match_ci"], "n": res["n"]}}), flush=True)
+    if not args.no_record:
+        from analysis.eval.results import write_record
+
+        path = write_record(REPO / "docs" / "results",
+                            table_record(args, table, curve, ood, cross, time.perf_counter() - wall))
+        print(f"written: {path}", file=sys.stderr)
     if table:
         modes = list(table)
         lines = ["| key | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]

@@ -364,3 +364,32 @@ def test_checkpointing_gives_the_same_gradients(long_llama):
         hook.remove()
         assert len(calls) == (2 if checkpointing else 1)  # the layer ran again in the backward pass
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(*grads)) and any(g.abs().sum() > 0 for g in grads[1])
+
+
+def test_the_default_report_writes_a_record_with_every_table(tmp_path):
+    """compression_report.py's default mode: the held-out table, the dilution curve, the OOD probes and the
+    cross-person rows become one `compression` record that docs/RESULTS.md renders (made-up scores)."""
+    import argparse
+    import importlib.util
+
+    from analysis.core.paths import REPO
+    from analysis.eval.results import read_records, render, write_record
+
+    spec = importlib.util.spec_from_file_location("compression_report", REPO / "scripts" / "compression_report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    rate = {"exact_match": 0.5, "exact_match_ci": [0.25, 0.75]}
+    res = {**rate, "per_key": {k: rate for k in P.KEYS}, "compression": 9.3, "n": 10}
+    no_name = {**res, "per_key": {k: rate for k in P.KEYS[1:]}}
+    args = argparse.Namespace(n=10, scaling_n=4, scaling_modes="sentence,paragraph", ood=3, cross_person=10,
+                              weights="")
+    curve = [{"pools": size, "mode": mode, "exact_match": 1.0} for size in (5, 10) for mode in ("sentence", "paragraph")]
+    ood = [{**res, "kind": kind, "mode": mode} for kind in P.OOD_KINDS for mode in ("sentence", "text", "none")]
+    record = report.table_record(args, {"sentence": res, "none": {**res, "compression": None}}, curve, ood,
+                                 [("five people", res), ("five people, names", no_name)], 12.0)
+    assert [len(t["rows"]) for t in record["tables"]] == [2, 2, len(P.OOD_KINDS), 2]
+    assert all(len(row) == len(t["columns"]) for t in record["tables"] for row in t["rows"])
+    assert record["command"].endswith("--ood 3 --cross-person 10")
+    write_record(tmp_path, record)
+    md = render(read_records(tmp_path))
+    assert "| sentence | 50.0 [25.0, 75.0] |" in md and "| five people, names | 50.0 [25.0, 75.0] | – |" in md
