@@ -102,6 +102,23 @@ def test_warm_reports_what_a_page_could_not_draw(tiny_folder):
                                "model": str(tiny_folder)}) == []
 
 
+def test_warm_presses_the_button_a_default_view_waits_for(tiny_folder):
+    """The ID page draws only after Compute on a cold cache; after warm it opens with its figure, unpressed."""
+    from ui import warm
+
+    def opened() -> AppTest:
+        at = AppTest.from_file(str(REPO / "pages" / "3_intrinsic_dimension.py"), default_timeout=300)
+        at.session_state["embedscope_model"] = str(tiny_folder)
+        return at.run()
+
+    at = opened()
+    assert not figures(at) and any("Not computed yet" in i.value for i in at.info)
+    assert warm.open_headless({"page": "3_intrinsic_dimension.py", "query": {}, "model": str(tiny_folder)}) == []
+    at = opened()
+    assert not at.exception and not errors(at) and len(figures(at)) == 1
+    assert not any("Not computed yet" in i.value for i in at.info)
+
+
 class _Parsed(HTMLParser):
     def __init__(self):
         super().__init__()

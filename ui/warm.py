@@ -19,6 +19,12 @@ LESSONS_PAGE = "13_lessons.py"
 PAGE_SECONDS = {"2_embed_compare.py": 30, "4_attention.py": 150, "6_sensitivity.py": 110, "8_benchmark.py": 60}
 DEFAULT_SECONDS = 30
 MODEL_KEY = "embedscope_model"  # ui.model.MODEL_KEY, repeated so this module does not start Streamlit's widgets
+# Pages whose default view draws only after a button (the computation is too long to start unasked on a cold
+# cache): the button warm presses after the first run when it is shown, so the default view is computed too and a
+# visitor sees the figure without pressing. Not the Report page's "Build the report": its default view has no figure.
+PRESS = {"3_intrinsic_dimension.py": "id_compute",  # the default texts' trajectory
+         "5_layer_explorer.py": "explorer_first_run",  # shown only without the layers=auto window; runs the sweep
+         "10_compare_models.py": "cmp_id_run"}  # both models' trajectories
 
 
 def items(model: str) -> list[tuple[str, dict, int]]:
@@ -33,13 +39,17 @@ def items(model: str) -> list[tuple[str, dict, int]]:
 
 
 def open_headless(settings: dict) -> list[str]:
-    """Run one page to the end on the model; the error messages it showed (none when all went well)."""
+    """Run one page to the end on the model, pressing its `PRESS` button when shown; the error messages it
+    showed (none when all went well)."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(PAGES_DIR / settings["page"]), default_timeout=3600)
     at.session_state[MODEL_KEY] = settings["model"]
     at.query_params.update(settings["query"])
     at.run()
+    key = PRESS.get(settings["page"])
+    if key is not None and not at.exception and any(b.key == key for b in at.button):
+        at.button(key=key).click().run()
     return [str(e.value) for e in at.exception] + [str(e.value) for e in at.error]
 
 
