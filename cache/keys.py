@@ -38,6 +38,7 @@ GEOMETRY = "geometry"  # geometry_parts
 ANISOTROPY = "anisotropy_layers"  # anisotropy_parts
 EMBEDDING_MAP = "embedding_map"  # embedding_map_parts
 SOFT_SCALING = "soft_scaling_ci"  # soft_scaling_parts
+SOFT_GENERATION = "soft_generation"  # soft_generation_parts
 
 
 def jsonable(obj):
@@ -186,4 +187,12 @@ def soft_scaling_parts(backbone, pairs, ks: list[int], params: dict, adapter: st
     settings, `adapter` the adapter's key part (`adapter_spec`)."""
     return {"pairs": pairs.name, "left": pairs.left, "right": pairs.right, "scores": [float(x) for x in pairs.scores],
             "ks": list(ks), **params, "adapter": adapter, "model": backbone.identity,
+            "code": code("analysis.inspect.generation")}
+
+
+def soft_generation_parts(backbone, text: str, instruction: str, settings: dict, adapter: str) -> dict:
+    """One text's soft-token generation report (SOFT_GENERATION): the Soft tokens page and the lessons; `settings`
+    are `generate_soft_tokens`'s other arguments (its defaults filled in, so a lesson step and the page share an
+    entry), `adapter` the adapter's key part (`adapter_spec`), so a retrained adapter is a new entry."""
+    return {"text": text, "instruction": instruction, **settings, "adapter": adapter, "model": backbone.identity,
             "code": code("analysis.inspect.generation")}

@@ -152,7 +152,7 @@ with ui.user_errors():
     results = {}
     with st.spinner("Generating…"):
         for label, instruction in (("A", instr_a), ("B", instr_b)):
-            results[label] = soft_generation(backbone, backbone.identity, text, instruction, **settings)
+            results[label] = soft_generation(backbone, text, instruction, **settings)
 
     # ---- one instruction, step by step -------------------------------------------------------------------
     st.subheader("Step by step (instruction A)")
@@ -179,7 +179,7 @@ with ui.user_errors():
     # ---- trained vs frozen --------------------------------------------------------------------------------
     if adapter != "none":
         st.subheader("Trained vs frozen, same text")
-        frozen = soft_generation(backbone, backbone.identity, text, instr_a, **{**settings, "adapter": "none"})
+        frozen = soft_generation(backbone, text, instr_a, **{**settings, "adapter": "none"})
         pair = {"trained": r, "frozen": frozen}
         cols = st.columns(2)
         for col, (label, res) in zip(cols, pair.items()):

@@ -271,3 +271,39 @@ def test_the_fair_baseline_is_a_model_choice_with_its_training_log(tiny_folder, 
     assert any(t.startswith("trained:") for t in titles)  # what it writes, beside the frozen model's
     assert at.multiselect(key="soft_variants").value == ["GIRCSE (shipped)", "Causal-EOS (fair baseline)",
                                                          "frozen (no adapter)"]
+
+
+def test_soft_generation_is_read_back_from_the_store(tiny_folder, tmp_path, monkeypatch):
+    """A soft-token report goes through the disk cache: a second call (nothing held in memory) reads the same report
+    without generating or loading the adapter, the settings' defaults spelled out or not; a retrained adapter is a
+    new entry."""
+    from analysis import load_backbone
+    from analysis.weights import artefacts
+    from tests.test_gircse_shipping import fake_adapter
+    from ui import traces
+
+    monkeypatch.setattr(artefacts, "ARTEFACTS", tmp_path / "artefacts")
+    bb = load_backbone(str(tiny_folder))
+    fake_adapter(bb, artefacts.shipped_dir("gircse", bb.facts), seed=1)
+    first = traces.soft_generation(bb, TEXT, DEFAULT_INSTRUCTION, k=3, adapter="shipped")
+    library = generate_soft_tokens(bb, TEXT, DEFAULT_INSTRUCTION, k=3, adapter="shipped")
+
+    def same(a, b):
+        assert a.keys() == b.keys()
+        for key, value in a.items():
+            if isinstance(value, np.ndarray):
+                assert isinstance(b[key], np.ndarray) and b[key].dtype == value.dtype, key
+                np.testing.assert_array_equal(b[key], value, err_msg=key)
+            else:
+                assert b[key] == value and type(b[key]) is type(value), key
+
+    same(library, first)
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("generated again")
+
+    monkeypatch.setattr(traces, "generate_soft_tokens", not_again)
+    same(first, traces.soft_generation(bb, TEXT, DEFAULT_INSTRUCTION, k=3, topn=10, mode="soft", adapter="shipped"))
+    fake_adapter(bb, artefacts.shipped_dir("gircse", bb.facts), seed=2)
+    with pytest.raises(AssertionError, match="generated again"):
+        traces.soft_generation(bb, TEXT, DEFAULT_INSTRUCTION, k=3, adapter="shipped")

@@ -5,6 +5,8 @@ stored result (and `python -m analysis warm` fills both)."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -14,8 +16,8 @@ from analysis.inspect import intrinsic_dim as idm
 from analysis.inspect import sensitivity as S
 from analysis.inspect.attention import contextual_mass, word_attention
 from analysis.inspect.generation import generate_soft_tokens, scaling_curve
-from cache.keys import (ATTENTION, INTRINSIC_DIM, SENSITIVITY, SOFT_SCALING, attention_parts, sensitivity_parts,
-                        soft_scaling_parts, trajectory_parts)
+from cache.keys import (ATTENTION, INTRINSIC_DIM, SENSITIVITY, SOFT_GENERATION, SOFT_SCALING, attention_parts,
+                        sensitivity_parts, soft_generation_parts, soft_scaling_parts, trajectory_parts)
 from ui.compute import cached
 from ui.model import get_backbone
 
@@ -107,11 +109,29 @@ def trajectory(backbone, method, texts: list[str], readout: str, n_boot: int):
     return idm.from_arrays(arrays)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def soft_generation(_backbone, identity: str, text: str, instruction: str, **settings) -> dict:
-    """One text's soft-token generation report (`generate_soft_tokens`); reruns reuse it. `identity` keys the
-    model."""
-    return generate_soft_tokens(_backbone, text, instruction, **settings)
+# generate_soft_tokens' settings and their defaults: filled into every key, so a call that leaves one out and a
+# call that gives it its default read the same entry.
+SOFT_DEFAULTS = {name: p.default for name, p in inspect.signature(generate_soft_tokens).parameters.items()
+                 if p.default is not inspect.Parameter.empty and name != "instruction"}
+
+
+def soft_generation(backbone, text: str, instruction: str, **settings) -> dict:
+    """One text's soft-token generation report (`generate_soft_tokens`), through the cache: its arrays as the
+    entry's arrays, the rest (tokens, template, floats) as JSON, so a stored report is read back without loading
+    the adapter or generating again."""
+    from analysis.weights.adapters import adapter_spec
+
+    settings = {**SOFT_DEFAULTS, **settings}
+    adapter = settings.pop("adapter")
+
+    def compute(progress):
+        report = generate_soft_tokens(backbone, text, instruction, adapter=adapter, **settings)
+        arrays = {k: v for k, v in report.items() if isinstance(v, np.ndarray)}
+        return arrays, {"report": {k: v for k, v in report.items() if k not in arrays}}
+
+    parts = soft_generation_parts(backbone, text, instruction, settings, adapter_spec(adapter))
+    arrays, meta = cached(SOFT_GENERATION, parts, compute, f"Soft tokens: {settings['k']} steps", quiet=True)
+    return {**meta["report"], **arrays}
 
 
 def soft_scaling(backbone, pairs, ks: list[int], params: dict, label: str) -> dict:

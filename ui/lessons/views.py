@@ -155,7 +155,7 @@ def sensitivity(name: str, text: str, **params):
 def soft_steps(adapter: str, text: str, k: int = 5):
     """GIRCSE's soft tokens, one column per step: the most likely tokens of each step's mix."""
     backbone = get_backbone()
-    r = soft_generation(backbone, backbone.identity, text, DEFAULT_INSTRUCTION, k=int(k), adapter=adapter)
+    r = soft_generation(backbone, text, DEFAULT_INSTRUCTION, k=int(k), adapter=adapter)
     heat = token_heatmap(r, max_tokens=20)
     fig = go.Figure(go.Heatmap(z=heat.values, x=list(heat.columns), y=[label(t) for t in heat.index],
                                colorscale="Blues", colorbar=dict(title="p")))
@@ -168,7 +168,7 @@ def soft_entropy(text: str, k: int = 10):
     backbone = get_backbone()
     rows = []
     for name, adapter in (("frozen", "none"), ("trained here", "shipped")):
-        r = soft_generation(backbone, backbone.identity, text, DEFAULT_INSTRUCTION, k=int(k), adapter=adapter)
+        r = soft_generation(backbone, text, DEFAULT_INSTRUCTION, k=int(k), adapter=adapter)
         rows += [{"model": name, "step": s + 1, "entropy": float(e)} for s, e in enumerate(r["entropy"])]
     frame = pd.DataFrame(rows)
     fig = go.Figure([go.Scatter(x=g["step"], y=g["entropy"], mode="lines+markers", name=n)
