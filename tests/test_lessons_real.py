@@ -41,3 +41,28 @@ def test_the_id_step_switches_to_gemma3():
     at.run()
     assert not at.exception and not errors(at), at.exception or errors(at)
     assert "Gemma 3" in figures(at)[0]["layout"]["title"]["text"]
+
+
+def test_the_id_step_reads_a_stored_curve_without_loading_gemma3(monkeypatch):
+    """Once the curve is stored, the step finds it from the model's description (`describe`): the same figure,
+    and Gemma 3's weights are never loaded."""
+    import analysis.models.backbone as backbone
+    from ui.model import _load
+
+    def page():
+        at = AppTest.from_file(PAGE, default_timeout=1800)
+        at.query_params.update({"lesson": "where-compress", "step": "4"})
+        return at.run()
+
+    first = figures(page())[0]
+    load = backbone.load_backbone
+
+    def no_gemma(name, **kwargs):
+        assert name != "gemma3-270m", "Gemma 3 was loaded"
+        return load(name, **kwargs)
+
+    _load.clear()
+    monkeypatch.setattr(backbone, "load_backbone", no_gemma)
+    at = page()
+    assert not at.exception and not errors(at), at.exception or errors(at)
+    assert figures(at)[0] == first

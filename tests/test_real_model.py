@@ -33,6 +33,16 @@ def test_facts_of_the_default_model(real):
     assert real.identity.startswith("default:")
 
 
+def test_describe_gives_the_loaded_identity_without_loading(real, tmp_path):
+    from analysis.models.backbone import describe
+
+    d = describe("default")
+    assert (d.identity, d.facts.n_layers, d.facts.title, d.facts.name) == (
+        real.identity, real.facts.n_layers, real.facts.title, real.facts.name)
+    assert describe("default", dtype="bfloat16").identity == f"{real.identity}|bfloat16|cpu"  # as load_backbone
+    assert describe(str(tmp_path)) is None  # not built in: only a load can tell
+
+
 @pytest.mark.parametrize("name", BASELINES)
 def test_embeddings_are_unit_float32_rows(real, name):
     emb = get_method(name).encode(real, TEXTS)

@@ -72,6 +72,19 @@ def load_named(name: str):
         st.stop()
 
 
+def described(name: str):
+    """A built-in model as cache keys see it, on the sidebar's device and precision, without loading its weights
+    (`analysis.models.backbone.describe`): a view reads its stored result with it and loads the model only on a
+    miss. None when only a load can tell (or cannot: `load_named` then says why)."""
+    from analysis.models.backbone import describe
+
+    device, dtype = hardware()
+    try:
+        return describe(name, device=device, dtype=dtype)
+    except UserError:
+        return None
+
+
 LOADED_KEY = "ui_backbone"  # session state: (model name, Backbone) of the last successful load
 
 

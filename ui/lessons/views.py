@@ -19,7 +19,7 @@ from analysis.methods import get_method
 from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
 from analysis.weights.artefacts import artefact_digest
 from ui.compute import encode, ready
-from ui.model import get_backbone, load_named, store, title_of
+from ui.model import described, get_backbone, load_named, store, title_of
 from ui.text import label
 from ui.traces import compression_system, jacobians, soft_generation, soft_scaling, traced, word_shares
 
@@ -101,14 +101,20 @@ def _model(choice: str):
 def id_curve(choice: str):
     """The intrinsic dimension of every hidden state under KV-Embedding's compression prompt (final-token states
     over its built-in texts) and the window its rule picks: exactly what `layers=auto` uses, from the same cache
-    entry."""
-    backbone = _model(choice)
-    bar = st.progress(0.0, text="The intrinsic dimension of every hidden state (once per model)…")
-    try:
-        sel, ids = cache.auto_window(store(), backbone, get_method("kv_embedding"),
-                                     lambda done, total: bar.progress(min(done / max(total, 1), 1.0)))
-    finally:
-        bar.empty()
+    entry. A built-in model other than the sidebar's is described, not loaded, to read that entry: it is loaded
+    only to compute it."""
+    kv = get_method("kv_embedding")
+    backbone = None if choice == "sidebar" else described(choice)
+    found = None if backbone is None else cache.auto_window(store(), backbone, kv, compute=False)
+    if found is None:
+        backbone = _model(choice)
+        bar = st.progress(0.0, text="The intrinsic dimension of every hidden state (once per model)…")
+        try:
+            found = cache.auto_window(store(), backbone, kv,
+                                      lambda done, total: bar.progress(min(done / max(total, 1), 1.0)))
+        finally:
+            bar.empty()
+    sel, ids = found
     name = backbone.facts.title or title_of(backbone.facts.name)
     ids = np.array([np.nan if v is None else v for v in ids], dtype=float)  # (L + 1,)
     fig = go.Figure(go.Scatter(x=list(range(len(ids))), y=ids, mode="lines+markers", name=label(name)))
