@@ -32,6 +32,7 @@ AUTO_LAYERS = "auto_layers"  # auto_window_parts: KV-Embedding's layers=auto win
 BENCH = "bench"  # bench_parts
 STS_SCORE = "kv_explorer"  # sts_score_parts (named after the Layer explorer, its first user)
 COMPRESSION = "compression"  # compress_parts
+POOL_ATTENTION = "compression_pool_attention"  # pool_attention_parts
 SENSITIVITY = "sensitivity"  # sensitivity_parts
 ATTENTION = "attention_trace"  # attention_parts
 GEOMETRY = "geometry"  # geometry_parts
@@ -115,6 +116,7 @@ def method_parts(backbone, method, *modules: str) -> dict:
 
 # ---- the parts of each kind of stored result ------------------------------------------------------------------
 ID_MODULE, GEOMETRY_MODULE = "analysis.inspect.intrinsic_dim", "analysis.inspect.geometry"
+COMPRESSION_MODULE = "analysis.compression.system"
 
 
 def encode_parts(backbone, method, texts: list[str], encode_kwargs: dict) -> dict:
@@ -149,10 +151,18 @@ def sts_score_parts(backbone, pairs, method) -> dict:
 
 
 def compress_parts(system, items: list[dict], mode: str, ids: bool) -> dict:
-    """Context-compression answers (COMPRESSION): the page, `compress-qa` and the report script."""
+    """Context-compression answers (COMPRESSION): the page, the lesson, `compress-qa` and the report script.
+    `system` is a `CompressionSystem` or what stands for one unloaded (`ui.traces.Compression`): only its model,
+    weights digest and config enter the key, so both find the same entries."""
     return {"kind": "compress-qa", "model": system.backbone.identity, "weights": system.weights_digest,
             "config": system.config, "mode": mode, "ids": bool(ids), "items": digest(items),
-            "code": code(type(system).__module__)}
+            "code": code(COMPRESSION_MODULE)}
+
+
+def pool_attention_parts(system, item: dict, mode: str, ids: bool) -> dict:
+    """The answer's attention to one item's pools, per layer (POOL_ATTENTION): the page and the lesson."""
+    return {"kind": "pool-attention", "model": system.backbone.identity, "weights": system.weights_digest,
+            "config": system.config, "mode": mode, "ids": bool(ids), "item": item, "code": code(COMPRESSION_MODULE)}
 
 
 def sensitivity_parts(backbone, method, text: str, layer: int, probes: int, exact: bool) -> dict:

@@ -16,8 +16,7 @@ import ui
 from analysis.data import personas
 from analysis.compression.system import (SCALING_SIZES, TABLE_MODES, default_artefact, score,
                                   split_mode, split_sentences)
-from analysis.weights.artefacts import artefact_digest
-from ui.traces import compression_system
+from ui.traces import Compression, pool_attention
 
 MODE_LABELS = {"sentence": "per-sentence pools", "sentence+ids": "per-sentence pools + identifier tokens",
                "paragraph": "one paragraph pool", "text": "full text", "none": "no context"}
@@ -48,7 +47,7 @@ with ui.user_errors():
         st.info(f"No compression weights at {folder}; train them with `python -m analysis train compression` "
                 "(under an hour on one core of this 2-core CPU).")
         st.stop()
-    system = compression_system(backbone, backbone.identity, folder, artefact_digest(folder))
+    system = Compression(backbone, folder)  # loaded only to compute what is not stored yet
     m = system.manifest
     if m.get("steps_done"):
         val = m.get("results", {}).get("validation", {}).get("sentence", {}).get("exact")
@@ -72,16 +71,17 @@ with ui.user_errors():
     item = {"context": sentences, "question": question, "answer": "?", "id": ""}
 
     cols = st.columns(4)
-    for col, mode in zip(cols, ("sentence", "paragraph", "text", "none")):
-        pred = system.predict([item], mode)[0]
+    modes = ("sentence", "paragraph", "text", "none")
+    preds = {mode: predict(system, [item], mode, MODE_LABELS[mode])[0] for mode in modes}  # stored per item
+    for col, (mode, pred) in zip(cols, preds.items()):
         ratio = pred["context_tokens"] / pred["context_positions"] if pred["context_positions"] else None
         n_pos = pred["context_positions"]
         badge = f"{n_pos} position{'' if n_pos == 1 else 's'}" + (f" · {ratio:.1f}x" if ratio else "")
         col.metric(MODE_LABELS[mode], pred["answer"] or "∅", badge, delta_color="off", delta_arrow="off")
-    st.caption(f"{len(sentences)} sentences, {system.row(item, 'text').context_tokens} tokens as text.")
+    st.caption(f"{len(sentences)} sentences, {preds['text']['context_tokens']} tokens as text.")
 
     st.subheader("Which pool does the answer read?")
-    att, pools = system.pool_attention(item, "sentence")  # (L, T), pool positions
+    att, pools = pool_attention(system, item, "sentence")  # (L, T), pool positions
     frame = pd.DataFrame(att[:, pools], columns=[f"{i + 1}: {s[:40]}" for i, s in enumerate(sentences)])
     fig = go.Figure(go.Heatmap(z=frame.values.T, x=[f"L{l}" for l in range(len(frame))], y=list(frame.columns),
                                colorscale="Blues", colorbar=dict(title="attention")))

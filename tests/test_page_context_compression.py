@@ -48,6 +48,31 @@ def test_page_answers_four_modes_and_shows_pool_attention(weights):
     assert len(fig["data"][0]["y"]) == 6  # the example paragraph's six sentences, one row each
 
 
+def test_a_second_visit_reads_answers_and_attention_without_loading_the_system(weights, monkeypatch):
+    """Answers and pool attention are stored per item: a new session shows the same metrics and figure without
+    loading the encoder, adapter and LoRA."""
+    from analysis.compression.system import CompressionSystem
+    from ui.traces import compression_system
+
+    def opened():
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600).run()
+        at = at.switch_page(PAGE).run()
+        at.text_input(key="cc_weights").set_value(weights).run()
+        assert not at.exception and not errors(at), at.exception or errors(at)
+        return [(m.label, m.value, m.delta) for m in at.metric], figures(at)[0], at.caption
+
+    metrics, figure, _ = opened()
+    compression_system.clear()
+
+    def not_loaded(*args, **kwargs):
+        raise AssertionError("the compression system was loaded")
+
+    monkeypatch.setattr(CompressionSystem, "from_artefact", not_loaded)
+    again, figure_again, captions = opened()
+    assert again == metrics and figure_again == figure
+    assert any("tokens as text" in c.value for c in captions)
+
+
 def test_page_without_weights_says_how_to_train(tmp_path):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600).run()
     at = at.switch_page(PAGE).run()

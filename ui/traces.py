@@ -1,5 +1,6 @@
 """Cached traces the pages and the lessons share: one text's attention maps, one text's Jacobian norms, one text
-set's intrinsic-dimension trajectory, soft-token generation and scaling, the compression system. Each goes
+set's intrinsic-dimension trajectory, soft-token generation and scaling, the compression system's answers and
+attention. Each goes
 through `ui.cached` under its `cache.keys` builder, so a lesson step and the page it comes from read the same
 stored result (and `python -m analysis warm` fills both)."""
 
@@ -11,13 +12,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from analysis.compression.system import CompressionSystem
+from analysis.compression.system import CompressionSystem, manifest_config
 from analysis.inspect import intrinsic_dim as idm
 from analysis.inspect import sensitivity as S
 from analysis.inspect.attention import contextual_mass, word_attention
 from analysis.inspect.generation import generate_soft_tokens, scaling_curve
-from cache.keys import (ATTENTION, INTRINSIC_DIM, SENSITIVITY, SOFT_GENERATION, SOFT_SCALING, attention_parts,
-                        sensitivity_parts, soft_generation_parts, soft_scaling_parts, trajectory_parts)
+from cache.keys import (ATTENTION, INTRINSIC_DIM, POOL_ATTENTION, SENSITIVITY, SOFT_GENERATION, SOFT_SCALING,
+                        attention_parts, pool_attention_parts, sensitivity_parts, soft_generation_parts,
+                        soft_scaling_parts, trajectory_parts)
 from ui.compute import cached
 from ui.model import get_backbone
 
@@ -152,3 +154,36 @@ def compression_system(_backbone, identity: str, folder: str, digest: str):
     """The context-compression system in `folder` on the model; `digest` keys the weights, so retrained weights
     in the same folder are reloaded."""
     return CompressionSystem.from_artefact(_backbone, folder)
+
+
+class Compression:
+    """The compression system in an artefact folder as its cache entries see it: the model, the weights' digest,
+    the manifest and its config, read from the folder in milliseconds. The system itself (sentence encoder,
+    adapter, LoRA: seconds to load) is loaded on the first computation, so stored answers (`cache.
+    cached_compress_predict`, which takes this in place of a system) and attention (`pool_attention`) are read
+    without it."""
+
+    def __init__(self, backbone, folder: str):
+        from analysis.weights.artefacts import artefact_digest, read_manifest
+
+        self.backbone, self.folder, self.weights_digest = backbone, folder, artefact_digest(folder)
+        self.manifest = read_manifest(folder)
+        self.config = manifest_config(self.manifest, backbone, folder)  # what CompressionSystem.from_artefact builds
+
+    def system(self) -> CompressionSystem:
+        return compression_system(self.backbone, self.backbone.identity, self.folder, self.weights_digest)
+
+    def predict(self, items, mode: str, **kwargs) -> list[dict]:
+        return self.system().predict(items, mode, **kwargs)
+
+
+def pool_attention(compression: Compression, item: dict, mode: str = "sentence", ids: bool = False):
+    """`CompressionSystem.pool_attention` of one item, through the cache: ((L, n_positions) array, pool indices)."""
+
+    def compute(progress):
+        att, pools = compression.system().pool_attention(item, mode, ids=ids)
+        return {"attention": att, "pools": np.asarray(pools, dtype=np.int64)}, {}
+
+    arrays, _ = cached(POOL_ATTENTION, pool_attention_parts(compression, item, mode, ids), compute,
+                       "Attention to the pools", quiet=True)
+    return arrays["attention"], [int(i) for i in arrays["pools"]]

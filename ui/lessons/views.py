@@ -17,11 +17,11 @@ from analysis.inspect.attention import prefix_mass_summary
 from analysis.inspect.generation import token_heatmap
 from analysis.methods import get_method
 from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
-from analysis.weights.artefacts import artefact_digest
 from ui.compute import encode, ready
 from ui.model import described, get_backbone, load_named, store, title_of
 from ui.text import label
-from ui.traces import compression_system, jacobians, soft_generation, soft_scaling, traced, word_shares
+from ui.traces import (Compression, jacobians, pool_attention, soft_generation, soft_scaling, traced,
+                       word_shares)
 
 HEIGHT = 480  # every lesson figure fits a 1280x720 screen under a title and a paragraph
 
@@ -229,9 +229,9 @@ MODE_LABELS = {"sentence": "one vector per sentence", "sentence+ids": "one vecto
 
 
 def _system():
+    """The shipped compression system of the sidebar's model, loaded only if a result is not stored yet."""
     backbone = get_backbone()
-    folder = str(default_artefact(backbone))
-    return compression_system(backbone, backbone.identity, folder, artefact_digest(folder))
+    return Compression(backbone, str(default_artefact(backbone)))
 
 
 def _predict(system, items, mode: str):
@@ -256,8 +256,8 @@ def pool_reading(question: str):
     """Which sentence vector the answer reads: attention of the answer's first position to each pool, per layer."""
     example = personas.generate("heldout", 4)[3]
     sentences = split_sentences(" ".join(example.context))
-    att, pools = _system().pool_attention({"context": sentences, "question": question, "answer": "?", "id": ""},
-                                          "sentence")  # (L, T), pool positions
+    att, pools = pool_attention(_system(), {"context": sentences, "question": question, "answer": "?", "id": ""},
+                                "sentence")  # (L, T), pool positions
     frame = pd.DataFrame(att[:, pools], columns=[f"{i + 1}: {_short(s, 40)}" for i, s in enumerate(sentences)])
     fig = go.Figure(go.Heatmap(z=frame.values.T, x=[f"L{i}" for i in range(len(frame))], y=list(frame.columns),
                                colorscale="Blues", colorbar=dict(title="attention")))
