@@ -38,7 +38,7 @@ def test_facts_and_licence(gemma):
     assert (f.architecture, f.n_layers, f.n_heads, f.n_kv_heads) == ("gemma3_text", 18, 4, 1)
     assert f.sliding_window == 512 and f.n_sliding == 15 and "Gemma Terms of Use" in f.licence
     assert gemma.identity.startswith("gemma3-270m:")
-    from analysis.models.backbone import describe
+    from analysis.models.describe import describe
 
     d = describe("gemma3-270m")  # what cache keys need, without the weights
     assert (d.identity, d.n_layers, d.title) == (gemma.identity, f.n_layers, f.title)

@@ -34,7 +34,7 @@ def test_facts_of_the_default_model(real):
 
 
 def test_describe_gives_the_loaded_identity_without_loading(real, tmp_path):
-    from analysis.models.backbone import describe
+    from analysis.models.describe import describe
 
     d = describe("default")
     assert (d.identity, d.facts.n_layers, d.facts.title, d.facts.name) == (

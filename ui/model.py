@@ -74,9 +74,9 @@ def load_named(name: str):
 
 def described(name: str):
     """A built-in model as cache keys see it, on the sidebar's device and precision, without loading its weights
-    (`analysis.models.backbone.describe`): a view reads its stored result with it and loads the model only on a
+    (`analysis.models.describe`): a view reads its stored result with it and loads the model only on a
     miss. None when only a load can tell (or cannot: `load_named` then says why)."""
-    from analysis.models.backbone import describe
+    from analysis.models.describe import describe
 
     device, dtype = hardware()
     try:

@@ -399,49 +399,12 @@ def _converted(folder: Path, produce: Callable[[Path], Path]) -> dict:
     return json.loads(done.read_text())
 
 
-def _builtin_folder(entry: BuiltinModel, convert: bool = True) -> tuple[str, str] | None:
-    """Convert a built-in model's GGUF to safetensors once; return (folder, identity). With convert=False, None
-    when it has not been converted yet."""
+def _builtin_folder(entry: BuiltinModel) -> tuple[str, str]:
+    """Convert a built-in model's GGUF to safetensors once; return (folder, identity)."""
     _, tag, identity = entry.gguf(None)
     folder = cache_root() / "models" / f"{entry.folder_prefix}-{tag}"
-    if not convert and not (folder / "embedscope.json").is_file():
-        return None
     info = _converted(folder, lambda scratch: entry.gguf(scratch)[0])
     return str(folder), f"{identity}@sha256:{info['gguf_sha256'][:16]}"
-
-
-@dataclass(frozen=True)
-class Described:
-    """A built-in model as cache keys see it, read without loading its weights (`describe`): `identity` exactly as
-    `load_backbone` gives it, the name asked for, the title and the decoder layers. `facts` is itself, so code that
-    reads only `.identity` and `.facts.n_layers` / `.name` / `.title` (a key, `cache.auto_window(...,
-    compute=False)`) takes it as it takes a Backbone: a stored result is found without the seconds of a load."""
-
-    identity: str
-    name: str
-    title: str
-    n_layers: int
-
-    @property
-    def facts(self) -> Described:
-        return self
-
-
-def describe(name: str, *, device: str = "cpu", dtype: str = "float32") -> Described | None:
-    """A built-in model already converted, on the CPU, described from its files (`Described`); None when only a load
-    can tell (not built in, not converted yet, or another device, where placement decides the identity)."""
-    entry = builtin(str(name).strip())
-    if entry is None or resolve_device(device) != "cpu":
-        return None
-    _torch_dtype(dtype)  # an unknown dtype: the same sentence as load_backbone's
-    found = _builtin_folder(entry, convert=False)
-    if found is None:
-        return None
-    folder, identity = found
-    config = json.loads(Path(folder, "config.json").read_text(encoding="utf-8"))
-    config = config.get("text_config", config)  # what `_facts` reads (`get_text_config`)
-    return Described(identity if dtype == "float32" else f"{identity}|{dtype}|cpu", str(name).strip(), entry.title,
-                     int(config["num_hidden_layers"]))
 
 
 def _gguf_folder(path: Path) -> tuple[str, str]:
