@@ -1,8 +1,7 @@
 """Cached traces the pages and the lessons share: one text's attention maps, one text's Jacobian norms, one text
 set's intrinsic-dimension trajectory, soft-token generation and scaling, the compression system's answers and
-attention. Each goes
-through `ui.cached` under its `cache.keys` builder, so a lesson step and the page it comes from read the same
-stored result (and `python -m analysis warm` fills both)."""
+attention. Each goes through `ui.cached` under its `cache.keys` builder, so a lesson step and the page it comes
+from read the same stored result (and `python -m analysis warm` fills both)."""
 
 from __future__ import annotations
 
