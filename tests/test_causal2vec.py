@@ -48,7 +48,7 @@ def test_contextual_token_lands_before_the_text(tiny, hash_encoder, side):
     m = get_method("causal2vec", bridge="untrained")
     items = m.prepare(tiny, TEXTS)
     batch = m.collate(tiny, items, side)
-    bridge, _ = m.load(tiny)
+    bridge = m.load(tiny).bridge
     batch.encoded = hash_encoder.embed(batch.texts)
     c = bridge(batch.encoded)  # (B, d)
     assert c.shape == (3, tiny.facts.hidden_size)
@@ -114,7 +114,7 @@ def test_cutting_after_c_leaves_the_contextual_state_unchanged(tiny, hash_encode
     from analysis.methods.causal2vec import C2VEncoded
 
     m = get_method("causal2vec", bridge="untrained")
-    bridge, _ = m.load(tiny)
+    bridge = m.load(tiny).bridge
     L = tiny.facts.n_layers
 
     def contextual(cut):

@@ -15,8 +15,9 @@ L2-normalised, d + 384 dimensions).
 
 The MLP ("bridge") comes from `bridge`: shipped (trained by `python -m analysis train causal2vec` and committed
 for the default model), untrained (its seeded initialisation, to see what training adds) or a folder written by
-the trainer (weights.safetensors + manifest.json; with LoRA weights the decoder update is merged into a copy).
-Cache keys see the bridge's weights through `bridge_digest` (filled in automatically).
+the trainer (weights.safetensors + manifest.json; with LoRA weights the decoder update is merged into a copy, and
+with `encoder_lora.*` weights, trained with `--encoder-lora-rank`, the encoder's into a copy of the encoder).
+Cache keys see the bridge's weights, all of them in its one file, through `bridge_digest` (filled in automatically).
 
 Trace names added (per text): `c2v.contextual_index` () int64, the position of C in the text's tokens.
 """
@@ -29,6 +30,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -118,6 +120,15 @@ class Bridge(torch.nn.Module):
             b.w1.bias.zero_()
             b.w2.bias.zero_()
         return b
+
+
+class Loaded(NamedTuple):
+    """What a bridge setting runs on: the MLP (None for the direct control), the decoder (a merged copy when the
+    bridge carries a LoRA) and the sentence encoder (a merged copy when it carries an encoder LoRA)."""
+
+    bridge: Bridge | None
+    runner: object
+    encoder: object
 
 
 def embedding_rms(backbone) -> float:
@@ -211,13 +222,13 @@ class Causal2Vec(EmbeddingMethod):
                             "these.")
         return folder.resolve()
 
-    # ---- the bridge (and the decoder with its LoRA update, if the bridge has one) ---------------------------
-    def load(self, backbone) -> tuple[Bridge | None, object]:
-        """(bridge module or None for direct, backbone to run: a merged copy when the bridge carries LoRA)."""
-        from analysis.models.minilm import encoder_identity, load_encoder
+    # ---- the bridge (and the decoder's and the encoder's LoRA updates, if the bridge has them) --------------
+    def load(self, backbone) -> Loaded:
+        """The bridge (None for direct), the backbone and the encoder to run, memoised per backbone and digest."""
+        from analysis.models.minilm import load_encoder
 
         if self.params.readout == "direct":
-            return None, backbone
+            return Loaded(None, backbone, load_encoder())
         key = self.params.bridge_digest
         with _memo_lock:
             done = _memo.get(backbone, {}).get(key)
@@ -226,16 +237,16 @@ class Causal2Vec(EmbeddingMethod):
             e, d = load_encoder().dim, backbone.facts.hidden_size
             folder = self.bridge_folder(backbone=backbone)
             if folder is None:
-                bridge, runner = Bridge.initial(e, d, embedding_rms(backbone)), backbone
+                loaded = Loaded(Bridge.initial(e, d, embedding_rms(backbone)), backbone, load_encoder())
             else:
                 if self.params.bridge_digest == "shipped:missing":
                     raise UserError("causal2vec: no shipped bridge in this checkout; train one with `python -m "
                                     "analysis train causal2vec` or use bridge=untrained.")
-                bridge, runner = load_bridge(folder, backbone, load_encoder().identity)
-            bridge.eval().requires_grad_(False)
-            _memo.setdefault(backbone, {})[key] = (bridge, runner)
-            _memo.setdefault(runner, {})[key] = (bridge, runner)  # encode runs on `runner`, which asks again
-            return bridge, runner
+                loaded = load_bridge(folder, backbone, load_encoder().identity)
+            loaded.bridge.eval().requires_grad_(False)
+            _memo.setdefault(backbone, {})[key] = loaded
+            _memo.setdefault(loaded.runner, {})[key] = loaded  # encode runs on `runner`, which asks again
+            return loaded
 
     # ---- the embedding pipeline ---------------------------------------------------------------------------------
     def prompt_template(self, tokenizer) -> str:
@@ -269,10 +280,8 @@ class Causal2Vec(EmbeddingMethod):
 
     def forward(self, backbone, batch: Causal2VecBatch, layers, attention: bool = False,
                 trace: bool = False) -> Captured:
-        from analysis.models.minilm import load_encoder
-
-        bridge, runner = self.load(backbone)
-        batch.encoded = load_encoder().embed(batch.texts)  # (B, e) unit norm
+        bridge, runner, encoder = self.load(backbone)
+        batch.encoded = encoder.embed(batch.texts)  # (B, e) unit norm
         if bridge is None:
             return run(runner, batch, layers, attention=attention)
         embeds = contextual_inputs(runner, batch, bridge(batch.encoded))  # (B, T, d)
@@ -303,17 +312,18 @@ class Causal2Vec(EmbeddingMethod):
 
     # ---- entry points: a bridge with LoRA runs on its merged copy of the decoder (for attention backends) ------
     def encode(self, backbone, texts, **kwargs):
-        return super().encode(self.load(backbone)[1], texts, **kwargs)
+        return super().encode(self.load(backbone).runner, texts, **kwargs)
 
     def encode_layers(self, backbone, texts, layers="all", **kwargs):
-        return super().encode_layers(self.load(backbone)[1], texts, layers, **kwargs)
+        return super().encode_layers(self.load(backbone).runner, texts, layers, **kwargs)
 
 
-def load_bridge(folder, backbone, encoder: str) -> tuple[Bridge, object]:
-    """(Bridge, backbone to run) from a trained folder; refuses a bridge made for another model or encoder, or
-    whose sizes do not fit them (checked from the file's header before the weights are read)."""
+def load_bridge(folder, backbone, encoder: str) -> Loaded:
+    """(Bridge, backbone to run, encoder to run) from a trained folder; refuses a bridge made for another model or
+    encoder, or whose sizes do not fit them (checked from the file's header before the weights are read). A folder
+    without an encoder LoRA (its manifest has no `encoder_lora`) runs the shared, frozen encoder, as before."""
     from analysis.models.minilm import load_encoder
-    from analysis.weights.artefacts import WEIGHTS, load_artefact
+    from analysis.weights.artefacts import WEIGHTS, artefact_digest, load_artefact
 
     e, d = load_encoder().dim, backbone.facts.hidden_size  # the bridge maps e -> (any hidden width) -> d
     shapes = {"bridge.w1.weight": (None, e), "bridge.w1.bias": (None,), "bridge.w2.weight": (d, None),
@@ -329,8 +339,13 @@ def load_bridge(folder, backbone, encoder: str) -> tuple[Bridge, object]:
                         "other.") from None
     runner = backbone
     if manifest.get("lora"):
-        from analysis.weights.artefacts import artefact_digest
         from analysis.weights.lora import merged_backbone
 
         runner = merged_backbone(backbone, tensors, manifest["lora"], f"c2v-lora:{artefact_digest(folder)}")
-    return bridge, runner
+    sentence_encoder = load_encoder()
+    if manifest.get("encoder_lora"):
+        from analysis.weights import encoder_lora
+
+        sentence_encoder = encoder_lora.merged_copy(sentence_encoder, tensors, manifest["encoder_lora"],
+                                                    f"c2v-encoder-lora:{artefact_digest(folder)}")
+    return Loaded(bridge, runner, sentence_encoder)

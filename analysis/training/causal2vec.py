@@ -15,8 +15,10 @@ Data: STS-B train only (in-domain STS: the judgement is on held-out dev genres, 
 Selection: every evaluation scores the fixed selection part of STS-B dev (`analysis.data.samples.dev_split`,
 300 pairs, genre-stratified); the final numbers are on the disjoint report part (1,200 pairs), which selection
 never saw. `--train-readout contextual` keeps the old, cheaper MLP-only recipe (texts cut after C) as an ablation.
-The result is an artefact (weights.safetensors with `bridge.*` and `lora.*` tensors + manifest.json), written by
-`analysis.training.systems.run` like every trained system's.
+`--encoder-lora-rank R` (default 0: MiniLM frozen, the shipped recipe) also tunes the sentence encoder, as the paper
+does, with a LoRA of rank R (alpha 2R) on its attention projections, trained jointly through its pooled vector.
+The result is an artefact (weights.safetensors with `bridge.*`, `lora.*` and, with the option, `encoder_lora.*`
+tensors + manifest.json), written by `analysis.training.systems.run` like every trained system's.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ class Config(RunOptions):
     lr: float = option(3e-4, "AdamW learning rate (bridge and LoRA)", above=0.0, max=1.0)
     lora_rank: int = option(16, "LoRA rank on the decoder's q/k/v/o projections; 0 = train the MLP only (the old "
                             "recipe)", min=0, limit=256)
+    encoder_lora_rank: int = option(0, "LoRA rank (alpha 2R) on the sentence encoder's attention projections, "
+                                    "trained jointly (the paper tunes its encoder too); 0 = the encoder stays frozen",
+                                    min=0, limit=256)
     loss: str = option("infonce", "infonce (the paper's: positives, in-batch and hard negatives), cosent (graded "
                        "pairs) or both", choices=("infonce", "cosent", "both"))
     temperature: float = option(0.05, "InfoNCE temperature (paper: 0.05)", above=0.0, max=10.0)
@@ -76,6 +81,7 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
     from analysis.training.losses import cosent, info_nce
     from analysis.training.pairs import source_batches
     from analysis.training.systems import Job
+    from analysis.weights import encoder_lora
     from analysis.weights.lora import lora_config, lora_copy, lora_tensors
 
     train_pairs = train_pairs if train_pairs is not None else stsb_pairs("train")  # the registry's STS-B
@@ -86,22 +92,26 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
     L = backbone.facts.n_layers
 
     lora = lora_config(config.lora_rank, targets=LORA_TARGETS) if config.lora_rank else None
+    enc_lora = lora_config(config.encoder_lora_rank, targets=encoder_lora.TARGETS) if config.encoder_lora_rank else None
     torch.manual_seed(config.seed)  # LoRA's A matrices are drawn from torch's generator: seeded, so runs repeat
     runner = lora_copy(backbone, lora) if lora else backbone
+    tuned = encoder_lora.trainable_copy(enc, enc_lora) if enc_lora else None  # after the decoder's: rank 0 repeats
     bridge = Bridge.initial(enc.dim, backbone.facts.hidden_size, embedding_rms(backbone))  # = bridge=untrained
     bridge.train()
     params = {f"bridge.{k}": p for k, p in bridge.named_parameters()}
     if lora:
         params.update({f"lora.{n}": p for n, p in runner.model.named_parameters() if p.requires_grad})
+    if tuned:
+        params.update({f"{encoder_lora.PREFIX}{n}": p for n, p in tuned.model.named_parameters() if p.requires_grad})
 
     def embed(texts: list[str]):
-        """(n, D) readouts with gradients to the bridge (and LoRA)."""
+        """(n, D) readouts with gradients to the bridge (and the LoRAs)."""
         items = method.prepare(runner, texts)
         if readout == "contextual":  # causal mask: C's states depend only on the tokens up to C (exact cut)
             items = [C2VEncoded(e.ids[: e.c_index + 1], e.segments[: e.c_index + 1], e.truncated, text=e.text,
                                 c_index=e.c_index) for e in items]
         batch = method.collate(runner, items, "right")
-        batch.encoded = enc.embed(texts)  # (n, e) frozen encoder
+        batch.encoded = encoder_lora.vectors(tuned, texts) if tuned else enc.embed(texts)  # (n, e) unit norm
         embeds = contextual_inputs(runner, batch, bridge(batch.encoded))  # (n, T, d)
         with runner.lock:  # hooks on a shared model: one pass at a time (the app may be serving other pages)
             cap = forward_run(runner, batch, [L], inputs_embeds=embeds)
@@ -150,10 +160,12 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
         out = {k: p.detach().clone() for k, p in params.items() if k.startswith("bridge.")}
         if lora:
             out.update(lora_tensors(runner.model))
+        if tuned:
+            out.update(encoder_lora.tensors(tuned))
         return out
 
     def restore(best):
-        for k, p in params.items():  # the same names: bridge.* and lora.<parameter name>
+        for k, p in params.items():  # the same names: bridge.*, lora.<parameter name> and encoder_lora.<name>
             p.copy_(best[k])
 
     def finish() -> dict:
@@ -165,14 +177,15 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
     data = {"train": train_pairs.name, "train_pairs": len(train_pairs), "pairs_in_play": positives,
             "selection": selection.name, "report": report.name,
             "validation_pairs": len(sub), "digest": _pairs_digest(train_pairs, dev_pairs)}
-    return Job(parameters=params, loss_fn=loss_fn, batches=batches, evaluate=lambda: {"score": dev_score(selection, sub)},
-               tensors=tensors, restore=restore, data=data,
+    return Job(parameters=params, loss_fn=loss_fn, batches=batches,
+               evaluate=lambda: {"score": dev_score(selection, sub)}, tensors=tensors, restore=restore, data=data,
                examples_per_step=config.batch_size * config.grad_accum, finish=finish,
-               extra={"encoder": enc.identity, "lora": lora, "bridge_hidden": backbone.facts.hidden_size})
+               extra={"encoder": enc.identity, "lora": lora, "bridge_hidden": backbone.facts.hidden_size,
+                      **({"encoder_lora": enc_lora} if enc_lora else {})})  # rank 0: the manifest as before
 
 
 def load(folder, backbone):
-    """(Bridge, backbone to run) of a trained folder (`analysis.methods.causal2vec.load_bridge`)."""
+    """(Bridge, backbone to run, encoder to run) of a trained folder (`analysis.methods.causal2vec.load_bridge`)."""
     from analysis.methods.causal2vec import load_bridge
     from analysis.models.minilm import load_encoder
 
