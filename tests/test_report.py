@@ -294,3 +294,12 @@ def test_a_model_without_an_id_window_is_reported_without_kv_embedding(setup):
     assert set(report["missing"]) == {"layers"} and "cannot be chosen" in report["missing"]["layers"]
     assert report["recommendation"]["id_rule"]["trusted"] is None and report["mechanism"]["prefix_mass"] is None
     assert "Missing:" in render(report)
+
+
+def test_interleaved_timing_rotates_which_configuration_runs_first():
+    """Whatever runs first in a round pays for the previous round's leftovers: each round starts one further on."""
+    from analysis.core.timing import interleaved_medians
+
+    calls = []
+    interleaved_medians({k: (lambda k=k: calls.append(k)) for k in "abc"}, repeats=4)
+    assert calls == list("abc" "bca" "cab" "abc")
