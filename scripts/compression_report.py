@@ -244,6 +244,15 @@ def table_record(args, table: dict, curve: list, ood: list, cross: list, wall: f
                                 "them. With names, each pool is preceded by its person's name as literal tokens and "
                                 "name questions are left out (they would be copied). Chance of picking the right "
                                 "person's pool: 1/5."})
+    findings = []
+    if table and cross:
+        alone = table["sentence"]["exact_match"]
+        findings.append("On five-person held-out items the shipped weights (trained on one person per context) answer "
+                        + " and ".join(f"{100 * r['exact_match']:.1f}% {'with' if 'names' in label else 'without'} "
+                                       "names" for label, r in cross)
+                        + f", against {100 * alone:.1f}% on single-person items: they do not pick the asked person's "
+                          "pools. Picking among people needs training on several people per context (issue 26's "
+                          "Experiments B and B2, `python -m analysis train compression --people 5 [--names]`).")
     command = (f"python3 scripts/compression_report.py --n {args.n} --scaling-n {args.scaling_n}"
                + (f" --ood {args.ood}" if args.ood else "")
                + (f" --cross-person {args.cross_person}" if args.cross_person else "")
@@ -253,7 +262,7 @@ def table_record(args, table: dict, curve: list, ood: list, cross: list, wall: f
                                         "selection saw; generated, never sorted by genre",
             "sample": {"n": args.n, "how": "the held-out generator, keys cycled (every fact key equally often)",
                        "seed": 0},
-            "wall_seconds": round(wall, 1), "tables": tables}
+            "wall_seconds": round(wall, 1), "tables": tables, "findings": findings}
 
 
 def main() -> None:

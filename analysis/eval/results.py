@@ -142,7 +142,8 @@ def replace_block(text: str, block: str) -> str:
 
 
 def _sample_text(sample: dict) -> str:
-    bits = [f"{sample.get('n', '?')} of {sample.get('of', '?')}", sample.get("how", "")]
+    of = f" of {sample['of']}" if "of" in sample else ""  # a generated set has no whole to be a part of
+    bits = [f"{sample.get('n', '?')}{of}", sample.get("how", "")]
     if "seed" in sample:
         bits.append(f"seed {sample['seed']}")
     if sample.get("genres"):
