@@ -37,7 +37,7 @@ def sweep(model: str, args) -> dict:
     starts = f"{lo}-{min(int(hi), L - 1)}" + (f":{step}" if step else "")
     cmd = [sys.executable, "-m", "analysis", "sweep", "--data", "stsb-dev-report", "--sample", str(args.sample),
            "--seed", str(args.seed), "--model", model, "--starts", starts, "--widths", widths,
-           "--biases", args.biases]
+           "--biases", args.biases, "--no-budgets"]  # the default grid is 84 cells, past the app's 64 per request
     out = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True, check=True)
     return json.loads(out.stdout)
 
