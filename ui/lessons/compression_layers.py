@@ -40,9 +40,9 @@ LESSON = Lesson("where-compress", "Where the model compresses",
          "The demo paraphrase pairs again, PromptEOL against KV-Embedding with three windows: the one the rule "
          "picks, decoder layers 10-11, and a late window 22-29. Measured on SmolLM2-135M-Instruct on 500 held-out "
          "STS-B dev pairs of all six sources (docs/RESULTS.md), "
-         "KV-Embedding with the rule's window scores 0.494 against PromptEOL's 0.728, and on a coarse map of "
-         "200 held-out pairs the rule's window ranks 13th of 15, below late windows. The paper's rule does not "
-         "hold on this model.",
+         "KV-Embedding with the rule's window scores 0.494 against PromptEOL's 0.728, and on a map of 84 windows "
+         "over the same pairs the rule's window ranks 73rd, below late windows (best: 27-29, 0.683). The paper's "
+         "rule does not hold on this model.",
          Control("choice", "KV-Embedding's window (decoder layers)", "auto", options=WINDOWS,
                  labels=("the ID rule's (auto)", "10-11", "22-29")),
          lambda layers: views.separation([("prompteol", {}), ("kv_embedding", {"layers": layers})]),
