@@ -383,7 +383,8 @@ def test_the_default_report_writes_a_record_with_every_table(tmp_path):
     no_name = {**res, "per_key": {k: rate for k in P.KEYS[1:]}}
     args = argparse.Namespace(n=10, scaling_n=4, scaling_modes="sentence,paragraph", ood=3, cross_person=10,
                               weights="")
-    curve = [{"pools": size, "mode": mode, "exact_match": 1.0} for size in (5, 10) for mode in ("sentence", "paragraph")]
+    curve = [{"pools": size, "mode": mode, "exact_match": 1.0}
+             for size in (5, 10) for mode in ("sentence", "paragraph")]
     ood = [{**res, "kind": kind, "mode": mode} for kind in P.OOD_KINDS for mode in ("sentence", "text", "none")]
     record = report.table_record(args, {"sentence": res, "none": {**res, "compression": None}}, curve, ood,
                                  [("five people", res), ("five people, names", no_name)], 12.0)
