@@ -24,6 +24,7 @@ with distinct first names; single-person items keep the original list, so every 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from dataclasses import dataclass
@@ -159,8 +160,9 @@ def name_split(first: str, last: str) -> str:
     return "train" if h < 7 else "validation" if h < 8 else "heldout"
 
 
-def _names(split: str) -> list[tuple[str, str]]:
-    return [(f, s) for f in FIRST_NAMES for s in SURNAMES if name_split(f, s) == split]
+@functools.cache  # every generated item draws from it: hash the name lists once per split, not once per item
+def _names(split: str) -> tuple[tuple[str, str], ...]:
+    return tuple((f, s) for f in FIRST_NAMES for s in SURNAMES if name_split(f, s) == split)
 
 
 MAX_DISTRACTORS = len(_D_SUBJECTS) * len(_D_PREDICATES) * len(_D_TIMES)  # distinct distractor sentences
@@ -231,11 +233,13 @@ def asked_keys(names: bool) -> tuple[str, ...]:
     return tuple(k for k in KEYS if not (names and k == "name"))
 
 
-def _people_names(split: str) -> dict[str, list[str]]:
-    """first name -> the surnames it takes in `split` (first names with none in the split left out)."""
+@functools.cache  # read for every multi-person item: hashed once per split
+def _people_names(split: str) -> dict[str, tuple[str, ...]]:
+    """first name -> the surnames it takes in `split` (first names with none in the split left out). Cached, so
+    callers only read it."""
     out = {}
     for f in PEOPLE_FIRST_NAMES:
-        surnames = [s for s in SURNAMES if name_split(f, s) == split]
+        surnames = tuple(s for s in SURNAMES if name_split(f, s) == split)
         if surnames:
             out[f] = surnames
     return out
