@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import warnings
 from pathlib import Path
 
 from analysis.models.backbone import Backbone
@@ -135,6 +136,13 @@ def resolve_adapter(backbone: Backbone, adapter: str) -> Backbone:
     return load_adapter(backbone, spec)
 
 
+# Warnings peft and transformers raise while an adapter is merged that say nothing to a user of this tool: the
+# config's base-model path is renamed to the model folder we gave it, and peft asks a deprecated property. A page
+# showed both as yellow warnings above every soft-token figure once generation went through the cache.
+LIBRARY_NOISE = ((r"The PEFT config's `base_model_name_or_path` was renamed", UserWarning),
+                 (r"`is_gradient_checkpointing` is deprecated", FutureWarning))
+
+
 def load_adapter(backbone: Backbone, path: str) -> Backbone:
     """A new Backbone whose model is a copy of `backbone.model` with the adapter in `path` merged.
 
@@ -149,6 +157,12 @@ def load_adapter(backbone: Backbone, path: str) -> Backbone:
     def build(model):
         from peft import PeftModel
 
+        with warnings.catch_warnings():
+            for message, category in LIBRARY_NOISE:
+                warnings.filterwarnings("ignore", message=message, category=category)
+            return _merge(model, PeftModel)
+
+    def _merge(model, PeftModel):
         try:
             if (folder / MANIFEST).is_file():  # trained here: check it was trained for this very model
                 return _artefact_model(model, folder, backbone.identity)
