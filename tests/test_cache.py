@@ -156,6 +156,20 @@ def test_keys_name_modules_that_exist():
         versions.source_digest(["analysis.methods.no_such_method"])
 
 
+def test_source_is_parsed_one_thread_at_a_time():
+    """CPython 3.11's ast keeps one recursion counter per interpreter: two app sessions parsing at once failed with
+    "AST constructor recursion depth mismatch" (CI, the four-sessions test). A parse waits while another holds it."""
+    import threading
+
+    done = threading.Event()
+    with versions._PARSING:
+        worker = threading.Thread(target=lambda: (versions.parse("x = 1"), done.set()))
+        worker.start()
+        assert not done.wait(0.2)  # blocked while the lock is held
+    worker.join(5)
+    assert done.is_set()
+
+
 def test_key_is_canonical_and_typed():
     assert make_key({"a": 1, "b": [1, 2]}) == make_key({"b": (1, 2), "a": 1})  # order, tuple vs list
     assert make_key({"a": np.int64(3), "f": np.float32(0.5)}) == make_key({"a": 3, "f": 0.5})

@@ -19,6 +19,8 @@ import ast
 import re
 from pathlib import Path
 
+from analysis.core.versions import parse
+
 PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
 
 
@@ -33,7 +35,7 @@ def page_files() -> list[Path]:
 
 def page_title(path: Path) -> str:
     """First line of the module docstring, else the slug of the filename ("2_embed_compare" -> "Embed compare")."""
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    doc = ast.get_docstring(parse(path.read_text(encoding="utf-8")))
     if doc and doc.strip():
         return doc.strip().splitlines()[0].strip().rstrip(".")
     return _slug(path).replace("_", " ").capitalize()
@@ -41,7 +43,7 @@ def page_title(path: Path) -> str:
 
 def page_summary(path: Path) -> str:
     """The docstring's first paragraph after the title line ("" when there is none)."""
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    doc = ast.get_docstring(parse(path.read_text(encoding="utf-8"))) or ""
     rest = doc.strip().split("\n", 1)[1] if "\n" in doc.strip() else ""
     return " ".join(rest.strip().split("\n\n", 1)[0].split()) if rest.strip() else ""
 

@@ -19,9 +19,19 @@ import functools
 import hashlib
 import os
 import sys
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]  # the `analysis` package, wherever it is installed
+# CPython 3.11's `ast` keeps one recursion counter per interpreter, so two threads parsing at once (two app sessions
+# asking for their first cache key) can fail with "AST constructor recursion depth mismatch": parse one at a time.
+_PARSING = threading.Lock()
+
+
+def parse(source: str | bytes) -> ast.Module:
+    """`ast.parse`, one thread at a time (see `_PARSING`): the app's sessions are threads of one process."""
+    with _PARSING:
+        return ast.parse(source)
 
 
 def module_files(base: Path, packages, skip=()) -> dict[str, Path]:
@@ -44,7 +54,7 @@ def imports(path: Path, name: str, known) -> set[str]:
     `known` it names, plus third-party names (anything whose top-level package is not one of `known`'s)."""
     found = set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_bytes())):
+    for node in ast.walk(parse(path.read_bytes())):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
