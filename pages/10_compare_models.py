@@ -22,7 +22,7 @@ from analysis.methods import get_method, list_methods
 from analysis.data import samples
 from analysis.eval.tasks import load_task, score_from_record, select_task
 from cache.keys import BENCH, STS_SCORE, bench_parts, sts_score_parts
-from ui.model import load_named, title_of
+from ui.model import described, load_named, title_of
 from ui.reports import compare_uploads
 
 COLORS = ("#1f77b4", "#d62728")
@@ -61,7 +61,10 @@ with ui.user_errors():
     c1, c2 = st.columns(2)
     a = c1.selectbox("Model A", names, index=0, key="cmp_a", format_func=title_of)
     b = c2.selectbox("Model B", names, index=min(1, len(names) - 1), key="cmp_b", format_func=title_of)
-    models = {title_of(n): load_named(n) for n in dict.fromkeys([a, b])}
+    # Every table below reads the cache, which needs a model's identity and depth, not its weights: a built-in
+    # model is described from its converted folder (milliseconds) and loaded only to compute what is missing.
+    chosen = {title_of(n): n for n in dict.fromkeys([a, b])}
+    models = {t: described(n) or load_named(n) for t, n in chosen.items()}
 
     st.subheader("Intrinsic dimension over relative depth")
     kv = get_method("kv_embedding")
@@ -70,7 +73,7 @@ with ui.user_errors():
         for t, bb in models.items():
             if found[t] is None:
                 with st.spinner(f"{t}: ID trajectory over {AUTO_DESCRIPTION}", show_time=True):
-                    found[t] = cache.auto_window(ui.store(), bb, kv)
+                    found[t] = cache.auto_window(ui.store(), load_named(chosen[t]), kv)
     fig, rows = go.Figure(), []
     for (t, bb), color in zip(models.items(), COLORS):
         if found[t] is None:

@@ -298,6 +298,29 @@ def test_pairs_input_counts():
 
 # ---- Compare models -----------------------------------------------------------------------------------------
 
+def test_compare_models_reads_the_cache_without_loading_the_models(monkeypatch):
+    """Both built-in models, once converted, are described from their folders: opening the page loads only the
+    sidebar's model, which the app holds anyway (loading Gemma 3 too took 5 s of the page's first figure)."""
+    import ui.model
+    from analysis import load_backbone
+
+    for name in ("default", "gemma3-270m"):
+        load_backbone(name)  # converted (the suite's other tests do the same)
+
+    loaded, real = [], ui.model._try_load
+
+    def recorded(name):
+        loaded.append(name)
+        return real(name)
+
+    monkeypatch.setattr(ui.model, "_try_load", recorded)
+    at = open_page("pages/10_compare_models.py")
+    assert not at.exception, at.exception
+    assert not errors(at)
+    assert at.get("plotly_chart")
+    assert "gemma3-270m" not in loaded, loaded  # the sidebar's model is app.py's, loaded once per server
+
+
 def test_compare_models_reads_the_methods_table_from_the_cache():
     """Cells that `analysis bench` stored for both built-in models show up in the table, with the cost ratio to
     `last` on the same model (known values written into this module's private cache)."""
