@@ -709,7 +709,7 @@ def test_layer_explorer_work_is_bounded_and_a_refused_run_does_not_restart(app_c
 
 def test_soft_tokens_instruction_markup_is_text(app_cache, tiny_dir):
     at = page("pages/9_soft_tokens.py", tiny_dir, soft_instr_b="<b>Which</b> emotion? ![](http://example.com/i.png)",
-              soft_k=2)
+              soft_k=2, soft_section="Two instructions")
     no_traceback(at)
     assert not page_errors(at), page_errors(at)
     spec = json.dumps(figures(at))
@@ -742,18 +742,22 @@ def test_four_sessions_at_once_one_valid_cache_entry(app_cache, tiny_dir, tmp_pa
 
     def session(i):
         barrier.wait()
-        results[i] = page(EMBED, tiny_dir, embed_source="paste", embed_paste=texts[i], embed_methods=["mean"])
+        try:
+            results[i] = page(EMBED, tiny_dir, embed_source="paste", embed_paste=texts[i], embed_methods=["mean"])
+        except BaseException as error:  # shown by the assertion below, not lost in a thread
+            results[i] = error
 
     threads = [threading.Thread(target=session, args=(i,)) for i in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(300)
-    assert len(results) == 4
+    assert len(results) == 4, "a session did not finish in 300 s"
+    assert not [r for r in results.values() if isinstance(r, BaseException)], results
     for i, at in results.items():
         no_traceback(at)
         assert not page_errors(at), (i, page_errors(at))
-        assert len(at.get("plotly_chart")) == 1
+        assert len(at.get("plotly_chart")) == 1, (i, [(e.type, getattr(e, "value", None)) for e in at.main])
     store = cache.default_store()
     from analysis.models.backbone import load_backbone
 

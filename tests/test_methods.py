@@ -336,3 +336,32 @@ def test_unknown_method_and_bad_parameters_are_user_errors():
         parse_params("last", ["depth=3"])
     assert parse_params("prompteol", ["layer=-3", 'template=Say "{text}" now:']) == \
         {"layer": -3, "template": 'Say "{text}" now:'}
+
+
+def test_sessions_discovering_methods_at_once_all_see_every_method(monkeypatch):
+    """App sessions are threads: while one fills the registry, another must not read it half-filled (a session of
+    CI's four-sessions test was offered no "mean" and drew nothing)."""
+    import sys
+    import threading
+
+    import analysis.methods as registry
+
+    every = {m.name for m in list_methods()}
+    seen, barrier = [], threading.Barrier(6)
+    monkeypatch.setattr(registry, "_REGISTRY", {})
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: a race shows (about 1 run in 3 before)
+
+    def session():
+        barrier.wait()
+        seen.append({m.name for m in list_methods()})
+
+    threads = [threading.Thread(target=session) for _ in range(6)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert seen == [every] * 6

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
+import threading
 from dataclasses import dataclass
 
 from analysis.core.errors import UserError
@@ -16,15 +17,23 @@ __all__ = ["EmbeddingMethod", "ReadoutParams", "param", "get_method", "list_meth
 _REGISTRY: dict[str, type[EmbeddingMethod]] = {}
 
 
+_DISCOVERING = threading.RLock()  # re-entrant: a method module may look another up while it is imported
+
+
 def _discover() -> dict[str, type[EmbeddingMethod]]:
-    if not _REGISTRY:
-        for mod in pkgutil.iter_modules(__path__):
-            if mod.name.startswith("_") or mod.name == "base":
-                continue
-            module = importlib.import_module(f"{__name__}.{mod.name}")
-            for obj in vars(module).values():
-                if isinstance(obj, type) and issubclass(obj, EmbeddingMethod) and "name" in vars(obj):
-                    _REGISTRY[obj.name] = obj
+    """Every method class, imported once. Under a lock and filled all at once: app sessions are threads, and one
+    that saw a half-filled registry offered its user no "mean" (CI, the four-sessions test)."""
+    with _DISCOVERING:
+        if not _REGISTRY:
+            found = {}
+            for mod in pkgutil.iter_modules(__path__):
+                if mod.name.startswith("_") or mod.name == "base":
+                    continue
+                module = importlib.import_module(f"{__name__}.{mod.name}")
+                for obj in vars(module).values():
+                    if isinstance(obj, type) and issubclass(obj, EmbeddingMethod) and "name" in vars(obj):
+                        found[obj.name] = obj
+            _REGISTRY.update(found)
     return _REGISTRY
 
 
