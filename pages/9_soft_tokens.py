@@ -89,74 +89,8 @@ def recorded_figure(curves: dict) -> tuple[go.Figure, pd.DataFrame]:
     return fig, pd.DataFrame(rows)
 
 
-with ui.user_errors():
-    st.title("Soft tokens")
-    st.caption("GIRCSE (Tsai et al., 2025) lets the model write K *soft* tokens after the text: at each step the "
-               "next-token distribution s_k = softmax(logits/τ) is not sampled but turned into an input vector, "
-               "the probability-weighted mix of all token embeddings d_k = s_k·E, fed back with the KV cache. The "
-               "embedding is the mean of the final-layer states of the K generated positions.")
-    backbone = ui.get_backbone()
-
-    variants = adapter_variants(backbone)
-    choices = {"shipped": "Trained here (GIRCSE, shipped adapter)", "causal-eos": "Fair baseline (Causal-EOS)",
-               "none": "Frozen (no adapter)", "folder": "A folder…"}
-    for name in ("shipped", "causal-eos"):
-        if name not in variants.values():
-            choices.pop(name)
-    choice = st.radio("Model", list(choices), format_func=choices.get, horizontal=True, key="soft_adapter_choice")
-    adapter = choice
-    if choice == "folder":
-        from analysis.weights.adapters import adapter_spec, load_adapter
-
-        adapter = st.text_input("LoRA adapter folder", key="soft_adapter",
-                                help="A folder saved by peft (adapter_config.json + adapter_model.safetensors) or "
-                                     "by `python -m analysis train gircse` (weights.safetensors + manifest.json). "
-                                     "It is merged into a copy of the model.")
-        if not adapter.strip():
-            st.info("Enter an adapter folder.")
-            st.stop()
-        with st.spinner("Merging the adapter into a copy of the model…"):
-            adapter = adapter_spec(adapter)
-            load_adapter(backbone, adapter)
-        st.success(ui.md(f"Adapter loaded: {adapter}"))
-    elif choice == "shipped":
-        st.success("The LoRA adapter this repository trained for this model with GIRCSE's Iterative Contrastive "
-                   "Refinement (`python -m analysis train gircse`, K = 5, STS-B train), merged into a copy of it.")
-    elif choice == "causal-eos":
-        st.info("The fair baseline Causal-EOS: the same LoRA, data, steps and contrastive loss as the shipped adapter, "
-                "trained on the prompt's last state without generation (its embedding is K = 0). The steps below show "
-                "what it generates anyway, which it was never trained to do.")
-    else:
-        st.info("No adapter: the model is frozen. The gains GIRCSE reports (and its test-time scaling) come from "
-                "contrastive LoRA training with a stepwise loss"
-                + (", which the shipped adapter has (choose it above)." if "shipped" in choices else
-                   "; this repository ships such an adapter for the default model only."))
-
-    text = st.text_area("Text", value=DEFAULT_TEXT, height=80, key="soft_text")
-    ui.check_sizes([text], "the text")
-    col_a, col_b = st.columns(2)
-    with col_a:
-        instr_a = st.text_input("Instruction A", value=DEFAULT_INSTRUCTION, key="soft_instr_a")
-    with col_b:
-        instr_b = st.text_input("Instruction B (side by side)", value=EMOTION, key="soft_instr_b")
-    c1, c2, c3, c4, c5 = st.columns(5)
-    k = c1.slider("Soft tokens K", 1, 20, 10, key="soft_k")
-    temperature = c2.number_input("Temperature τ", min_value=1e-4, max_value=10.0, value=1.0, step=0.1,
-                                  format="%g", key="soft_temperature")
-    top_k = c3.number_input("Top-k (0 = all)", min_value=0, max_value=100_000, value=0, step=1, key="soft_top_k")
-    mode = c4.radio("Mode", ["soft", "hard"], horizontal=True, key="soft_mode",
-                    help="soft: mix of token embeddings (GIRCSE); hard: the argmax token (greedy decoding)")
-    topn = c5.slider("Tokens shown per step", 3, 15, 8, key="soft_topn")
-    settings = dict(k=k, temperature=float(temperature), top_k=int(top_k), topn=topn, mode=mode, adapter=adapter)
-
-    results = {}
-    with st.spinner("Generating…"):
-        for label, instruction in (("A", instr_a), ("B", instr_b)):
-            results[label] = soft_generation(backbone, text, instruction, **settings)
-
-    # ---- one instruction, step by step -------------------------------------------------------------------
-    st.subheader("Step by step (instruction A)")
-    r = results["A"]
+def step_by_step(r: dict, text: str) -> None:
+    """Instruction A's generation, step by step: the leading tokens, entropy and drift per step."""
     with st.expander("The prompt as the model reads it"):
         st.code(r["template"].replace("{text}", text))
         st.caption(ui.md(" | ".join(shown(t) for t in r["prompt_tokens"])))
@@ -176,29 +110,29 @@ with ui.user_errors():
     st.download_button("Download steps (CSV)", steps_frame(r).to_csv(index=False).encode("utf-8"),
                        file_name="soft_steps_A.csv", mime="text/csv", key="csv_soft_steps_A", on_click="ignore")
 
-    # ---- trained vs frozen --------------------------------------------------------------------------------
-    if adapter != "none":
-        st.subheader("Trained vs frozen, same text")
-        frozen = soft_generation(backbone, text, instr_a, **{**settings, "adapter": "none"})
-        pair = {"trained": r, "frozen": frozen}
-        cols = st.columns(2)
-        for col, (label, res) in zip(cols, pair.items()):
-            with col:
-                fig, heat = heatmap_figure(res, f"{label}: leading tokens per step")
-                ui.show_figure(fig, heat, f"soft_heatmap_{label}")
-        left, right = st.columns(2)
-        with left:
-            fig, frame = lines_figure(pair, "entropy", "Entropy per step: trained vs frozen", "nats")
-            ui.show_figure(fig, frame, "soft_entropy_tf")
-        with right:
-            fig, frame = lines_figure(pair, "drift", "Drift per step: trained vs frozen", "cosine to step K")
-            ui.show_figure(fig, frame, "soft_drift_tf")
-        st.caption(f"Cosine between the trained and the frozen embedding of this text: "
-                   f"**{float(r['embedding'] @ frozen['embedding']):.3f}** (different models: only the token "
-                   "views compare directly).")
 
-    # ---- two instructions ---------------------------------------------------------------------------------
-    st.subheader("Two instructions, same text")
+def trained_vs_frozen(r: dict, frozen: dict) -> None:
+    """The same text and instruction through the chosen adapter and through the frozen model."""
+    pair = {"trained": r, "frozen": frozen}
+    cols = st.columns(2)
+    for col, (label, res) in zip(cols, pair.items()):
+        with col:
+            fig, heat = heatmap_figure(res, f"{label}: leading tokens per step")
+            ui.show_figure(fig, heat, f"soft_heatmap_{label}")
+    left, right = st.columns(2)
+    with left:
+        fig, frame = lines_figure(pair, "entropy", "Entropy per step: trained vs frozen", "nats")
+        ui.show_figure(fig, frame, "soft_entropy_tf")
+    with right:
+        fig, frame = lines_figure(pair, "drift", "Drift per step: trained vs frozen", "cosine to step K")
+        ui.show_figure(fig, frame, "soft_drift_tf")
+    st.caption(f"Cosine between the trained and the frozen embedding of this text: "
+               f"**{float(r['embedding'] @ frozen['embedding']):.3f}** (different models: only the token "
+               "views compare directly).")
+
+
+def two_instructions(results: dict, instr_a: str, instr_b: str) -> None:
+    """One text under instructions A and B: their leading tokens, what only one of them brings, the curves."""
     cols = st.columns(2)
     for col, label, instruction in zip(cols, ("A", "B"), (instr_a, instr_b)):
         with col:
@@ -220,39 +154,38 @@ with ui.user_errors():
         ui.show_figure(fig, frame, "soft_drift_pair")
     st.caption(f"Cosine between the two final embeddings of the same text: **{cos_ab:.3f}**.")
 
-    # ---- training log --------------------------------------------------------------------------------------
-    if choice != "none":
-        from analysis.weights.adapters import adapter_folder, shipped_folder
 
-        folder = shipped_folder(backbone.facts, choice) if choice != "folder" else adapter_folder(adapter)
-        if (folder / "manifest.json").is_file():
-            st.subheader("How the adapter was trained")
-            log = training_log(folder)
-            man, train_df = log["manifest"], log["train"]
-            steps_cols = sorted((c for c in train_df.columns if c[:1] == "L" and c[1:].isdigit()), key=lambda c: int(c[1:]))
-            if steps_cols:
-                fig = go.Figure()
-                for c in steps_cols:
-                    fig.add_scatter(x=train_df["step"], y=train_df[c], mode="lines", name=f"L_{c[1:]}")
-                fig.add_scatter(x=train_df["step"], y=train_df["regulariser"], mode="lines", name="regulariser",
-                                line=dict(dash="dot", color="black"), yaxis="y2")
-                fig.update_layout(title="Per-step contrastive losses L_1..L_K during training", xaxis_title="step",
-                                  yaxis_title="InfoNCE", yaxis2=dict(title="regulariser", overlaying="y", side="right"),
-                                  height=360, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
-                ui.show_figure(fig, train_df[["step", *steps_cols, "regulariser", "loss"]], "soft_training_losses")
-            hp = man.get("hyperparameters", {})
-            st.caption(f"Objective **{hp.get('objective', hp.get('loss'))}** (λ = {hp.get('lam')}), K = {hp.get('k')}, "
-                       f"LoRA rank {hp.get('lora_rank')} on the top {hp.get('lora_layers')} layers, "
-                       f"{man.get('steps_done')} steps of {hp.get('batch_size')} pairs in "
-                       f"{man.get('wall_seconds', 0) / 60:.1f} min ({man.get('examples_per_second') or 0:.2f} pairs/s); "
-                       + (f"{man['note']}; " if man.get("note") else "") + "best validation score "
-                       f"{man.get('best_score', float('nan')):.3f} at step {man.get('best_step')}. "
-                       "The regulariser is > 0 only in a batch where a later step's loss is above an earlier one's; "
-                       "the L_k curves falling in order (L_1 highest) is the refinement GIRCSE trains for.")
-            st.dataframe(log["eval"].round(4), hide_index=True)
+def training_section(folder) -> None:
+    """How the chosen adapter was trained, from its manifest and logs."""
+    log = training_log(folder)
+    man, train_df = log["manifest"], log["train"]
+    steps_cols = sorted((c for c in train_df.columns if c[:1] == "L" and c[1:].isdigit()), key=lambda c: int(c[1:]))
+    if steps_cols:
+        fig = go.Figure()
+        for c in steps_cols:
+            fig.add_scatter(x=train_df["step"], y=train_df[c], mode="lines", name=f"L_{c[1:]}")
+        fig.add_scatter(x=train_df["step"], y=train_df["regulariser"], mode="lines", name="regulariser",
+                        line=dict(dash="dot", color="black"), yaxis="y2")
+        fig.update_layout(title="Per-step contrastive losses L_1..L_K during training", xaxis_title="step",
+                          yaxis_title="InfoNCE", yaxis2=dict(title="regulariser", overlaying="y", side="right"),
+                          height=360, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
+        ui.show_figure(fig, train_df[["step", *steps_cols, "regulariser", "loss"]], "soft_training_losses")
+    hp = man.get("hyperparameters", {})
+    st.caption(f"Objective **{hp.get('objective', hp.get('loss'))}** (λ = {hp.get('lam')}), K = {hp.get('k')}, "
+               f"LoRA rank {hp.get('lora_rank')} on the top {hp.get('lora_layers')} layers, "
+               f"{man.get('steps_done')} steps of {hp.get('batch_size')} pairs in "
+               f"{man.get('wall_seconds', 0) / 60:.1f} min ({man.get('examples_per_second') or 0:.2f} pairs/s); "
+               + (f"{man['note']}; " if man.get("note") else "") + "best validation score "
+               f"{man.get('best_score', float('nan')):.3f} at step {man.get('best_step')}. "
+               "The regulariser is > 0 only in a batch where a later step's loss is above an earlier one's; "
+               "the L_k curves falling in order (L_1 highest) is the refinement GIRCSE trains for.")
+    st.dataframe(log["eval"].round(4), hide_index=True)
 
-    # ---- test-time scaling --------------------------------------------------------------------------------
-    st.subheader("Test-time scaling")
+
+def scaling_section(backbone, variants: dict, choice: str, adapter, instructions: dict, soft: dict) -> None:
+    """The recorded K curve, then the K curve on pairs of the user's choice (computed on request)."""
+    instr_a, instr_b = instructions["A"], instructions["B"]
+    temperature, top_k, mode = soft["temperature"], soft["top_k"], soft["mode"]
     recorded = recorded_curves(backbone)
     if recorded is None:
         st.info("No K curve is recorded for this model (`python scripts/gircse_results.py` measures the default "
@@ -322,3 +255,92 @@ with ui.user_errors():
     st.markdown(f"Best: **{best['model']}, K = {int(best['K'])}**, ρ = {best['spearman']:.3f}. Test-time scaling "
                 "means a curve that keeps rising past the K it was trained with (5); a flat or falling curve is an "
                 "honest result, not a bug.")
+
+
+with ui.user_errors():
+    st.title("Soft tokens")
+    st.caption("GIRCSE (Tsai et al., 2025) lets the model write K *soft* tokens after the text: at each step the "
+               "next-token distribution s_k = softmax(logits/τ) is not sampled but turned into an input vector, "
+               "the probability-weighted mix of all token embeddings d_k = s_k·E, fed back with the KV cache. The "
+               "embedding is the mean of the final-layer states of the K generated positions.")
+    backbone = ui.get_backbone()
+
+    variants = adapter_variants(backbone)
+    choices = {"shipped": "Trained here (GIRCSE, shipped adapter)", "causal-eos": "Fair baseline (Causal-EOS)",
+               "none": "Frozen (no adapter)", "folder": "A folder…"}
+    for name in ("shipped", "causal-eos"):
+        if name not in variants.values():
+            choices.pop(name)
+    choice = st.radio("Model", list(choices), format_func=choices.get, horizontal=True, key="soft_adapter_choice")
+    adapter = choice
+    if choice == "folder":
+        from analysis.weights.adapters import adapter_spec, load_adapter
+
+        adapter = st.text_input("LoRA adapter folder", key="soft_adapter",
+                                help="A folder saved by peft (adapter_config.json + adapter_model.safetensors) or "
+                                     "by `python -m analysis train gircse` (weights.safetensors + manifest.json). "
+                                     "It is merged into a copy of the model.")
+        if not adapter.strip():
+            st.info("Enter an adapter folder.")
+            st.stop()
+        with st.spinner("Merging the adapter into a copy of the model…"):
+            adapter = adapter_spec(adapter)
+            load_adapter(backbone, adapter)
+        st.success(ui.md(f"Adapter loaded: {adapter}"))
+    elif choice == "shipped":
+        st.success("The LoRA adapter this repository trained for this model with GIRCSE's Iterative Contrastive "
+                   "Refinement (`python -m analysis train gircse`, K = 5, STS-B train), merged into a copy of it.")
+    elif choice == "causal-eos":
+        st.info("The fair baseline Causal-EOS: the same LoRA, data, steps and contrastive loss as the shipped adapter, "
+                "trained on the prompt's last state without generation (its embedding is K = 0). The steps below show "
+                "what it generates anyway, which it was never trained to do.")
+    else:
+        st.info("No adapter: the model is frozen. The gains GIRCSE reports (and its test-time scaling) come from "
+                "contrastive LoRA training with a stepwise loss"
+                + (", which the shipped adapter has (choose it above)." if "shipped" in choices else
+                   "; this repository ships such an adapter for the default model only."))
+
+    text = st.text_area("Text", value=DEFAULT_TEXT, height=80, key="soft_text")
+    ui.check_sizes([text], "the text")
+    col_a, col_b = st.columns(2)
+    with col_a:
+        instr_a = st.text_input("Instruction A", value=DEFAULT_INSTRUCTION, key="soft_instr_a")
+    with col_b:
+        instr_b = st.text_input("Instruction B (side by side)", value=EMOTION, key="soft_instr_b")
+    c1, c2, c3, c4, c5 = st.columns(5)
+    k = c1.slider("Soft tokens K", 1, 20, 10, key="soft_k")
+    temperature = c2.number_input("Temperature τ", min_value=1e-4, max_value=10.0, value=1.0, step=0.1,
+                                  format="%g", key="soft_temperature")
+    top_k = c3.number_input("Top-k (0 = all)", min_value=0, max_value=100_000, value=0, step=1, key="soft_top_k")
+    mode = c4.radio("Mode", ["soft", "hard"], horizontal=True, key="soft_mode",
+                    help="soft: mix of token embeddings (GIRCSE); hard: the argmax token (greedy decoding)")
+    topn = c5.slider("Tokens shown per step", 3, 15, 8, key="soft_topn")
+    settings = dict(k=k, temperature=float(temperature), top_k=int(top_k), topn=topn, mode=mode, adapter=adapter)
+
+    def generated(instruction: str, **changes) -> dict:
+        with st.spinner("Generating…"):
+            return soft_generation(backbone, text, instruction, **{**settings, **changes})
+
+    log_folder = None
+    if choice != "none":
+        from analysis.weights.adapters import adapter_folder, shipped_folder
+
+        log_folder = shipped_folder(backbone.facts, choice) if choice != "folder" else adapter_folder(adapter)
+        if not (log_folder / "manifest.json").is_file():
+            log_folder = None
+    # One section at a time: only the open tab runs and draws (a page of 13 figures took 3.9 s to show its first).
+    sections = ["Step by step", *(["Trained vs frozen"] if adapter != "none" else []), "Two instructions",
+                *(["How the adapter was trained"] if log_folder is not None else []), "Test-time scaling"]
+    tabs = dict(zip(sections, st.tabs(sections, key="soft_section", on_change="rerun")))
+    section = next((name for name, tab in tabs.items() if tab.open), sections[0])
+    with tabs[section]:
+        if section == "Step by step":
+            step_by_step(generated(instr_a), text)
+        elif section == "Trained vs frozen":
+            trained_vs_frozen(generated(instr_a), generated(instr_a, adapter="none"))
+        elif section == "Two instructions":
+            two_instructions({"A": generated(instr_a), "B": generated(instr_b)}, instr_a, instr_b)
+        elif section == "How the adapter was trained":
+            training_section(log_folder)
+        else:
+            scaling_section(backbone, variants, choice, adapter, {"A": instr_a, "B": instr_b}, settings)

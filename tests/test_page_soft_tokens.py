@@ -42,6 +42,12 @@ def small_page(k=4, adapter_choice=None, **widgets) -> AppTest:
     return at.run()
 
 
+def open_section(at: AppTest, name: str) -> AppTest:
+    """Switch the page's tabs to `name` (only the open tab runs and draws) and rerun."""
+    at.session_state["soft_section"] = name
+    return at.run()
+
+
 @pytest.mark.real
 def test_page_runs_with_defaults_on_the_shipped_adapter():
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
@@ -51,9 +57,15 @@ def test_page_runs_with_defaults_on_the_shipped_adapter():
     assert any("trained for this model" in s.value for s in at.success)
     table = at.dataframe[0].value
     assert table.shape[0] == 10  # K = 10 steps by default
+    assert [t.label for t in at.tabs] == ["Step by step", "Trained vs frozen", "Two instructions",
+                                          "How the adapter was trained", "Test-time scaling"]
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert titles == ["Probability of the leading tokens at each step", "Entropy of s_k",
+                      "Drift: cosine to the step-K embedding"]  # the first tab only: a first figure in 3 s
+    titles = [f["layout"]["title"]["text"] for f in figures(open_section(at, "Trained vs frozen"))]
     assert any(t.startswith("trained:") for t in titles) and any(t.startswith("frozen:") for t in titles)
-    assert any("Per-step contrastive losses" in t for t in titles)  # the training log from the manifest
+    open_section(at, "How the adapter was trained")
+    assert not at.exception, at.exception
     losses = next(f for f in figures(at) if "Per-step contrastive losses" in f["layout"]["title"]["text"])
     assert [d["name"] for d in losses["data"]][:5] == [f"L_{k}" for k in range(1, 6)]
 
@@ -64,8 +76,7 @@ def test_frozen_choice_says_so():
     at.radio(key="soft_adapter_choice").set_value("none").run()
     assert not at.exception, at.exception
     assert any("the model is frozen" in i.value and "contrastive" in i.value for i in at.info)
-    titles = [f["layout"]["title"]["text"] for f in figures(at)]
-    assert not any(t.startswith("trained:") for t in titles)
+    assert [t.label for t in at.tabs] == ["Step by step", "Two instructions", "Test-time scaling"]
 
 
 @pytest.mark.real
@@ -88,11 +99,11 @@ def test_step_view_matches_the_library(real):
 
 @pytest.mark.real
 def test_two_instructions_side_by_side(real):
-    at = small_page(k=3, soft_instr_b="Which emotion does this text express?")
+    at = open_section(small_page(k=3, soft_instr_b="Which emotion does this text express?"), "Two instructions")
     assert not at.exception, at.exception
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
     assert any(t.startswith("A: ") for t in titles) and any(t.startswith("B: Which emotion") for t in titles)
-    only = at.dataframe[1].value
+    only = at.dataframe[0].value  # the only table of this tab
     assert list(only["instruction"]) == ["A only", "B only", "both"]
     a = generate_soft_tokens(real, TEXT, DEFAULT_INSTRUCTION, k=3, topn=8)
     b = generate_soft_tokens(real, TEXT, "Which emotion does this text express?", k=3, topn=8)
@@ -114,7 +125,7 @@ def test_hard_mode_and_top_k():
 
 @pytest.mark.real
 def test_test_time_scaling_matches_the_library_and_is_cached(real):
-    at = small_page(k=2, adapter_choice="none")
+    at = open_section(small_page(k=2, adapter_choice="none"), "Test-time scaling")
     at.radio(key="soft_pairs_source").set_value("set")
     at.selectbox(key="soft_pairs_set").set_value("Demo paraphrase pairs")
     at.run()
@@ -196,9 +207,10 @@ def recorded(identity: str, adapters: dict | None = None) -> dict:
                         "rows": [["GIRCSE K=5 − Causal-EOS K=0", "+0.080 [+0.010, +0.150]"]]}]}
 
 
-def open_on(folder) -> AppTest:
+def open_on(folder, section="Test-time scaling") -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=300)
     at.session_state["embedscope_model"] = str(folder)
+    at.session_state["soft_section"] = section
     return at.run()
 
 
@@ -257,7 +269,7 @@ def test_the_fair_baseline_is_a_model_choice_with_its_training_log(tiny_folder, 
     model_dir = artefacts.shipped_dir("gircse", bb.facts)
     fake_adapter(bb, model_dir, seed=1)
     fake_adapter(bb, model_dir / PLACES["causal-eos"], seed=2, objective="causal-eos")
-    at = open_on(tiny_folder)
+    at = open_on(tiny_folder, "Step by step")
     assert not at.exception, at.exception
     assert at.radio(key="soft_adapter_choice").options == ["Trained here (GIRCSE, shipped adapter)",
                                                           "Fair baseline (Causal-EOS)", "Frozen (no adapter)",
@@ -266,12 +278,12 @@ def test_the_fair_baseline_is_a_model_choice_with_its_training_log(tiny_folder, 
     assert not at.exception, at.exception
     assert not errors(at)
     assert any("never trained to do" in i.value for i in at.info)
-    assert any(s.value == "How the adapter was trained" for s in at.subheader)
-    assert any("Objective **causal-eos**" in c.value for c in at.caption)
-    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert "How the adapter was trained" in [t.label for t in at.tabs]
+    assert any("Objective **causal-eos**" in c.value for c in open_section(at, "How the adapter was trained").caption)
+    titles = [f["layout"]["title"]["text"] for f in figures(open_section(at, "Trained vs frozen"))]
     assert any(t.startswith("trained:") for t in titles)  # what it writes, beside the frozen model's
-    assert at.multiselect(key="soft_variants").value == ["GIRCSE (shipped)", "Causal-EOS (fair baseline)",
-                                                         "frozen (no adapter)"]
+    variants = open_section(at, "Test-time scaling").multiselect(key="soft_variants").value
+    assert variants == ["GIRCSE (shipped)", "Causal-EOS (fair baseline)", "frozen (no adapter)"]
 
 
 def test_soft_generation_is_read_back_from_the_store(tiny_folder, tmp_path, monkeypatch):
