@@ -53,14 +53,7 @@ def readouts_one_pass(bb, method, texts, batch_size=32):
     return out
 
 
-def embeddings(bb, bridge: str, ablation: Path, texts: list[str]) -> tuple[dict, dict]:
-    """({configuration: (n, D) embeddings}, {configuration: seconds}) for every configuration of the table."""
-    from analysis import get_method
-
-    trained = get_method("causal2vec", bridge=bridge)
-    instruction = trained.params.instruction  # what the bridge was trained with (instruction=auto)
-    out, seconds = {}, {}
-
+def _timer(seconds: dict):
     def timed(label, f):
         start = time.perf_counter()
         result = f()
@@ -68,6 +61,42 @@ def embeddings(bb, bridge: str, ablation: Path, texts: list[str]) -> tuple[dict,
         print(f"{label}: {seconds[label]:.0f} s", file=sys.stderr, flush=True)
         return result
 
+    return timed
+
+
+def variant_embeddings(bb, bridge: str, variant: str, label: str, texts: list[str]) -> tuple[dict, dict]:
+    """The configurations a variant of the shipped recipe is judged against (`--variant`): the shipped concat, the
+    variant's three readouts, the encoder alone and the direct control."""
+    from analysis import get_method
+
+    trained = get_method("causal2vec", bridge=bridge)
+    other = get_method("causal2vec", bridge=variant)
+    out, seconds = {}, {}
+    timed = _timer(seconds)
+    out["trained concat"] = timed("trained (3 readouts)", lambda: readouts_one_pass(bb, trained, texts))["concat"]
+    for name, r in timed(f"{label} (3 readouts)", lambda: readouts_one_pass(bb, other, texts)).items():
+        out[f"{label} {name if name != 'eos' else 'EOS'}"] = r
+    out["direct control"] = timed("direct control", lambda: get_method(
+        "causal2vec", readout="direct", instruction=trained.params.instruction).encode(bb, texts, batch_size=32))
+    out["encoder alone"] = timed("encoder alone", lambda: get_method("sentence_encoder").encode(bb, texts, batch_size=32))
+    return out, seconds
+
+
+def variant_claims(label: str) -> list[tuple[str, str, str]]:
+    return [(f"{label} concat", "trained concat", f"{label} beats the shipped recipe"),
+            (f"{label} concat", "encoder alone", f"{label} beats its encoder"),
+            (f"{label} concat", "direct control", f"{label} beats the paper's no-contextual-token control"),
+            (f"{label} concat", f"{label} contextual", f"with {label}, the decoder's reading adds to C alone")]
+
+
+def embeddings(bb, bridge: str, ablation: Path, texts: list[str]) -> tuple[dict, dict]:
+    """({configuration: (n, D) embeddings}, {configuration: seconds}) for every configuration of the table."""
+    from analysis import get_method
+
+    trained = get_method("causal2vec", bridge=bridge)
+    instruction = trained.params.instruction  # what the bridge was trained with (instruction=auto)
+    out, seconds = {}, {}
+    timed = _timer(seconds)
     for name, r in timed("trained (3 readouts)", lambda: readouts_one_pass(bb, trained, texts)).items():
         out[f"trained {name if name != 'eos' else 'EOS'}"] = r
     untrained = get_method("causal2vec", bridge="untrained", instruction=instruction)
@@ -84,7 +113,7 @@ def embeddings(bb, bridge: str, ablation: Path, texts: list[str]) -> tuple[dict,
     return out, seconds
 
 
-def tables(pairs, emb: dict, n_boot: int) -> tuple[list[dict], list[str], dict]:
+def tables(pairs, emb: dict, n_boot: int, claims_asked=CLAIMS) -> tuple[list[dict], list[str], dict]:
     """(tables, findings, raw numbers) from the embeddings: scores with intervals, per genre, paired claims."""
     import numpy as np
 
@@ -106,7 +135,7 @@ def tables(pairs, emb: dict, n_boot: int) -> tuple[list[dict], list[str], dict]:
                       *[round(per_genre[k][g], 4) for g in genres]] for k, s in scores.items()]}
     idx = resample_indices(len(gold), n_boot, seed=0)
     claims, findings, raw = [], [], {"scores": {k: s.spearman for k, s in scores.items()}, "paired": {}}
-    for a, b, meaning in CLAIMS:
+    for a, b, meaning in claims_asked:
         if a not in cos or b not in cos:
             continue
         row = [f"{a} − {b}"]
@@ -154,6 +183,20 @@ def speed(bb, bridge: str, texts, repeats):
     return {k: (round(v, 3), round(v / med["vanilla forward"], 3)) for k, v in med.items()}
 
 
+def base_record(args, pairs, report, man: dict, wall: float, seconds: dict, tabs, findings, raw) -> dict:
+    """The fields every Causal2Vec record shares: its data and sample, the training run, timings, tables."""
+    from analysis.data.samples import genre_counts
+
+    return {"data": f"{pairs.name}: STS-B dev pairs that no checkpoint or setting was selected on",
+            "sample": {"n": len(pairs), "of": len(report), "how": "all of the report part" if not args.sample
+                       else "stratified by genre/source", "seed": 0, "genres": genre_counts(pairs)},
+            "trained_by": {"command": man.get("command"), "steps": man.get("steps_done"),
+                           "best_step": man.get("best_step"), "wall_seconds": man.get("wall_seconds"),
+                           "examples_per_second": man.get("examples_per_second")},
+            "wall_seconds": round(time.perf_counter() - wall, 1), "seconds": seconds, "tables": tabs,
+            "findings": findings, "raw": raw}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bridge", default="shipped", help="the trained system: shipped or a folder")
@@ -163,7 +206,12 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--out", default=str(REPO / "docs" / "results"), help="folder of the results records")
+    ap.add_argument("--variant", default="", metavar="LABEL=FOLDER",
+                    help="judge a variant of the recipe (a training run's folder) against the shipped system, the "
+                         "encoder alone and the direct control instead; writes causal2vec_<label>.json, no speed table")
     args = ap.parse_args(argv)
+    if args.variant:
+        return variant_main(args)
 
     from transformers.utils import logging as hf_logging
 
@@ -171,7 +219,7 @@ def main(argv=None):
     from analysis.data.corpora import lee_documents
     from analysis.data.datasets import stsb_pairs
     from analysis.eval.results import write_record
-    from analysis.data.samples import dev_split, genre_counts, sample_pairs
+    from analysis.data.samples import dev_split, sample_pairs
     from analysis.eval.sts import pair_index
     from analysis.weights.artefacts import read_manifest, shipped_dir
 
@@ -195,14 +243,39 @@ def main(argv=None):
     man = read_manifest(shipped if args.bridge == "shipped" else Path(args.bridge))
     record = {"id": "causal2vec", "title": "Causal2Vec: does the decoder add to the encoder?",
               "command": "python scripts/causal2vec_results.py" + (f" --sample {args.sample}" if args.sample else ""),
-              "data": f"{pairs.name}: STS-B dev pairs that no checkpoint or setting was selected on",
-              "sample": {"n": len(pairs), "of": len(report), "how": "all of the report part" if not args.sample
-                         else "stratified by genre/source", "seed": 0, "genres": genre_counts(pairs)},
-              "trained_by": {"command": man.get("command"), "steps": man.get("steps_done"),
-                             "best_step": man.get("best_step"), "wall_seconds": man.get("wall_seconds"),
-                             "examples_per_second": man.get("examples_per_second")},
-              "wall_seconds": round(time.perf_counter() - wall, 1), "seconds": seconds, "tables": tabs,
-              "findings": findings, "raw": raw}
+              **base_record(args, pairs, report, man, wall, seconds, tabs, findings, raw)}
+    path = write_record(args.out, record)
+    print("\n".join(findings))
+    print(f"written: {path}", file=sys.stderr)
+
+
+def variant_main(args):
+    """`--variant LABEL=FOLDER`: the variant's readouts next to the shipped concat, paired, on the same pairs."""
+    from transformers.utils import logging as hf_logging
+
+    from analysis import load_backbone
+    from analysis.data.datasets import stsb_pairs
+    from analysis.data.samples import dev_split, sample_pairs
+    from analysis.eval.results import write_record
+    from analysis.eval.sts import pair_index
+    from analysis.weights.artefacts import read_manifest
+
+    label, _, folder = args.variant.partition("=")
+    if not label or not folder:
+        raise SystemExit("--variant takes LABEL=FOLDER, for example encoder-lora=runs/encoder-lora")
+    hf_logging.disable_progress_bar()
+    wall = time.perf_counter()
+    _, report = dev_split(stsb_pairs("dev"))
+    pairs = sample_pairs(report, args.sample, seed=0) if args.sample else report
+    bb = load_backbone()
+    emb, seconds = variant_embeddings(bb, args.bridge, folder, label, pair_index(pairs)[0])
+    tabs, findings, raw = tables(pairs, emb, args.n_boot, variant_claims(label))
+    man = read_manifest(Path(folder))
+    record = {"id": f"causal2vec_{label.replace('-', '_')}", "title": f"Causal2Vec: {label} against the shipped recipe",
+              "command": f"python scripts/causal2vec_results.py --variant {label}=FOLDER"
+                         + (f" --sample {args.sample}" if args.sample else "")
+                         + f" (FOLDER: the run of `{man.get('command')}`)",
+              **base_record(args, pairs, report, man, wall, seconds, tabs, findings, raw)}
     path = write_record(args.out, record)
     print("\n".join(findings))
     print(f"written: {path}", file=sys.stderr)
