@@ -183,6 +183,19 @@ def speed(bb, bridge: str, texts, repeats):
     return {k: (round(v, 3), round(v / med["vanilla forward"], 3)) for k, v in med.items()}
 
 
+def held_out_pairs(sample: int):
+    """(the report part of STS-B dev, the pairs scored: all of it, or a genre-stratified sample, seed 0), with the
+    libraries' progress bars off."""
+    from transformers.utils import logging as hf_logging
+
+    from analysis.data.datasets import stsb_pairs
+    from analysis.data.samples import dev_split, sample_pairs
+
+    hf_logging.disable_progress_bar()
+    _, report = dev_split(stsb_pairs("dev"))
+    return report, sample_pairs(report, sample, seed=0) if sample else report
+
+
 def base_record(args, pairs, report, man: dict, wall: float, seconds: dict, tabs, findings, raw) -> dict:
     """The fields every Causal2Vec record shares: its data and sample, the training run, timings, tables."""
     from analysis.data.samples import genre_counts
@@ -213,20 +226,14 @@ def main(argv=None):
     if args.variant:
         return variant_main(args)
 
-    from transformers.utils import logging as hf_logging
-
     from analysis import load_backbone
     from analysis.data.corpora import lee_documents
-    from analysis.data.datasets import stsb_pairs
     from analysis.eval.results import write_record
-    from analysis.data.samples import dev_split, sample_pairs
     from analysis.eval.sts import pair_index
     from analysis.weights.artefacts import read_manifest, shipped_dir
 
-    hf_logging.disable_progress_bar()
     wall = time.perf_counter()
-    _, report = dev_split(stsb_pairs("dev"))
-    pairs = sample_pairs(report, args.sample, seed=0) if args.sample else report
+    report, pairs = held_out_pairs(args.sample)
     texts = pair_index(pairs)[0]
     bb = load_backbone()
     shipped = shipped_dir("causal2vec", bb.facts)
@@ -251,11 +258,7 @@ def main(argv=None):
 
 def variant_main(args):
     """`--variant LABEL=FOLDER`: the variant's readouts next to the shipped concat, paired, on the same pairs."""
-    from transformers.utils import logging as hf_logging
-
     from analysis import load_backbone
-    from analysis.data.datasets import stsb_pairs
-    from analysis.data.samples import dev_split, sample_pairs
     from analysis.eval.results import write_record
     from analysis.eval.sts import pair_index
     from analysis.weights.artefacts import read_manifest
@@ -263,10 +266,8 @@ def variant_main(args):
     label, _, folder = args.variant.partition("=")
     if not label or not folder:
         raise SystemExit("--variant takes LABEL=FOLDER, for example encoder-lora=runs/encoder-lora")
-    hf_logging.disable_progress_bar()
     wall = time.perf_counter()
-    _, report = dev_split(stsb_pairs("dev"))
-    pairs = sample_pairs(report, args.sample, seed=0) if args.sample else report
+    report, pairs = held_out_pairs(args.sample)
     bb = load_backbone()
     emb, seconds = variant_embeddings(bb, args.bridge, folder, label, pair_index(pairs)[0])
     tabs, findings, raw = tables(pairs, emb, args.n_boot, variant_claims(label))

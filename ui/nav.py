@@ -35,7 +35,7 @@ def page_files() -> list[Path]:
 
 def page_title(path: Path) -> str:
     """First line of the module docstring, else the slug of the filename ("2_embed_compare" -> "Embed compare")."""
-    doc = ast.get_docstring(parse(path.read_text(encoding="utf-8")))
+    doc = _docstring(path)
     if doc and doc.strip():
         return doc.strip().splitlines()[0].strip().rstrip(".")
     return _slug(path).replace("_", " ").capitalize()
@@ -43,9 +43,13 @@ def page_title(path: Path) -> str:
 
 def page_summary(path: Path) -> str:
     """The docstring's first paragraph after the title line ("" when there is none)."""
-    doc = ast.get_docstring(parse(path.read_text(encoding="utf-8"))) or ""
+    doc = _docstring(path) or ""
     rest = doc.strip().split("\n", 1)[1] if "\n" in doc.strip() else ""
     return " ".join(rest.strip().split("\n\n", 1)[0].split()) if rest.strip() else ""
+
+
+def _docstring(path: Path) -> str | None:
+    return ast.get_docstring(parse(path.read_text(encoding="utf-8")))
 
 
 def _slug(path: Path) -> str:
