@@ -45,6 +45,15 @@ def test_size(people: int, n: int) -> int:
     return n if people <= 50 else max(25, n * 50 // people)
 
 
+def predict(system, items, ids: bool, store=None) -> list[dict]:
+    """Per-sentence-pool answers to `items`, through the compute cache when a store is given."""
+    if store is None:
+        return system.predict(items, "sentence", ids=ids)
+    from cache import cached_compress_predict
+
+    return cached_compress_predict(store, system, items, "sentence", ids=ids)[0]
+
+
 def measure(system, items, ids: bool, *, attention_n: int = 0, store=None) -> dict:
     """`score` of per-sentence pools on `items` (overall and per key, with Wilson intervals), plus the attention
     split by person over the first `attention_n` items: the asked person's share of the pool mass per layer
@@ -53,13 +62,7 @@ def measure(system, items, ids: bool, *, attention_n: int = 0, store=None) -> di
 
     from analysis.compression.system import person_attention, score
 
-    if store is None:
-        preds = system.predict(items, "sentence", ids=ids)
-    else:
-        from cache import cached_compress_predict
-
-        preds, _ = cached_compress_predict(store, system, items, "sentence", ids=ids)
-    res = score(preds, [it.key for it in items])
+    res = score(predict(system, items, ids, store), [it.key for it in items])
     if attention_n:
         shares = np.stack([person_attention(it, *system.pool_attention(it, "sentence", ids=ids))["share"]
                            for it in items[:attention_n]])  # (items, L)
@@ -108,9 +111,10 @@ def experiment_b(conditions: list[dict], n: int, *, attention_n: int, store=None
 
 
 def scaling(runs: dict, n: int, *, attention_n: int, attention_max_people: int, store=None,
-            layout: str = "grouped"):
-    """The scaling table: {N: system} each read on `test_size(N, n)` held-out N-person items with names.
-    Returns (table, raw results)."""
+            layout: str = "grouped", base=None):
+    """The scaling table: {N: system} each read on `test_size(N, n)` held-out N-person items with names; with
+    `base` (the five-person run), each N's items are also read by it, untrained on N (the cascade's starting
+    point). Returns (table, raw results)."""
     from analysis.data import personas
 
     rows, raw = [], {}
@@ -119,15 +123,58 @@ def scaling(runs: dict, n: int, *, attention_n: int, attention_max_people: int, 
         res = measure(system, items, True, attention_n=attention_n if people <= attention_max_people else 0,
                       store=store)
         raw[people] = res
+        untrained = None
+        if base is not None:
+            untrained = res if base is system else measure(base, items, True, store=store)
+            raw[f"{people} read by the five-person run"] = untrained
         rows.append([people, 5 * people, _pct(res), *(_pct(res["per_key"].get(k)) for k in personas.KEYS[1:]),
-                     _share(res), round(1 / people, 4), res["n"]])
+                     _share(res), round(1 / people, 4), res["n"]] + ([_pct(untrained)] if base is not None else []))
     table = {"title": "Scaling: exact match (%) [95% Wilson interval] with N people per context, names shown",
              "columns": ["people", "pools", "all", *personas.KEYS[1:], "asked share of pool attention", "chance",
-                         "n"],
+                         "n"] + (["all, read by the five-person run"] if base is not None else []),
              "rows": rows,
              "notes": f"Each N is read by its own run, warm-started from the previous N's (the cascade). Held-out "
                       f"items: {n} up to 50 people, then n * 50 / N (at least 25). Attention split up to "
-                      f"{attention_max_people} people (– beyond)."}
+                      f"{attention_max_people} people (– beyond)."
+                      + (" Last column: the same items read by the five-person run, never trained on more people."
+                         if base is not None else "")}
+    return table, raw
+
+
+def single_person_check(single, candidate, n: int, *, store=None) -> tuple[dict, dict]:
+    """Does the cross-person model keep single-person accuracy (the shipping bar: at least 95% of the single-person
+    model's)? Both read `n` built-in held-out single-person questions (`personas.generate`, every key) with
+    per-sentence pools, the candidate also with its name tokens; the paired bootstrap gives the difference's
+    interval. Returns (table, raw results)."""
+    from analysis.compression.system import score
+    from analysis.data import personas
+    from analysis.eval.stats import paired_mean_difference
+
+    items = personas.generate("heldout", n)
+    keys = [it.key for it in items]
+    exact, raw = {}, {}
+    for label, system, ids in (("single-person run", single, False), ("five-person run, names", candidate, False),
+                               ("five-person run, names, + name tokens", candidate, True)):
+        preds = predict(system, items, ids, store)
+        raw[label] = score(preds, keys)
+        exact[label] = [float(p["exact"]) for p in preds]
+    base = raw["single-person run"]["exact_match"]
+    rows = []
+    for label, res in raw.items():
+        d = None if label == "single-person run" else paired_mean_difference(exact[label], exact["single-person run"])
+        rows.append([label, _pct(res), *(_pct(res["per_key"].get(k)) for k in personas.KEYS),
+                     None if d is None else f"{100 * d.difference:+.1f} [{100 * d.ci[0]:+.1f}, {100 * d.ci[1]:+.1f}]",
+                     round(res["exact_match"] / base, 3) if base else None, res["n"]])
+        if d is not None:
+            res["paired_vs_single"] = {"difference": d.difference, "ci": list(d.ci), "p": d.p}
+    table = {"title": "Single-person held-out questions read by each run: does the cross-person model keep the "
+                      "single-person accuracy?",
+             "columns": ["run", "all", *personas.KEYS, "minus single-person run (paired, points)",
+                         "share of the single-person run's", "n"],
+             "rows": rows,
+             "notes": "The built-in held-out single-person items (`personas.generate`, every key equally often), "
+                      "per-sentence pools. Shipping bar: at least 0.95 of the single-person run's exact match "
+                      "without name tokens. With name tokens a name question's answer is in the context (copied)."}
     return table, raw
 
 
@@ -177,25 +224,61 @@ def people_main(args) -> None:
         tables.append(table)
         print(json.dumps({"experiment_b": raw["experiment_b"]}), flush=True)
     if runs:
+        base = system(folder(args.five_names)) if args.five_names and args.scaling_base else None
         table, raw["scaling"] = scaling({k: system(v) for k, v in runs.items()}, args.n, attention_n=args.attention_n,
                                         attention_max_people=args.attention_max_people, store=store,
-                                        layout=args.layout)
+                                        layout=args.layout, base=base)
         tables.append(table)
         print(json.dumps({"scaling": raw["scaling"]}), flush=True)
+    if args.single_check and args.single and args.five_names:
+        table, raw["single_check"] = single_person_check(system(folder(args.single)), system(folder(args.five_names)),
+                                                         args.single_check, store=store)
+        tables.append(table)
+        print(json.dumps({"single_check": raw["single_check"]}), flush=True)
     names = {c["label"]: c["folder"] for c in conditions} | {f"{k} people": v for k, v in runs.items()}
     command = ("python3 scripts/compression_report.py --experiment people"
                + "".join(f" --{flag} {Path(spec).name if spec != 'shipped' else spec}"
                          for flag, spec in (("single", args.single), ("five", args.five),
                                             ("five-names", args.five_names)) if spec)
                + (f" --scaling {','.join(f'{k}={v.name}' for k, v in sorted(runs.items()))}" if runs else "")
+               + (" --scaling-base" if runs and args.scaling_base else "")
+               + (f" --single-check {args.single_check}" if args.single_check else "")
                + f" --n {args.n} --attention-n {args.attention_n}")
     record = {"id": RECORD, "title": "Context compression: picking the right person's pools",
               "command": command, "data": f"analysis.data.personas held-out split, generate_people ({args.layout} "
                                           "layout): people and person-key pairs no training or selection saw",
               "seed": 0, "trained_by": {label: _trained_by(f) for label, f in names.items()},
-              "wall_seconds": round(time.perf_counter() - wall, 1), "tables": tables, "raw": raw}
+              "wall_seconds": round(time.perf_counter() - wall, 1), "tables": tables, "findings": people_findings(raw),
+              "raw": raw}
     path = write_record(args.out, record)
     print(f"written: {path}", file=sys.stderr)
+
+
+def people_findings(raw: dict) -> list[str]:
+    """What the people record shows, in sentences built from its numbers (so a rerun keeps them true)."""
+
+    def pct(r: dict) -> str:
+        return _pct(r).replace(" [", "% [", 1)
+
+    out = []
+    b = raw.get("experiment_b", {})
+    if "five people" in b and "five people, names" in b:
+        out.append(f"Five people per context: {pct(b['five people'])} without names, {pct(b['five people, names'])} "
+                   "with each pool's person as name tokens (no name questions); selection becomes copying.")
+    check = raw.get("single_check", {})
+    if check and check["single-person run"]["exact_match"]:
+        single, kept = check["single-person run"], check["five-person run, names"]
+        d, share = kept["paired_vs_single"], kept["exact_match"] / single["exact_match"]
+        out.append(f"On single-person held-out questions the five-person run with names answers {pct(kept)} without "
+                   f"name tokens against the single-person run's {pct(single)} (paired difference "
+                   f"{100 * d['difference']:+.1f} points [{100 * d['ci'][0]:+.1f}, {100 * d['ci'][1]:+.1f}]): "
+                   f"{share:.3f} of it, {'above' if share >= 0.95 else 'below'} the shipping bar of 0.95.")
+    scaled = {k: v for k, v in raw.get("scaling", {}).items() if isinstance(k, int)}
+    if len(scaled) > 1:
+        lo, hi = min(scaled), max(scaled)
+        out.append(f"With names, from {lo} to {hi} people per context exact match goes from {pct(scaled[lo])} to "
+                   f"{pct(scaled[hi])} (chance of picking the right person: 1/{lo} to 1/{hi}).")
+    return out
 
 
 def _cell(r: dict) -> str:
@@ -275,6 +358,12 @@ def main() -> None:
     ap.add_argument("--five", default="", help="people: the run trained with --people 5")
     ap.add_argument("--five-names", default="", help="people: the run trained with --people 5 --names")
     ap.add_argument("--scaling", default="", help="people: N=FOLDER,... one run per people count (with --names)")
+    ap.add_argument("--scaling-base", action="store_true",
+                    help="people: also read every N of the scaling study with the --five-names run (never trained "
+                         "on more than five people)")
+    ap.add_argument("--single-check", type=int, default=0,
+                    help="people: read N single-person held-out questions with the --single and --five-names runs "
+                         "(the shipping bar: the latter keeps at least 95%% of the former)")
     ap.add_argument("--layout", default="grouped", choices=["grouped", "interleaved"])
     ap.add_argument("--attention-n", type=int, default=40, help="people: items whose attention is split per row")
     ap.add_argument("--attention-max-people", type=int, default=25)

@@ -9,7 +9,7 @@ from scipy.stats import spearmanr
 
 from analysis.core.errors import UserError
 from analysis.data.corpora import Pairs
-from analysis.eval.stats import paired_difference, resample_indices, spearman_replicates
+from analysis.eval.stats import paired_difference, paired_mean_difference, resample_indices, spearman_replicates
 from analysis.eval.sts import compare_cosines, score_pairs
 from tests.conftest import run_cli
 
@@ -53,6 +53,18 @@ def test_paired_difference_known_answers():
         - np.percentile(reps[1], 2.5)
     assert width < separate
 
+
+
+def test_paired_mean_difference_of_exact_matches():
+    """Exact-match rates of two systems on the same questions: the paired interval of their difference."""
+    a = np.array([1, 1, 1, 0, 1, 1, 1, 1, 0, 1] * 10)
+    same = paired_mean_difference(a, a)
+    assert same.difference == 0 and same.p == 1.0 and same.ci == (0.0, 0.0)
+    worse = np.where(np.arange(100) % 5 == 0, 0, a)  # misses 20 items `a` gets, on the same items
+    d = paired_mean_difference(a, worse)
+    assert abs(d.difference - (a.mean() - worse.mean())) < 1e-12 and d.ci[0] > 0 and d.p < 0.05
+    with pytest.raises(ValueError, match="one length"):
+        paired_mean_difference(a, a[:5])
 
 def test_the_paired_bootstrap_takes_seconds():
     """1,000 resamples of 1,000 pairs for 10 methods: the budget the issue sets (seconds, not minutes)."""

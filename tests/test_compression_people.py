@@ -326,6 +326,18 @@ def test_report_tables_of_experiment_b_and_the_scaling_study(system, tmp_path):
     assert len(raw["single person"]["attention"]["per_layer"]) == system.backbone.facts.n_layers
     scaled, raw = report.scaling({2: system, 3: system}, 2, attention_n=1, attention_max_people=2)
     assert [r[0] for r in scaled["rows"]] == [2, 3] and scaled["rows"][1][-3] is None  # no attention beyond 2
+    with_base, _ = report.scaling({2: system}, 2, attention_n=0, attention_max_people=2, base=system)
+    assert with_base["columns"][-1] == "all, read by the five-person run"
+    assert with_base["rows"][0][-1] == with_base["rows"][0][2]  # the same run reads the same items alike
+    check, checked = report.single_person_check(system, system, 5)
+    assert [r[0] for r in check["rows"]] == ["single-person run", "five-person run, names",
+                                             "five-person run, names, + name tokens"]
+    assert check["rows"][1][check["columns"].index("minus single-person run (paired, points)")] == "+0.0 [+0.0, +0.0]"
+    assert checked["five-person run, names"]["paired_vs_single"]["p"] == 1.0
+    ran = {"single-person run": {"exact_match": 0.99, "exact_match_ci": (0.97, 1.0)},
+           "five-person run, names": {"exact_match": 0.9, "exact_match_ci": (0.85, 0.94),
+                                      "paired_vs_single": {"difference": -0.09, "ci": [-0.13, -0.05]}}}
+    assert "0.909 of it, below the shipping bar" in " ".join(report.people_findings({"single_check": ran}))
     from cache import Store
 
     store = Store(tmp_path / "store")  # through the cache: items with ids key their own entries and come back
@@ -394,3 +406,30 @@ def test_the_default_report_writes_a_record_with_every_table(tmp_path):
     write_record(tmp_path, record)
     md = render(read_records(tmp_path))
     assert "| sentence | 50.0 [25.0, 75.0] |" in md and "| five people, names | 50.0 [25.0, 75.0] | – |" in md
+
+
+def test_training_report_compares_curves_step_for_step_and_says_what_they_show():
+    """scripts/compression_training.py's tables and findings from manifests and scores (no model)."""
+    import importlib.util
+
+    from analysis.core.paths import REPO
+
+    spec = importlib.util.spec_from_file_location("compression_training", REPO / "scripts" / "compression_training.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    manifests = {"value warm start": {"curves": {"validation": [{"step": 0, "exact": 0.0}, {"step": 100, "exact": 0.33},
+                                                                {"step": 200, "exact": 0.9}]}},
+                 "random init": {"curves": {"validation": [{"step": 0, "exact": 0.0}, {"step": 50, "exact": 0.0},
+                                                           {"step": 100, "exact": 0.05}, {"step": 150, "exact": 0.1}]}}}
+    table = report.curve_table(manifests)
+    assert table["columns"] == ["step", "value warm start", "random init"]
+    assert table["rows"] == [[0, 0.0, 0.0], [50, None, 0.0], [100, 33.0, 5.0], [150, None, 10.0], [200, 90.0, None]]
+
+    def r(em):
+        return {"exact_match": em, "exact_match_ci": (em / 2, (1 + em) / 2)}
+
+    raw = {"value warm start, sentence": {"heldout": r(0.995), "unseen_values": r(0.0)},
+           "random init, sentence": {"heldout": r(0.2), "unseen_values": r(0.02)}}
+    said = report.findings(raw, manifests)
+    assert said[0].startswith("At step 100 on validation, random init scores 5.0% against the value warm start's 33.0%")
+    assert "Unseen values: random init 2.0% [1.0, 51.0]" in said[1]

@@ -100,3 +100,13 @@ def paired_difference(reps_a, reps_b, difference: float, level: float = 0.95) ->
         return Paired(float(difference), (float("nan"), float("nan")), float("nan"), 0)
     below, above = (np.sum(d <= 0) + 1) / (d.size + 1), (np.sum(d >= 0) + 1) / (d.size + 1)
     return Paired(float(difference), percentile_ci(d, level), float(min(1.0, 2 * min(below, above))), int(d.size))
+
+
+def paired_mean_difference(a, b, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> Paired:
+    """Mean of `a` minus mean of `b`, two per-item scores of the same items (e.g. exact match 0/1 of two systems
+    on the same questions), with the paired bootstrap: both means on the same resampled items."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1 or a.size == 0:
+        raise ValueError(f"two non-empty per-item score vectors of one length are needed, not {a.shape} and {b.shape}")
+    idx = resample_indices(a.size, n_boot, seed)  # (B, n)
+    return paired_difference(a[idx].mean(axis=1), b[idx].mean(axis=1), float(a.mean() - b.mean()), level)
