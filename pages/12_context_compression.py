@@ -7,6 +7,7 @@ decoder as one input position, and the decoder (with a small LoRA) answers quest
 import random
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -14,8 +15,9 @@ import streamlit as st
 import cache
 import ui
 from analysis.data import personas
-from analysis.compression.system import (SCALING_SIZES, TABLE_MODES, default_artefact, score,
-                                  split_mode, split_sentences)
+from analysis.compression.system import (SCALING_SIZES, TABLE_MODES, default_artefact, person_attention, score,
+                                         split_mode, split_sentences)
+from analysis.eval.results import read_record
 from ui.traces import Compression, pool_attention
 
 MODE_LABELS = {"sentence": "per-sentence pools", "sentence+ids": "per-sentence pools + identifier tokens",
@@ -33,29 +35,9 @@ def predict(system, items, mode, label):
     return preds
 
 
-with ui.user_errors():
-    st.title("Context compression")
-    st.caption("Each sentence of the context becomes one 384-d mean-pooled all-MiniLM-L6-v2 vector; a linear adapter "
-               "(384 → decoder width) turns it into one input position in front of the question; the frozen decoder "
-               "with a rank-16 LoRA on q/v of its last half of layers answers greedily. Trained here on synthetic "
-               "personas (`python -m analysis train compression`); the held-out names were never seen in training.")
-    backbone = ui.get_backbone()
-    folder = st.text_input("Weights folder (empty: the shipped ones)", key="cc_weights",
-                           help="A folder written by `python -m analysis train compression --out DIR`.").strip()
-    folder = folder or str(default_artefact(backbone))
-    if not Path(folder, "manifest.json").exists():
-        st.info(f"No compression weights at {folder}; train them with `python -m analysis train compression` "
-                "(under an hour on one core of this 2-core CPU).")
-        st.stop()
-    system = Compression(backbone, folder)  # loaded only to compute what is not stored yet
-    m = system.manifest
-    if m.get("steps_done"):
-        val = m.get("results", {}).get("validation", {}).get("sentence", {}).get("exact")
-        st.caption(f"Weights: {m['steps_done']} steps (best at {m.get('best_step')}), "
-                   f"{m.get('wall_seconds', 0) / 60:.0f} min of training, warm start "
-                   f"'{m.get('warm_start', {}).get('kind', 'none')}'"
-                   + (f"; validation exact match with per-sentence pools {val:.0%}" if val is not None else "") + ".")
-
+def one_person(system) -> None:
+    """A paragraph about one person (the built-in example, a generated persona or the user's text): the four ways
+    of giving it, the answer's attention to each pool, and the held-out table with the distractor curve."""
     if st.button("Generate a persona", key="cc_generate"):
         rng = random.Random()
         p = personas.random_persona(rng, "heldout")
@@ -124,3 +106,108 @@ with ui.user_errors():
             fig.update_layout(title="Exact match as distractor sentences are added", xaxis_title="pools",
                               xaxis_type="log", yaxis_title="exact match", yaxis_range=[0, 1], height=340)
             ui.show_figure(fig, cf, "cc_scaling")
+
+
+def several_people(system) -> None:
+    """One held-out item of N people: the answer, and how the answer's attention to the pools splits by person."""
+    st.subheader("Several people: whose pools does the answer read?")
+    st.caption("A context of N people's fact sentences (five each, grouped by person); the question names one of "
+               "them. With name tokens, each pool is preceded by its person's name as literal tokens (the source's "
+               "Experiment B2), and name questions are not asked: their answer would be copied.")
+    c1, c2, c3 = st.columns(3)
+    people = c1.slider("People in the context", 2, 10, 5, key="cc_people")
+    names = c2.toggle("Name tokens before each pool", True, key="cc_names")
+    index = c3.number_input("Held-out item", 0, 199, 0, key="cc_people_item",
+                            help="Items of the held-out split: people no training or selection saw.")
+    qa = personas.generate_people("heldout", index + 1, people=people, names=names)[index]
+    item = qa.to_json()
+    pred = predict(system, [item], "sentence+ids" if names else "sentence", "Answering")[0]
+    a, b = st.columns(2)
+    a.markdown(f"**Question:** {qa.question}  \n**Gold:** {qa.answer}")
+    b.metric("Answer from per-sentence pools", pred["answer"] or "∅",
+             "right" if pred["exact"] else "wrong", delta_color="normal" if pred["exact"] else "inverse")
+    att, pools = pool_attention(system, item, "sentence", ids=names)  # (L, T)
+    who = list(dict.fromkeys(qa.ids))
+    mass = np.stack([att[:, [p for p, w in zip(pools, qa.ids) if w == person]].sum(1) for person in who])  # (N, L)
+    split = person_attention(item, att, pools)
+    labels = [("▶ " if person == qa.identifier else "") + person for person in who]
+    fig = go.Figure(go.Heatmap(z=mass, x=[f"L{l}" for l in range(mass.shape[1])], y=labels, colorscale="Blues",
+                               colorbar=dict(title="attention")))
+    fig.update_layout(title="Attention of the first answer position to each person's pools, per decoder layer "
+                            "(▶ the asked person)", height=160 + 30 * len(who), margin=dict(l=10, r=10, t=40, b=10))
+    frame = pd.DataFrame(mass.T, columns=who).assign(layer=range(mass.shape[1]), asked_share=split["share"])
+    ui.show_figure(fig, frame, "cc_people_attention")
+    st.caption(f"Asked person's share of the attention on pools, mean over layers: {np.nanmean(split['share']):.2f} "
+               f"(chance {1 / people:.2f}); {pred['context_positions']} positions for {len(qa.context)} sentences.")
+
+
+def recorded_people() -> None:
+    """The measured Experiments B/B2 and the N-people scaling study, from docs/results/compression_people.json."""
+    record = read_record("compression_people")
+    if record is None:
+        st.info("No cross-person results are recorded yet: `python3 scripts/compression_report.py --experiment "
+                "people` measures them.")
+        return
+    st.subheader("Measured: picking the right person among many")
+    st.caption(f"`{record['command']}` · {record.get('date', '?')} · {record.get('data', '')}")
+    for table in record["tables"]:
+        st.markdown(f"**{table['title']}**")
+        st.dataframe(pd.DataFrame(table["rows"], columns=table["columns"]), hide_index=True)
+        if table.get("notes"):
+            st.caption(table["notes"])
+    curve = {int(k): v for k, v in record.get("raw", {}).get("scaling", {}).items() if k.isdigit()}
+    if curve:
+        n = sorted(curve)
+        em = np.array([curve[k]["exact_match"] for k in n])
+        lo, hi = (np.array([curve[k]["exact_match_ci"][i] for k in n]) for i in (0, 1))
+        fig = go.Figure([go.Scatter(x=n, y=em, mode="lines+markers", name="exact match (names shown)",
+                                    error_y=dict(type="data", array=hi - em, arrayminus=em - lo)),
+                         go.Scatter(x=n, y=[1 / k for k in n], mode="lines", name="chance of the right person",
+                                    line=dict(dash="dot"))])
+        fig.update_layout(title="Exact match as the context holds more people (95% Wilson intervals)",
+                          xaxis_title="people per context", xaxis_type="log", yaxis_title="exact match",
+                          yaxis_range=[0, 1], height=340)
+        ui.show_figure(fig, pd.DataFrame({"people": n, "exact match": em, "low": lo, "high": hi}), "cc_people_scaling")
+    for line in record.get("findings", []):
+        st.markdown(f"- {line}")
+
+
+with ui.user_errors():
+    st.title("Context compression")
+    st.caption("Each sentence of the context becomes one 384-d mean-pooled all-MiniLM-L6-v2 vector; a linear adapter "
+               "(384 → decoder width) turns it into one input position in front of the question; the frozen decoder "
+               "with a rank-16 LoRA on q/v of its last half of layers answers greedily. Trained here on synthetic "
+               "personas (`python -m analysis train compression`); the held-out names were never seen in training.")
+    backbone = ui.get_backbone()
+    folder = st.text_input("Weights folder (empty: the shipped ones)", key="cc_weights",
+                           help="A folder written by `python -m analysis train compression --out DIR`.").strip()
+    folder = folder or str(default_artefact(backbone))
+    if not Path(folder, "manifest.json").exists():
+        st.info(f"No compression weights at {folder}; train them with `python -m analysis train compression` "
+                "(under an hour on one core of this 2-core CPU).")
+        st.stop()
+    system = Compression(backbone, folder)  # loaded only to compute what is not stored yet
+    m = system.manifest
+    if m.get("steps_done"):
+        hp = m.get("hyperparameters", {})
+        people, names = hp.get("people", 1), bool(hp.get("names"))
+        val = m.get("results", {}).get("validation", {}).get("sentence+ids" if names else "sentence", {}).get("exact")
+        warm = m.get("warm_start", {})
+        start = f"from the run '{warm.get('run')}'" if warm.get("kind") == "from" else f"'{warm.get('kind', 'none')}'"
+        st.caption(f"Weights: {m['steps_done']} steps (best at {m.get('best_step')}), "
+                   f"{m.get('wall_seconds', 0) / 60:.0f} min of training, warm start {start}, {people} "
+                   f"{'person' if people == 1 else 'people'} per training context"
+                   + (", name tokens before each pool" if names else "")
+                   + (f"; validation exact match with per-sentence pools {val:.0%}" if val is not None else "") + ".")
+
+    # One section at a time: only the open tab runs and draws.
+    sections = ["One person", "Several people", "Measured across people"]
+    tabs = dict(zip(sections, st.tabs(sections, key="cc_section", on_change="rerun")))
+    section = next((name for name, tab in tabs.items() if tab.open), sections[0])
+    with tabs[section]:
+        if section == "One person":
+            one_person(system)
+        elif section == "Several people":
+            several_people(system)
+        else:
+            recorded_people()

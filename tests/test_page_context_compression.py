@@ -42,7 +42,7 @@ def test_page_answers_four_modes_and_shows_pool_attention(weights):
     assert not at.exception, at.exception
     assert not errors(at), errors(at)
     labels = [m.label for m in at.metric]
-    assert labels == ["per-sentence pools", "one paragraph pool", "full text", "no context"]
+    assert labels == ["per-sentence pools", "one paragraph pool", "full text", "no context"]  # only the open tab
     assert "x" in at.metric[0].delta  # the compression ratio is shown
     fig = figures(at)[0]
     assert len(fig["data"][0]["y"]) == 6  # the example paragraph's six sentences, one row each
@@ -96,3 +96,49 @@ def test_page_with_shipped_weights_answers_from_pools():
     assert any("Weights:" in c.value and "min of training" in c.value for c in at.caption)
     gold = personas.generate("heldout", 4)[3].answer
     assert normalise_answer(at.metric[0].value) == normalise_answer(gold)
+
+
+def _opened_on(weights, section: str) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600).run()
+    at = at.switch_page(PAGE)
+    at.session_state["cc_section"] = section
+    at = at.run()
+    at.text_input(key="cc_weights").set_value(weights).run()
+    assert not at.exception and not errors(at), at.exception or errors(at)
+    return at
+
+
+def test_several_people_tab_splits_the_answers_attention_by_person(weights):
+    """Issue 26: pick N people and see which person's pools the answer reads: one row per person, the asked one
+    marked, and the asked share against chance."""
+    at = _opened_on(weights, "Several people")
+    assert [m.label for m in at.metric] == ["Answer from per-sentence pools"]
+    rows = figures(at)[0]["data"][0]["y"]
+    assert len(rows) == 5 and sum(r.startswith("▶ ") for r in rows) == 1  # five people, one asked
+    assert any("chance 0.20" in c.value for c in at.caption)
+    at.slider(key="cc_people").set_value(3).run()
+    at.toggle(key="cc_names").set_value(False).run()
+    assert not at.exception and not errors(at), at.exception or errors(at)
+    assert len(figures(at)[0]["data"][0]["y"]) == 3 and any("chance 0.33" in c.value for c in at.caption)
+
+
+def test_measured_tab_shows_the_recorded_tables_and_scaling_curve(weights, tmp_path, monkeypatch):
+    import json
+
+    import analysis.eval.results as results
+
+    def cell(em):
+        return {"exact_match": em, "exact_match_ci": [em - 0.05, em + 0.05]}
+
+    record = {"id": "compression_people", "title": "t", "command": "python3 scripts/compression_report.py",
+              "data": "d", "tables": [{"title": "Scaling", "columns": ["people", "all"], "rows": [[5, "80"], [10, "70"]]}],
+              "findings": ["Selection becomes copying."], "raw": {"scaling": {"5": cell(0.8), "10": cell(0.7)}}}
+    (tmp_path / "compression_people.json").write_text(json.dumps(record))
+    monkeypatch.setattr(results, "RECORDS", tmp_path)
+    at = _opened_on(weights, "Measured across people")
+    assert len(at.dataframe) == 1 and any("Selection becomes copying." in m.value for m in at.markdown)
+    curve = figures(at)[0]["data"]
+    assert list(curve[0]["x"]) == [5, 10] and list(curve[1]["y"]) == [0.2, 0.1]  # measured, then chance
+    (tmp_path / "compression_people.json").unlink()
+    at = _opened_on(weights, "Measured across people")
+    assert any("experiment people" in i.value for i in at.info)
