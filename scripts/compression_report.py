@@ -193,7 +193,7 @@ def people_main(args) -> None:
     import torch
 
     from analysis.compression.system import CompressionSystem, default_artefact
-    from analysis.eval.results import write_record
+    from analysis.eval.results import shown_folder, write_record
     from analysis.models.backbone import load_backbone
     from cache import default_store
 
@@ -237,10 +237,10 @@ def people_main(args) -> None:
         print(json.dumps({"single_check": raw["single_check"]}), flush=True)
     names = {c["label"]: c["folder"] for c in conditions} | {f"{k} people": v for k, v in runs.items()}
     command = ("python3 scripts/compression_report.py --experiment people"
-               + "".join(f" --{flag} {Path(spec).name if spec != 'shipped' else spec}"
+               + "".join(f" --{flag} {shown_folder(spec)}"
                          for flag, spec in (("single", args.single), ("five", args.five),
                                             ("five-names", args.five_names)) if spec)
-               + (f" --scaling {','.join(f'{k}={v.name}' for k, v in sorted(runs.items()))}" if runs else "")
+               + (f" --scaling {','.join(f'{k}={shown_folder(str(v))}' for k, v in sorted(runs.items()))}" if runs else "")
                + (" --scaling-base" if runs and args.scaling_base else "")
                + (f" --single-check {args.single_check}" if args.single_check else "")
                + f" --n {args.n} --attention-n {args.attention_n}")
@@ -290,6 +290,7 @@ def _cell(r: dict) -> str:
 def table_record(args, table: dict, curve: list, ood: list, cross: list, wall: float) -> dict:
     """The `compression` results record of the default mode."""
     from analysis.data import personas
+    from analysis.eval.results import shown_folder
 
     tables = []
     if table:
@@ -339,7 +340,7 @@ def table_record(args, table: dict, curve: list, ood: list, cross: list, wall: f
     command = (f"python3 scripts/compression_report.py --n {args.n} --scaling-n {args.scaling_n}"
                + (f" --ood {args.ood}" if args.ood else "")
                + (f" --cross-person {args.cross_person}" if args.cross_person else "")
-               + (f" --weights {Path(args.weights).name}" if args.weights else ""))
+               + (f" --weights {shown_folder(args.weights)}" if args.weights else ""))
     return {"id": "compression", "title": "Context compression: facts read back from one vector per sentence",
             "command": command, "data": "analysis.data.personas held-out split: names (people) no training or "
                                         "selection saw; generated, never sorted by genre",

@@ -67,7 +67,7 @@ def main() -> None:
 
     from analysis.compression.system import CompressionSystem, default_artefact
     from analysis.data import personas
-    from analysis.eval.results import write_record
+    from analysis.eval.results import shown_folder, write_record
     from analysis.models.backbone import load_backbone
     from analysis.weights.artefacts import read_manifest
     from cache import default_store
@@ -104,7 +104,7 @@ def main() -> None:
                      "uses, read with per-sentence pools."}
     record = {"id": RECORD, "title": "Context compression: what the training recipe contributes",
               "command": "python3 scripts/compression_training.py"
-                         + "".join(f" --{flag} {Path(spec).name if spec != 'shipped' else spec}"
+                         + "".join(f" --{flag} {shown_folder(spec)}"
                                    for flag, spec in (("value", args.value), ("random", args.random),
                                                       ("paragraph", args.paragraph)) if spec)
                          + f" --n {args.n} --ood {args.ood}",

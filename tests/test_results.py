@@ -44,3 +44,13 @@ def test_the_committed_results_document_matches_its_records(capsys):
     if not list((Path(__file__).resolve().parent.parent / "docs" / "results").glob("*.json")):
         pytest.skip("no results records committed yet")
     assert main(["results", "--check"]) == 0, capsys.readouterr().err
+
+
+def test_a_record_names_weights_folders_without_machine_paths(tmp_path):
+    from analysis.core.paths import REPO
+    from analysis.eval.results import shown_folder
+
+    assert shown_folder("shipped") == "shipped"
+    assert shown_folder(str(tmp_path / "runs" / "people5-names")) == "people5-names"  # a run in a machine's cache
+    ablation = REPO / "analysis" / "artefacts" / "compression" / "smollm2-135m" / "ablations" / "single-person"
+    assert shown_folder(str(ablation)) == "analysis/artefacts/compression/smollm2-135m/ablations/single-person"

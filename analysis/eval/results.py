@@ -59,6 +59,16 @@ def write_record(folder, record: dict) -> Path:
     return path
 
 
+def shown_folder(spec: str) -> str:
+    """A weights folder as a record's command shows it: "shipped" as given, a folder inside the repository relative
+    to it (a shipped ablation), else the folder's name (runs live in one machine's cache; records carry no machine
+    paths)."""
+    if spec == "shipped":
+        return spec
+    path = Path(spec).expanduser().resolve()
+    return path.relative_to(REPO).as_posix() if REPO in path.parents else path.name
+
+
 def read_records(folder) -> dict[str, dict]:
     """{id: record} of every record in `folder`."""
     out = {}
