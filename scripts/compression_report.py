@@ -240,7 +240,8 @@ def people_main(args) -> None:
                + "".join(f" --{flag} {shown_folder(spec)}"
                          for flag, spec in (("single", args.single), ("five", args.five),
                                             ("five-names", args.five_names)) if spec)
-               + (f" --scaling {','.join(f'{k}={shown_folder(str(v))}' for k, v in sorted(runs.items()))}" if runs else "")
+               + (" --scaling " + ",".join(f"{k}={shown_folder(str(v))}" for k, v in sorted(runs.items()))
+                  if runs else "")
                + (" --scaling-base" if runs and args.scaling_base else "")
                + (f" --single-check {args.single_check}" if args.single_check else "")
                + f" --n {args.n} --attention-n {args.attention_n}")

@@ -320,3 +320,23 @@ def test_compress_qa_bad_options_are_one_sentence(capsys, argv, fragment):
     assert main(["compress-qa", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and fragment in err and "\n" not in err
+
+
+@pytest.mark.real
+def test_shipped_weights_pick_the_named_person_among_five():
+    """Issue 26: the shipped system reads five-person held-out contexts (people no training saw); with each pool's
+    person as name tokens it finds the asked person's facts far more often than without them (Experiment B2
+    against reading the same kind of context without names)."""
+    from analysis.compression.system import default_artefact, score
+    from analysis.models.backbone import load_backbone
+
+    bb = load_backbone()
+    if not (default_artefact(bb) / "manifest.json").exists():
+        pytest.skip("no compression weights in the repository for the default model: train them with "
+                    "`python -m analysis train compression`")
+    sys_ = CompressionSystem.from_artefact(bb)
+    named = P.generate_people("heldout", 24, people=5, names=True)
+    unnamed = P.generate_people("heldout", 24, people=5, names=False)
+    with_names = score(sys_.predict(named, "sentence", ids=True))["exact_match"]
+    without = score(sys_.predict(unnamed, "sentence", ids=False))["exact_match"]
+    assert with_names >= without + 0.3 and with_names >= 0.6, (with_names, without)

@@ -131,7 +131,8 @@ def test_measured_tab_shows_the_recorded_tables_and_scaling_curve(weights, tmp_p
         return {"exact_match": em, "exact_match_ci": [em - 0.05, em + 0.05]}
 
     record = {"id": "compression_people", "title": "t", "command": "python3 scripts/compression_report.py",
-              "data": "d", "tables": [{"title": "Scaling", "columns": ["people", "all"], "rows": [[5, "80"], [10, "70"]]}],
+              "data": "d",
+              "tables": [{"title": "Scaling", "columns": ["people", "all"], "rows": [[5, "80"], [10, "70"]]}],
               "findings": ["Selection becomes copying."], "raw": {"scaling": {"5": cell(0.8), "10": cell(0.7)}}}
     (tmp_path / "compression_people.json").write_text(json.dumps(record))
     monkeypatch.setattr(results, "RECORDS", tmp_path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from analysis.core.errors import UserError
-from analysis.eval.results import HEADLINE, read_records, render, replace_block, headline, write_record
+from analysis.eval.results import markers, read_records, readme, render, replace_block, headline, write_record
 
 RECORD = {"id": "methods_models", "title": "Methods x models", "command": "python -m analysis compare ...",
           "data": "STS-B dev report part", "sample": {"n": 500, "of": 1200, "how": "stratified", "seed": 0,
@@ -24,11 +24,29 @@ def test_a_record_renders_with_its_command_sample_and_machine(tmp_path):
     assert "| prompteol | 0.632 | [0.600, 0.660] |" in md and "| last | – | – |" in md
     assert "500 of 1200; stratified; seed 0; genres main-news/headlines 10" in md
     assert "load average" in md and "PromptEOL leads." in md
-    text = f"intro\n{HEADLINE[0]}\nold\n{HEADLINE[1]}\nrest"
+    start, end = markers("headline")
+    text = f"intro\n{start}\nold\n{end}\nrest"
     new = replace_block(text, headline(records))
     assert new.startswith("intro\n") and new.endswith("rest") and "prompteol" in new and "old" not in new
     with pytest.raises(UserError, match="block"):
         replace_block("no markers", "x")
+
+
+def test_the_readme_gets_the_compression_results_with_their_commands(tmp_path):
+    people = {"id": "compression_people", "title": "p", "command": "python3 scripts/compression_report.py --experiment "
+              "people", "data": "d", "wall_seconds": 90, "tables": [{"title": "B", "columns": ["c"], "rows": [["x"]]}],
+              "findings": ["Names help."]}
+    training = {"id": "compression_training", "title": "t", "command": "python3 scripts/compression_training.py",
+                "data": "d", "tables": [{"title": "curves", "columns": ["step"], "rows": [[0]]},
+                                        {"title": "held-out", "columns": ["run"], "rows": [["random init"]]}]}
+    for rec in (RECORD, people, training):
+        write_record(tmp_path, rec)
+    text = "\n".join(f"{a}\nold\n{b}" for a, b in (markers("headline"), markers("compression")))
+    new = readme(text, read_records(tmp_path))
+    block = new.split(markers("compression")[0])[1]
+    assert "**B**" in block and "- Names help." in block and "compression_report.py --experiment people`" in block
+    assert "**held-out**" in block and "**curves**" not in block  # the training curves stay in RESULTS.md
+    assert "1.5 min" in block and "old" not in new
 
 
 def test_a_record_missing_its_command_is_refused(tmp_path):

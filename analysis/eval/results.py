@@ -11,6 +11,7 @@ A record says what was measured and how, so a reader can judge and regenerate it
 
     write_record(folder, record)          # what a measuring command calls at its end
     render(records) -> markdown           # docs/RESULTS.md, in the order of ORDER
+    readme(text, records) -> markdown     # the README with its generated blocks (headline, compression) filled
     read_record("gircse")                 # one record for a reader such as a page (None when absent)
 
 A record may carry more than its tables under its own keys (e.g. GIRCSE's "curves", which the Soft tokens page
@@ -28,11 +29,13 @@ from pathlib import Path
 from analysis.core.errors import UserError
 from analysis.core.paths import REPO
 
-ORDER = ("methods_models", "causal2vec", "gircse", "layer_map", "compression")  # sections of docs/RESULTS.md
+ORDER = ("methods_models", "causal2vec", "gircse", "layer_map", "compression", "compression_people",
+         "compression_training")  # sections of docs/RESULTS.md
 TITLES = {"methods_models": "methods x models", "causal2vec": "Causal2Vec", "gircse": "GIRCSE",
-          "layer_map": "the layer map", "compression": "context compression"}
+          "layer_map": "the layer map", "compression": "context compression",
+          "compression_people": "context compression across people",
+          "compression_training": "context compression's training recipe"}
 ARCHIVE = "docs/RESULTS-old-protocol.md"  # what was measured before this protocol, kept as measured
-HEADLINE = ("<!-- headline:start -->", "<!-- headline:end -->")  # the README's generated block
 RECORDS = REPO / "docs" / "results"  # in a checkout; an installed wheel has no docs/, so readers get None
 
 
@@ -141,14 +144,44 @@ def headline(records: dict[str, dict]) -> str:
             "with its command and sample: [docs/RESULTS.md](docs/RESULTS.md).")
 
 
-def replace_block(text: str, block: str) -> str:
-    """`text` with the part between the HEADLINE markers replaced by `block`."""
-    start, end = HEADLINE
+def compression_block(records: dict[str, dict]) -> str:
+    """The README's context-compression results: cross-person selection (Experiments B/B2, the N-people scaling,
+    the single-person check) and what the training recipe contributes, each with its command."""
+    parts = []
+    for rid, keep in (("compression_people", None), ("compression_training", slice(1, None))):
+        rec = records.get(rid)
+        if rec is None:
+            continue
+        tables = rec["tables"][keep] if keep else rec["tables"]
+        parts += [table_markdown(t) for t in tables]
+        parts += ["\n".join(f"- {f}" for f in rec.get("findings", []))] if rec.get("findings") else []
+        parts.append(f"`{rec['command']}`, {rec.get('date', '?')}, {rec.get('wall_seconds', 0) / 60:.1f} min.")
+    return "\n\n".join(parts) if parts else "(not measured yet: see docs/RESULTS.md)"
+
+
+BLOCKS = {"headline": headline, "compression": compression_block}  # the README's generated blocks
+
+
+def markers(name: str) -> tuple[str, str]:
+    """The comment lines around the README's generated block `name`."""
+    return f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+
+
+def replace_block(text: str, block: str, name: str = "headline") -> str:
+    """`text` with the part between block `name`'s markers replaced by `block`."""
+    start, end = markers(name)
     if start not in text or end not in text:
         raise UserError(f"the README has no {start} ... {end} block to fill.")
     before, rest = text.split(start, 1)
     _, after = rest.split(end, 1)
     return f"{before}{start}\n{block}\n{end}{after}"
+
+
+def readme(text: str, records: dict[str, dict]) -> str:
+    """The README `text` with every generated block (`BLOCKS`) filled from `records`."""
+    for name, make in BLOCKS.items():
+        text = replace_block(text, make(records), name)
+    return text
 
 
 def _sample_text(sample: dict) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-HELP = ("Regenerate docs/RESULTS.md and the README's headline table from the results records in docs/results/ "
+HELP = ("Regenerate docs/RESULTS.md and the README's generated tables (headline, context compression) from the results records in docs/results/ "
         "(each written by the command that measured it); --check only says whether they are up to date.")
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -17,14 +17,14 @@ def add_arguments(parser) -> None:
 
 def run(args) -> dict:
     from analysis.core.errors import UserError
-    from analysis.eval.results import headline, read_records, render, replace_block
+    from analysis.eval.results import read_records, readme, render
 
     records = read_records(args.records)
     if not records:
         raise UserError(f"No results records in {args.records}; the measuring commands write them there.")
     targets = {REPO / "docs" / "RESULTS.md": render(records)}
-    readme = REPO / "README.md"
-    targets[readme] = replace_block(readme.read_text(encoding="utf-8"), headline(records))
+    path = REPO / "README.md"
+    targets[path] = readme(path.read_text(encoding="utf-8"), records)
     stale = [str(p.relative_to(REPO)) for p, text in targets.items()
              if not p.exists() or p.read_text(encoding="utf-8") != text]
     if args.check:
