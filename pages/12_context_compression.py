@@ -15,8 +15,8 @@ import streamlit as st
 import cache
 import ui
 from analysis.data import personas
-from analysis.compression.system import (SCALING_SIZES, TABLE_MODES, default_artefact, person_attention, score,
-                                         split_mode, split_sentences)
+from analysis.compression.system import (SCALING_SIZES, TABLE_MODES, default_artefact, person_attention, person_masses,
+                                         score, shipped_variants, split_mode, split_sentences)
 from analysis.eval.results import read_record
 from ui.traces import Compression, pool_attention
 
@@ -127,8 +127,7 @@ def several_people(system) -> None:
     b.metric("Answer from per-sentence pools", pred["answer"] or "∅",
              "right" if pred["exact"] else "wrong", delta_color="normal" if pred["exact"] else "inverse")
     att, pools = pool_attention(system, item, "sentence", ids=names)  # (L, T)
-    who = list(dict.fromkeys(qa.ids))
-    mass = np.stack([att[:, [p for p, w in zip(pools, qa.ids) if w == person]].sum(1) for person in who])  # (N, L)
+    who, mass = person_masses(item, att, pools)  # (N, L)
     split = person_attention(item, att, pools)
     labels = [("▶ " if person == qa.identifier else "") + person for person in who]
     fig = go.Figure(go.Heatmap(z=mass, x=[f"L{l}" for l in range(mass.shape[1])], y=labels, colorscale="Blues",
@@ -179,9 +178,15 @@ with ui.user_errors():
                "with a rank-16 LoRA on q/v of its last half of layers answers greedily. Trained here on synthetic "
                "personas (`python -m analysis train compression`); the held-out names were never seen in training.")
     backbone = ui.get_backbone()
-    folder = st.text_input("Weights folder (empty: the shipped ones)", key="cc_weights",
-                           help="A folder written by `python -m analysis train compression --out DIR`.").strip()
-    folder = folder or str(default_artefact(backbone))
+    variants = {str(path): label for label, path in shipped_variants(backbone).items()}
+    choice = st.radio("Weights", [*variants, "folder"], horizontal=True, key="cc_weights_choice",
+                      format_func=lambda v: variants.get(v, "a folder…"),
+                      help="shipped: the default; ablations/…: earlier shipped weights kept beside it.")
+    folder = choice
+    if choice == "folder" or not variants:
+        folder = st.text_input("Weights folder (empty: the shipped ones)", key="cc_weights",
+                               help="A folder written by `python -m analysis train compression --out DIR`.").strip()
+        folder = folder or str(default_artefact(backbone))
     if not Path(folder, "manifest.json").exists():
         st.info(f"No compression weights at {folder}; train them with `python -m analysis train compression` "
                 "(under an hour on one core of this 2-core CPU).")

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from analysis.compression.system import CompressionSystem, person_attention
+from analysis.compression.system import CompressionSystem, person_attention, person_masses
 from analysis.core.errors import UserError
 from analysis.data import personas as P
 from analysis.models.tiny import tiny_backbone
@@ -133,6 +133,10 @@ def test_person_attention_splits_pool_mass_by_person():
     assert np.isclose(out["share"][0], 0.4) and np.isnan(out["share"][1])  # no mass on pools: no share
     with pytest.raises(UserError, match="one person per pool"):
         person_attention(item, attention, [1, 2])
+    people, mass = person_masses(item, attention, [1, 2, 4, 5])  # the same mass, one row per person
+    assert people == ["Ann Lee", "Bo Kim", "Cy Orr"]
+    assert np.allclose(mass, [[0.4, 0.0], [0.2, 0.0], [0.4, 0.0]])
+    assert np.allclose(mass[0], out["asked"]) and np.allclose(mass[1:].sum(0), out["others"])
 
 
 def test_pool_attention_of_a_multi_person_item_splits_into_its_people(system):

@@ -34,11 +34,17 @@ def app_cache(tmp_path_factory):
         yield root
 
 
+def use_folder(at: AppTest, folder: str) -> AppTest:
+    """Choose "a folder…" among the weights and type `folder`."""
+    at.radio(key="cc_weights_choice").set_value("folder").run()
+    return at.text_input(key="cc_weights").set_value(folder).run()
+
+
 def test_page_answers_four_modes_and_shows_pool_attention(weights):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600).run()
     at = at.switch_page(PAGE).run()
     assert not at.exception, at.exception
-    at.text_input(key="cc_weights").set_value(weights).run()
+    use_folder(at, weights)
     assert not at.exception, at.exception
     assert not errors(at), errors(at)
     labels = [m.label for m in at.metric]
@@ -57,7 +63,7 @@ def test_a_second_visit_reads_answers_and_attention_without_loading_the_system(w
     def opened():
         at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600).run()
         at = at.switch_page(PAGE).run()
-        at.text_input(key="cc_weights").set_value(weights).run()
+        use_folder(at, weights)
         assert not at.exception and not errors(at), at.exception or errors(at)
         return [(m.label, m.value, m.delta) for m in at.metric], figures(at)[0], at.caption
 
@@ -76,7 +82,7 @@ def test_a_second_visit_reads_answers_and_attention_without_loading_the_system(w
 def test_page_without_weights_says_how_to_train(tmp_path):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=600).run()
     at = at.switch_page(PAGE).run()
-    at.text_input(key="cc_weights").set_value(str(tmp_path)).run()
+    use_folder(at, str(tmp_path))
     assert not at.exception
     assert any("train compression" in i.value for i in at.info)
 
@@ -103,7 +109,7 @@ def _opened_on(weights, section: str) -> AppTest:
     at = at.switch_page(PAGE)
     at.session_state["cc_section"] = section
     at = at.run()
-    at.text_input(key="cc_weights").set_value(weights).run()
+    use_folder(at, weights)
     assert not at.exception and not errors(at), at.exception or errors(at)
     return at
 

@@ -442,6 +442,19 @@ def person_attention(item, attention: np.ndarray, pools: list[int]) -> dict:
     return {"asked": on_asked, "others": on_others, "share": share}
 
 
+def person_masses(item, attention: np.ndarray, pools: list[int]) -> tuple[list[str], np.ndarray]:
+    """`pool_attention`'s output summed per person: (the people in order of first appearance, (N, L) attention
+    mass on each person's pools per decoder layer). The per-person view of `person_attention`'s split."""
+    get = item.get if isinstance(item, dict) else lambda k: getattr(item, k)
+    who = list(get("ids") or ())
+    if len(who) != len(pools):
+        raise UserError(f"The attention split needs one person per pool: {len(who)} ids for {len(pools)} pools "
+                        "(per-sentence pools of an item with per-sentence ids).")
+    people = list(dict.fromkeys(who))
+    mass = np.asarray(attention)[:, pools]  # (L, P)
+    return people, np.stack([mass[:, [w == person for w in who]].sum(1) for person in people])
+
+
 def manifest_config(manifest: dict, backbone, folder) -> CompressionConfig:
     """The configuration an artefact's manifest records, checked before anything is built from it: positive finite
     numbers, a LoRA rank no wider than the model (a hand-edited rank of 10^7 would allocate gigabytes), a share of
@@ -469,6 +482,18 @@ def default_artefact(backbone) -> Path:
     from analysis.weights.artefacts import shipped_dir
 
     return shipped_dir(METHOD, backbone.facts)
+
+
+def shipped_variants(backbone) -> dict[str, Path]:
+    """{"shipped": the default artefact, "ablations/<name>": each kept predecessor} for this model, those with a
+    manifest only: the weights a reader can choose among without typing a folder."""
+    root = default_artefact(backbone)
+    found = {"shipped": root} if (root / "manifest.json").is_file() else {}
+    ablations = root / "ablations"
+    for folder in sorted(ablations.iterdir()) if ablations.is_dir() else ():
+        if (folder / "manifest.json").is_file():
+            found[f"ablations/{folder.name}"] = folder
+    return found
 
 
 def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:

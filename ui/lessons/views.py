@@ -11,7 +11,8 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 import cache
-from analysis.compression.system import SCALING_SIZES, default_artefact, score, split_mode, split_sentences
+from analysis.compression.system import (SCALING_SIZES, default_artefact, person_masses, score, shipped_variants,
+                                         split_mode, split_sentences)
 from analysis.data import corpora, datasets, personas, samples
 from analysis.inspect.attention import prefix_mass_summary
 from analysis.inspect.generation import token_heatmap
@@ -228,10 +229,15 @@ MODE_LABELS = {"sentence": "one vector per sentence", "sentence+ids": "one vecto
                "paragraph": "one vector for the paragraph", "text": "the full text", "none": "no context"}
 
 
-def _system():
-    """The shipped compression system of the sidebar's model, loaded only if a result is not stored yet."""
+def _system(single_person: bool = False):
+    """The shipped compression system of the sidebar's model, loaded only if a result is not stored yet; with
+    `single_person`, the weights trained on one person per context (kept as ablations/single-person once weights
+    trained on several people were shipped), which the lesson's one-person steps describe."""
     backbone = get_backbone()
-    return Compression(backbone, str(default_artefact(backbone)))
+    folder = default_artefact(backbone)
+    if single_person:
+        folder = shipped_variants(backbone).get("ablations/single-person", folder)
+    return Compression(backbone, str(folder))
 
 
 def _predict(system, items, mode: str):
@@ -241,7 +247,7 @@ def _predict(system, items, mode: str):
 
 def compression_modes(n_questions: int):
     """Exact match on held-out persona questions for each way of giving the context."""
-    system = _system()
+    system = _system(single_person=True)
     items = personas.generate("heldout", int(n_questions))
     rows = [{"mode": MODE_LABELS[mode], "exact match": score(_predict(system, items, mode))["exact_match"]}
             for mode in ("sentence", "paragraph", "text", "none")]
@@ -256,8 +262,8 @@ def pool_reading(question: str):
     """Which sentence vector the answer reads: attention of the answer's first position to each pool, per layer."""
     example = personas.generate("heldout", 4)[3]
     sentences = split_sentences(" ".join(example.context))
-    att, pools = pool_attention(_system(), {"context": sentences, "question": question, "answer": "?", "id": ""},
-                                "sentence")  # (L, T), pool positions
+    item = {"context": sentences, "question": question, "answer": "?", "id": ""}
+    att, pools = pool_attention(_system(single_person=True), item, "sentence")  # (L, T), pool positions
     frame = pd.DataFrame(att[:, pools], columns=[f"{i + 1}: {_short(s, 40)}" for i, s in enumerate(sentences)])
     fig = go.Figure(go.Heatmap(z=frame.values.T, x=[f"L{i}" for i in range(len(frame))], y=list(frame.columns),
                                colorscale="Blues", colorbar=dict(title="attention")))
@@ -265,9 +271,23 @@ def pool_reading(question: str):
     return fig, frame.assign(layer=range(len(frame)))
 
 
+def people_reading(people: int):
+    """Which person's pools the answer reads in a held-out context of `people` people, each pool preceded by its
+    person's name (the shipped weights, trained on five people with names): attention mass per person per layer."""
+    qa = personas.generate_people("heldout", 1, people=int(people), names=True)[0]
+    item = qa.to_json()
+    att, pools = pool_attention(_system(), item, "sentence", ids=True)  # (L, T)
+    who, mass = person_masses(item, att, pools)  # (N, L)
+    labels = [("▶ " if person == qa.identifier else "") + person for person in who]
+    fig = go.Figure(go.Heatmap(z=mass, x=[f"L{i}" for i in range(mass.shape[1])], y=labels, colorscale="Blues",
+                               colorbar=dict(title="attention")))
+    fig.update_layout(height=HEIGHT, title=f"{qa.question} (▶ the asked person)", margin=dict(l=10, r=10, t=40, b=10))
+    return fig, pd.DataFrame(mass.T, columns=who).assign(layer=range(mass.shape[1]))
+
+
 def dilution(max_pools: int, modes: tuple[str, ...]):
     """Exact match as distractor sentences are added to each context (the pool count), per way of giving it."""
-    system = _system()
+    system = _system(single_person=True)
     rows = []
     for size in [s for s in SCALING_SIZES if s <= max_pools]:
         items = personas.generate_scaled("heldout", 25, total_sentences=size)
