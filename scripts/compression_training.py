@@ -98,10 +98,9 @@ def main() -> None:
             "columns": ["run", "pools", "steps", "best step", "training min", "all", *personas.KEYS,
                         f"unseen values ({args.ood})"],
             "rows": rows,
-            "notes": "Each run at its best validation step. The shipped run trained 772 steps (55 min); the other "
-                     "runs the same recipe and schedule for the minutes given, so compare them with the shipped run "
-                     "at equal steps in the curve table. Unseen values: contexts whose values and names no split "
-                     "uses, read with per-sentence pools."}
+            "notes": "Each run at its best validation step, trained with the same recipe and schedule for the "
+                     "minutes given: compare runs of different lengths at equal steps in the curve table. Unseen "
+                     "values: contexts whose values and names no split uses, read with per-sentence pools."}
     record = {"id": RECORD, "title": "Context compression: what the training recipe contributes",
               "command": "python3 scripts/compression_training.py"
                          + "".join(f" --{flag} {shown_folder(spec)}"
