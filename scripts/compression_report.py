@@ -111,10 +111,10 @@ def experiment_b(conditions: list[dict], n: int, *, attention_n: int, store=None
 
 
 def scaling(runs: dict, n: int, *, attention_n: int, attention_max_people: int, store=None,
-            layout: str = "grouped", base=None):
+            layout: str = "grouped", base=None, trained: dict | None = None):
     """The scaling table: {N: system} each read on `test_size(N, n)` held-out N-person items with names; with
     `base` (the five-person run), each N's items are also read by it, untrained on N (the cascade's starting
-    point). Returns (table, raw results)."""
+    point); `trained` ({N: manifest}) adds each run's steps and best step. Returns (table, raw results)."""
     from analysis.data import personas
 
     rows, raw = [], {}
@@ -127,11 +127,14 @@ def scaling(runs: dict, n: int, *, attention_n: int, attention_max_people: int, 
         if base is not None:
             untrained = res if base is system else measure(base, items, True, store=store)
             raw[f"{people} read by the five-person run"] = untrained
+        m = (trained or {}).get(people)
         rows.append([people, 5 * people, _pct(res), *(_pct(res["per_key"].get(k)) for k in personas.KEYS[1:]),
-                     _share(res), round(1 / people, 4), res["n"]] + ([_pct(untrained)] if base is not None else []))
+                     _share(res), round(1 / people, 4), res["n"]] + ([_pct(untrained)] if base is not None else [])
+                    + ([f"{m.get('steps_done')} (best {m.get('best_step')})" if m else None] if trained else []))
     table = {"title": "Scaling: exact match (%) [95% Wilson interval] with N people per context, names shown",
              "columns": ["people", "pools", "all", *personas.KEYS[1:], "asked share of pool attention", "chance",
-                         "n"] + (["all, read by the five-person run"] if base is not None else []),
+                         "n"] + (["all, read by the five-person run"] if base is not None else [])
+                        + (["steps trained at N (best)"] if trained else []),
              "rows": rows,
              "notes": f"Each N is read by its own run, warm-started from the previous N's (the cascade). Held-out "
                       f"items: {n} up to 50 people, then n * 50 / N (at least 25). Attention split up to "
@@ -195,6 +198,7 @@ def people_main(args) -> None:
     from analysis.compression.system import CompressionSystem, default_artefact
     from analysis.eval.results import shown_folder, write_record
     from analysis.models.backbone import load_backbone
+    from analysis.weights.artefacts import read_manifest
     from cache import default_store
 
     torch.set_num_threads(2)
@@ -227,7 +231,8 @@ def people_main(args) -> None:
         base = system(folder(args.five_names)) if args.five_names and args.scaling_base else None
         table, raw["scaling"] = scaling({k: system(v) for k, v in runs.items()}, args.n, attention_n=args.attention_n,
                                         attention_max_people=args.attention_max_people, store=store,
-                                        layout=args.layout, base=base)
+                                        layout=args.layout, base=base,
+                                        trained={k: read_manifest(v) for k, v in runs.items()})
         tables.append(table)
         print(json.dumps({"scaling": raw["scaling"]}), flush=True)
     if args.single_check and args.single and args.five_names:
