@@ -154,15 +154,22 @@ def recorded_people() -> None:
         st.dataframe(pd.DataFrame(table["rows"], columns=table["columns"]), hide_index=True)
         if table.get("notes"):
             st.caption(table["notes"])
-    curve = {int(k): v for k, v in record.get("raw", {}).get("scaling", {}).items() if k.isdigit()}
+    raw = record.get("raw", {}).get("scaling", {})
+    curve = {int(k): v for k, v in raw.items() if k.isdigit()}
     if curve:
         n = sorted(curve)
         em = np.array([curve[k]["exact_match"] for k in n])
         lo, hi = (np.array([curve[k]["exact_match_ci"][i] for k in n]) for i in (0, 1))
-        fig = go.Figure([go.Scatter(x=n, y=em, mode="lines+markers", name="exact match (names shown)",
-                                    error_y=dict(type="data", array=hi - em, arrayminus=em - lo)),
-                         go.Scatter(x=n, y=[1 / k for k in n], mode="lines", name="chance of the right person",
-                                    line=dict(dash="dot"))])
+        traces = [go.Scatter(x=n, y=em, mode="lines+markers", name="each N's own run (the cascade)",
+                             error_y=dict(type="data", array=hi - em, arrayminus=em - lo))]
+        base = [(k, raw[f"{k} read by the five-person run"]["exact_match"]) for k in n
+                if f"{k} read by the five-person run" in raw]
+        if base:
+            traces.append(go.Scatter(x=[k for k, _ in base], y=[v for _, v in base], mode="lines+markers",
+                                     name="the five-person run, untrained on N"))
+        traces.append(go.Scatter(x=n, y=[1 / k for k in n], mode="lines", name="chance of the right person",
+                                 line=dict(dash="dot")))
+        fig = go.Figure(traces)
         fig.update_layout(title="Exact match as the context holds more people (95% Wilson intervals)",
                           xaxis_title="people per context", xaxis_type="log", yaxis_title="exact match",
                           yaxis_range=[0, 1], height=340)

@@ -139,13 +139,16 @@ def test_measured_tab_shows_the_recorded_tables_and_scaling_curve(weights, tmp_p
     record = {"id": "compression_people", "title": "t", "command": "python3 scripts/compression_report.py",
               "data": "d",
               "tables": [{"title": "Scaling", "columns": ["people", "all"], "rows": [[5, "80"], [10, "70"]]}],
-              "findings": ["Selection becomes copying."], "raw": {"scaling": {"5": cell(0.8), "10": cell(0.7)}}}
+              "findings": ["Selection becomes copying."],
+              "raw": {"scaling": {"5": cell(0.8), "10": cell(0.7), "5 read by the five-person run": cell(0.8),
+                                  "10 read by the five-person run": cell(0.5)}}}
     (tmp_path / "compression_people.json").write_text(json.dumps(record))
     monkeypatch.setattr(results, "RECORDS", tmp_path)
     at = _opened_on(weights, "Measured across people")
     assert len(at.dataframe) == 1 and any("Selection becomes copying." in m.value for m in at.markdown)
     curve = figures(at)[0]["data"]
-    assert list(curve[0]["x"]) == [5, 10] and list(curve[1]["y"]) == [0.2, 0.1]  # measured, then chance
+    assert list(curve[0]["x"]) == [5, 10] and list(curve[1]["y"]) == [0.8, 0.5]  # each N's run, the base run
+    assert list(curve[2]["y"]) == [0.2, 0.1]  # chance
     (tmp_path / "compression_people.json").unlink()
     at = _opened_on(weights, "Measured across people")
     assert any("experiment people" in i.value for i in at.info)
