@@ -196,7 +196,7 @@ def people_main(args) -> None:
     import torch
 
     from analysis.compression.system import CompressionSystem, default_artefact
-    from analysis.eval.results import shown_folder, write_record
+    from analysis.eval.results import runs_table, shown_folder, write_record
     from analysis.models.backbone import load_backbone
     from analysis.weights.artefacts import read_manifest
     from cache import default_store
@@ -241,6 +241,7 @@ def people_main(args) -> None:
         tables.append(table)
         print(json.dumps({"single_check": raw["single_check"]}), flush=True)
     names = {c["label"]: c["folder"] for c in conditions} | {f"{k} people": v for k, v in runs.items()}
+    tables.append(runs_table({label: read_manifest(f) for label, f in names.items()}))
     command = ("python3 scripts/compression_report.py --experiment people"
                + "".join(f" --{flag} {shown_folder(spec)}"
                          for flag, spec in (("single", args.single), ("five", args.five),

@@ -67,7 +67,7 @@ def main() -> None:
 
     from analysis.compression.system import CompressionSystem, default_artefact
     from analysis.data import personas
-    from analysis.eval.results import shown_folder, write_record
+    from analysis.eval.results import runs_table, shown_folder, write_record
     from analysis.models.backbone import load_backbone
     from analysis.weights.artefacts import read_manifest
     from cache import default_store
@@ -113,7 +113,8 @@ def main() -> None:
                                                             "examples_per_second")}
                              for label, m in manifests.items()},
               "wall_seconds": round(time.perf_counter() - wall, 1),
-              "tables": [curve_table(manifests), held], "findings": findings(raw, manifests), "raw": raw}
+              "tables": [curve_table(manifests), held, runs_table(manifests)], "findings": findings(raw, manifests),
+              "raw": raw}
     print(f"written: {write_record(args.out, record)}", file=sys.stderr)
 
 

@@ -72,3 +72,15 @@ def test_a_record_names_weights_folders_without_machine_paths(tmp_path):
     assert shown_folder(str(tmp_path / "runs" / "people5-names")) == "people5-names"  # a run in a machine's cache
     ablation = REPO / "analysis" / "artefacts" / "compression" / "smollm2-135m" / "ablations" / "single-person"
     assert shown_folder(str(ablation)) == "analysis/artefacts/compression/smollm2-135m/ablations/single-person"
+
+
+def test_the_training_runs_behind_a_record_are_one_table():
+    from analysis.eval.results import runs_table, table_markdown
+
+    table = runs_table({"five people, names": {"command": "python -m analysis train compression --people 5 --names",
+                                               "steps_done": 120, "best_step": 120, "wall_seconds": 1087.7,
+                                               "examples_per_second": 1.765},
+                        "unfinished": {}})
+    assert table["rows"][0] == ["five people, names", "`python -m analysis train compression --people 5 --names`",
+                                120, 120, 18.1, 1.76]
+    assert "| unfinished | – | – | – | – | – |" in table_markdown(table)

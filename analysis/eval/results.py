@@ -72,6 +72,17 @@ def shown_folder(spec: str) -> str:
     return path.relative_to(REPO).as_posix() if REPO in path.parents else path.name
 
 
+def runs_table(runs: dict[str, dict]) -> dict:
+    """The training runs behind a record as one table: {label: a run's manifest} -> each run's command (no machine
+    paths: the trainer records it so), steps, best step, training minutes and throughput."""
+    rows = [[label, f"`{m['command']}`" if m.get("command") else None, m.get("steps_done"), m.get("best_step"),
+             round(m["wall_seconds"] / 60, 1) if m.get("wall_seconds") else None,
+             round(m["examples_per_second"], 2) if m.get("examples_per_second") else None] for label, m in runs.items()]
+    return {"title": "Training runs behind these numbers", "columns": ["run", "command", "steps", "best step",
+                                                                       "training min", "examples/s"], "rows": rows,
+            "notes": "Trained one at a time on this 2-core CPU (torch threads 2); wall time includes validation."}
+
+
 def read_records(folder) -> dict[str, dict]:
     """{id: record} of every record in `folder`."""
     out = {}
