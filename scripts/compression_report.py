@@ -130,18 +130,30 @@ def scaling(runs: dict, n: int, *, attention_n: int, attention_max_people: int, 
         m = (trained or {}).get(people)
         rows.append([people, 5 * people, _pct(res), *(_pct(res["per_key"].get(k)) for k in personas.KEYS[1:]),
                      _share(res), round(1 / people, 4), res["n"]] + ([_pct(untrained)] if base is not None else [])
-                    + ([f"{m.get('steps_done')} (best {m.get('best_step')})" if m else None] if trained else []))
+                    + ([_steps_at(m, people)] if trained else []))
     table = {"title": "Scaling: exact match (%) [95% Wilson interval] with N people per context, names shown",
              "columns": ["people", "pools", "all", *personas.KEYS[1:], "asked share of pool attention", "chance",
                          "n"] + (["all, read by the five-person run"] if base is not None else [])
                         + (["steps trained at N (best)"] if trained else []),
              "rows": rows,
-             "notes": f"Each N is read by its own run, warm-started from the previous N's (the cascade). Held-out "
+             "notes": f"Each N is read by its own run, warm-started from the previous N's (the cascade), or by "
+                      f"the largest trained run where the steps column says so. Held-out "
                       f"items: {n} up to 50 people, then n * 50 / N (at least 25). Attention split up to "
                       f"{attention_max_people} people (– beyond)."
                       + (" Last column: the same items read by the five-person run, never trained on more people."
                          if base is not None else "")}
     return table, raw
+
+
+def _steps_at(manifest: dict | None, people: int) -> str | None:
+    """"34 (best 0)": the steps a run trained at `people` per context; a run trained for another N reads this N
+    untrained ("0: the 50-person run")."""
+    if not manifest:
+        return None
+    trained_for = manifest.get("hyperparameters", {}).get("people")
+    if trained_for is not None and trained_for != people:
+        return f"0: the {trained_for}-person run"
+    return f"{manifest.get('steps_done')} (best {manifest.get('best_step')})"
 
 
 def single_person_check(single, candidate, n: int, *, store=None) -> tuple[dict, dict]:
@@ -233,6 +245,7 @@ def people_main(args) -> None:
                                         attention_max_people=args.attention_max_people, store=store,
                                         layout=args.layout, base=base,
                                         trained={k: read_manifest(v) for k, v in runs.items()})
+        raw["scaling_steps"] = {k: _steps_at(read_manifest(v), k) for k, v in sorted(runs.items())}
         tables.append(table)
         print(json.dumps({"scaling": raw["scaling"]}), flush=True)
     if args.single_check and args.single and args.five_names:
@@ -285,6 +298,9 @@ def people_findings(raw: dict) -> list[str]:
         lo, hi = min(scaled), max(scaled)
         out.append(f"With names, from {lo} to {hi} people per context exact match goes from {pct(scaled[lo])} to "
                    f"{pct(scaled[hi])} (chance of picking the right person: 1/{lo} to 1/{hi}).")
+    if raw.get("scaling_steps"):
+        out.append("Steps trained at each N (best step): "
+                   + "; ".join(f"{k}: {v}" for k, v in raw["scaling_steps"].items()) + ".")
     return out
 
 

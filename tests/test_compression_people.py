@@ -330,8 +330,10 @@ def test_report_tables_of_experiment_b_and_the_scaling_study(system, tmp_path):
     assert len(raw["single person"]["attention"]["per_layer"]) == system.backbone.facts.n_layers
     scaled, raw = report.scaling({2: system, 3: system}, 2, attention_n=1, attention_max_people=2)
     assert [r[0] for r in scaled["rows"]] == [2, 3] and scaled["rows"][1][-3] is None  # no attention beyond 2
-    with_base, _ = report.scaling({2: system}, 2, attention_n=0, attention_max_people=2, base=system,
-                                  trained={2: {"steps_done": 34, "best_step": 0}})
+    with_base, _ = report.scaling({2: system, 3: system}, 2, attention_n=0, attention_max_people=2, base=system,
+                                  trained={2: {"steps_done": 34, "best_step": 0, "hyperparameters": {"people": 2}},
+                                           3: {"steps_done": 34, "best_step": 0, "hyperparameters": {"people": 2}}})
+    assert with_base["rows"][1][-1] == "0: the 2-person run"  # a run reused for a larger N is not trained on it
     assert with_base["columns"][-2:] == ["all, read by the five-person run", "steps trained at N (best)"]
     assert with_base["rows"][0][-2] == with_base["rows"][0][2]  # the same run reads the same items alike
     assert with_base["rows"][0][-1] == "34 (best 0)"
