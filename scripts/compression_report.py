@@ -254,7 +254,10 @@ def people_main(args) -> None:
         tables.append(table)
         print(json.dumps({"single_check": raw["single_check"]}), flush=True)
     names = {c["label"]: c["folder"] for c in conditions} | {f"{k} people": v for k, v in runs.items()}
-    tables.append(runs_table({label: read_manifest(f) for label, f in names.items()}))
+    once = {}  # one row per run folder: a run read at several N (or in both tables) is listed under its first label
+    for label, f in names.items():
+        once.setdefault(f, label)
+    tables.append(runs_table({label: read_manifest(f) for f, label in once.items()}))
     command = ("python3 scripts/compression_report.py --experiment people"
                + "".join(f" --{flag} {shown_folder(spec)}"
                          for flag, spec in (("single", args.single), ("five", args.five),
