@@ -357,7 +357,7 @@ def table_record(args, table: dict, curve: list, ood: list, cross: list, wall: f
     findings = []
     if table and cross:
         alone = table["sentence"]["exact_match"]
-        findings.append("On five-person held-out items the shipped weights (trained on one person per context) answer "
+        findings.append("On five-person held-out items these weights (trained on one person per context) answer "
                         + " and ".join(f"{100 * r['exact_match']:.1f}% {'with' if 'names' in label else 'without'} "
                                        "names" for label, r in cross)
                         + f", against {100 * alone:.1f}% on single-person items: they do not pick the asked person's "
