@@ -138,8 +138,8 @@ def findings(raw: dict, manifests: dict) -> list[str]:
     if "paragraph pools, paragraph" in raw:
         trained, shipped = raw["paragraph pools, paragraph"]["heldout"], raw["value warm start, paragraph"]["heldout"]
         per_sentence = raw["value warm start, sentence"]["heldout"]
-        out.append(f"One paragraph pool, held out: the paragraph-trained run {pct(trained, '%')}, the value-warm-start run "
-                   f"{pct(shipped, '%')}; its per-sentence pools {pct(per_sentence, '%')}.")
+        out.append(f"One paragraph pool, held out: the paragraph-trained run {pct(trained, '%')}, the "
+                   f"value-warm-start run {pct(shipped, '%')}; its per-sentence pools {pct(per_sentence, '%')}.")
     return out
 
 
