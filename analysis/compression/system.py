@@ -429,14 +429,10 @@ def person_attention(item, attention: np.ndarray, pools: list[int]) -> dict:
         attention: (L, T) attention of the answer's first position over the row's positions.
         pools: the pool positions' indices in the row, one per sentence, in sentence order.
     """
-    get = item.get if isinstance(item, dict) else lambda k: getattr(item, "identifier" if k == "id" else k)
-    who, asked = list(get("ids") or ()), get("id")
-    if len(who) != len(pools):
-        raise UserError(f"The attention split needs one person per pool: {len(who)} ids for {len(pools)} pools "
-                        "(per-sentence pools of an item with per-sentence ids).")
-    mass = np.asarray(attention)[:, pools]  # (L, P)
-    mine = np.array([w == asked for w in who])  # (P,)
-    on_asked, on_others = mass[:, mine].sum(1), mass[:, ~mine].sum(1)  # (L,) each
+    asked = item.get("id") if isinstance(item, dict) else item.identifier
+    people, per_person = person_masses(item, attention, pools)  # (N, L)
+    on_asked = per_person[people.index(asked)] if asked in people else np.zeros(per_person.shape[1])
+    on_others = per_person.sum(0) - on_asked  # (L,) each
     total = on_asked + on_others
     share = np.divide(on_asked, total, out=np.full_like(total, np.nan), where=total > 0)
     return {"asked": on_asked, "others": on_others, "share": share}
@@ -452,6 +448,8 @@ def person_masses(item, attention: np.ndarray, pools: list[int]) -> tuple[list[s
                         "(per-sentence pools of an item with per-sentence ids).")
     people = list(dict.fromkeys(who))
     mass = np.asarray(attention)[:, pools]  # (L, P)
+    if not people:  # no pools: no mass on anyone
+        return people, np.zeros((0, mass.shape[0]))
     return people, np.stack([mass[:, [w == person for w in who]].sum(1) for person in people])
 
 
