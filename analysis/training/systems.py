@@ -66,7 +66,8 @@ def run(name: str, config, *, backbone=None, progress=None, **data) -> dict:
 
     from analysis.training import runs
     from analysis.training.loop import BEST, TrainConfig, train
-    from analysis.training.options import check, command, hyperparameters
+    from analysis.core.options import check
+    from analysis.training.options import command, hyperparameters
     from analysis.weights import manifest as schema
     from analysis.weights.artefacts import load_artefact, save_artefact
 

@@ -10,7 +10,7 @@ HELP = ("Train the weights of a trained system (causal2vec, gircse, compression)
 
 
 def add_arguments(parser) -> None:
-    from analysis.training.options import add_options
+    from analysis.core.options import add_options
     from analysis.training.systems import SYSTEMS, system
 
     sub = parser.add_subparsers(dest="system", required=True, metavar="SYSTEM")
@@ -23,7 +23,7 @@ def add_arguments(parser) -> None:
 def run(args) -> dict:
     from transformers.utils import logging as hf_logging
 
-    from analysis.training.options import from_args
+    from analysis.core.options import from_args
     from analysis.training.systems import run as train, system
 
     config = from_args(system(args.system).Config, args)  # every flag checked before a model loads
