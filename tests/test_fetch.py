@@ -6,6 +6,7 @@ import functools
 import hashlib
 import http.server
 import io
+import json
 import socket
 import tarfile
 import threading
@@ -100,10 +101,11 @@ def test_fetch_stsb_stores_the_layout_the_registry_reads(data, stsb_archive, cap
     code, res, err = run_cli(capsys, "data", "fetch", "stsb", "--base-url", stsb_archive)
     assert code == 0, err
     (got,) = res["fetched"]
-    assert got["status"] == "stored" and got["url"] == f"{stsb_archive}/Stsbenchmark.tar.gz"
+    assert got["status"] == "stored"
+    assert [d["url"] for d in got["downloads"]] == [f"{stsb_archive}/Stsbenchmark.tar.gz"]
     assert {f["name"]: f["check"] for f in got["files"]} == dict.fromkeys(
         ["sts-train.csv", "sts-dev.csv", "readme.txt", "LICENSE.txt"], "sha256")
-    assert got["pairs"] == {"STS-B train": 2, "STS-B dev": 3}
+    assert got["counts"] == {"STS-B train": 2, "STS-B dev": 3}
     assert sorted(p.name for p in (data / "stsbenchmark").iterdir()) == [
         "LICENSE.txt", "readme.txt", "sts-dev.csv", "sts-train.csv"]  # the test split stays in the archive
     assert not [p for p in data.iterdir() if p.name.startswith(".")]  # no staging folder left behind
@@ -116,7 +118,7 @@ def test_fetch_stsb_stores_the_layout_the_registry_reads(data, stsb_archive, cap
 def test_a_hash_mismatch_stores_nothing(data, stsb_archive, monkeypatch):
     bad = dict(fetch.SOURCES["stsb"].pins, **{"sts-dev.csv": "0" * 64})
     monkeypatch.setitem(fetch.SOURCES, "stsb", dataclasses.replace(fetch.SOURCES["stsb"], pins=bad))
-    with pytest.raises(UserError, match=r"sts-dev.csv in Stsbenchmark.tar.gz does not match its pinned SHA-256"):
+    with pytest.raises(UserError, match=r"sts-dev.csv from .*Stsbenchmark.tar.gz does not match its pinned SHA-256"):
         fetch.fetch("stsb", base_url=stsb_archive)
     assert not (data / "stsbenchmark").exists() and list(data.iterdir()) == []
 
@@ -133,6 +135,7 @@ def test_fetch_sick_and_a_semeval_year_by_format(data, server, capsys):
     assert code == 0, err
     assert [f["status"] for f in res["fetched"]] == ["stored", "stored"]
     assert all(f["check"] == "format" for r in res["fetched"] for f in r["files"])
+    assert all(r["pinned"] == "nothing" for r in res["fetched"])
     sick = datasets.pairs_of("sick")
     assert (len(sick), sick.genres, list(sick.scores)) == (2, ["FLICKR", "SEMEVAL"], [4.5, 1.2])  # TEST part only
     year = datasets.pairs_of("sts16")
@@ -155,10 +158,10 @@ def test_what_a_user_reads_when_it_goes_wrong(data, server, capsys):
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 2 and "may be offline" in lines[1] and "STS.input.MSRpar.txt" in lines[1]
     (root / "SICK.zip").write_text("<html>moved</html>")
-    with pytest.raises(UserError, match="neither a zip nor a tar archive"):
+    with pytest.raises(UserError, match="neither a zip nor a tar archive .*an error page"):
         fetch.fetch("sick", base_url=base)
     (root / "SICK.zip").write_bytes(_zip({"SICK.txt": "a\tb\n1\t2\n"}))
-    with pytest.raises(UserError, match=r"does not hold SICK.* no sentence_a, .*nothing was stored"):
+    with pytest.raises(UserError, match=r"for SICK.* cannot be read as expected .* no sentence_a, .*nothing was"):
         fetch.fetch("sick", base_url=base)
     (root / "SICK.zip").write_bytes(_zip({"other.txt": "x"}))
     with pytest.raises(UserError, match="has no SICK.txt"):
@@ -190,5 +193,89 @@ def test_the_pinned_hashes_are_those_of_the_shared_stsb(data, server):
     names = ["sts-train.csv", "sts-dev.csv", "readme.txt", "LICENSE.txt"]
     (root / "Stsbenchmark.tar.gz").write_bytes(_tar_gz({f"stsbenchmark/{n}": (shared / n).read_text() for n in names}))
     got = fetch.fetch("stsb", base_url=base)
-    assert got["pairs"] == {"STS-B train": 5749, "STS-B dev": 1500}
+    assert got["counts"] == {"STS-B train": 5749, "STS-B dev": 1500}
     assert all(f["check"] == "sha256" for f in got["files"])
+
+
+# ---- SciFact (BEIR's zip) and Banking77 (PolyAI's plain files) ----------------------------------------------------
+def _beir_zip(n_train: int = 4) -> tuple[bytes, dict[str, str]]:
+    """scifact.zip as BEIR lays it out (a top folder, "metadata" fields, both splits' qrels): (bytes, digests)."""
+    line = json.dumps
+    corpus = "".join(line({"_id": f"d{i}", "title": f"Title {i}", "text": f"Abstract {i}.", "metadata": {}}) + "\n"
+                     for i in range(6))
+    queries = "".join(line({"_id": str(q), "text": f"Claim {q}.", "metadata": {}}) + "\n" for q in range(n_train + 2))
+    train = "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\td{q}\t1\n" for q in range(n_train))
+    test = "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\td{q}\t1\n" for q in (n_train, n_train + 1))
+    blob = _zip({"scifact/corpus.jsonl": corpus, "scifact/queries.jsonl": queries, "scifact/qrels/train.tsv": train,
+                 "scifact/qrels/test.tsv": test})
+    return blob, {"md5": hashlib.md5(blob).hexdigest(), "sha256": hashlib.sha256(blob).hexdigest()}
+
+
+def test_fetch_scifact_checks_the_zip_and_stores_beir_layout(data, server, monkeypatch, capsys):
+    root, base = server
+    blob, digests = _beir_zip()
+    (root / "scifact.zip").write_bytes(blob)
+    with pytest.raises(UserError, match=r"scifact.zip from .* does not match its published md5 .*nothing was stored"):
+        fetch.fetch("scifact", base_url=base)  # the real published digests refuse an archive made here
+    assert list(data.iterdir()) == []
+    monkeypatch.setitem(fetch.SOURCES, "scifact", dataclasses.replace(fetch.SOURCES["scifact"], archive_pins=digests))
+    assert not datasets.get("scifact-test").present()
+    code, res, err = run_cli(capsys, "data", "fetch", "scifact", "--base-url", base)
+    assert code == 0, err
+    (got,) = res["fetched"]
+    assert got["counts"] == {"SciFact train": 4, "SciFact test": 2}
+    assert {f["name"]: f["check"] for f in got["files"]} == dict.fromkeys(
+        ["corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv"], "archive")
+    assert sorted(str(p.relative_to(data)) for p in data.rglob("*") if p.is_file()) == [
+        "scifact/corpus.jsonl", "scifact/qrels/test.tsv", "scifact/qrels/train.tsv", "scifact/queries.jsonl"]
+    test = datasets.get("scifact-test").load()
+    assert (test.name, list(test.queries), len(test.corpus)) == ("SciFact test", ["4", "5"], 6)
+    assert test.corpus["d4"] == "Title 4 Abstract 4."
+
+
+def test_fetch_banking77_plain_files_from_a_local_folder(data, tmp_path, monkeypatch, capsys):
+    mirror = tmp_path / "downloads"  # files downloaded by hand: --base-url is the folder itself
+    mirror.mkdir()
+    files = {"train.csv": 'text,category\nWhere is my card?,card_arrival\n"Top up, please",top_up\n',
+             "test.csv": "text,category\nMy card has not come,card_arrival\n",
+             "categories.json": '["card_arrival", "top_up"]', "LICENSE": "CC BY 4.0\n"}
+    for name, text in files.items():
+        (mirror / name).write_text(text)
+    monkeypatch.setitem(fetch.SOURCES, "banking77", dataclasses.replace(
+        fetch.SOURCES["banking77"], pins={n: _sha(t) for n, t in files.items()}))
+    code, res, err = run_cli(capsys, "data", "fetch", "banking77", "--base-url", mirror)
+    assert code == 0, err
+    (got,) = res["fetched"]
+    assert [d["url"] for d in got["downloads"]] == [(mirror / n).as_uri() for n in files]
+    assert got["counts"] == {"Banking77 train": 2, "Banking77 test": 1}
+    assert all(f["check"] == "sha256" for f in got["files"])
+    train = datasets.get("banking77").load()
+    assert train.texts == ["Where is my card?", "Top up, please"] and train.labels == ["card_arrival", "top_up"]
+    assert datasets.get("banking77-test").load().labels == ["card_arrival"]
+    code, _, err = run_cli(capsys, "data", "fetch", "banking77", "--force", "--base-url", tmp_path / "nowhere")
+    assert code == 2 and "neither a URL nor a folder on this machine" in err
+
+
+def test_the_real_pins_accept_the_shared_banking77_and_scifact(data, server, monkeypatch):
+    """The pins (Banking77) and the reader (SciFact) accept the development copies (skipped where absent)."""
+    from analysis.core.paths import REPO
+
+    shared = REPO.parent / "shared" / "data"
+    if not (shared / "banking77" / "train.csv").is_file() or not (shared / "scifact" / "corpus.jsonl").is_file():
+        pytest.skip("Banking77 or SciFact not found in ../shared/data (development data, not shipped)")
+    root, base = server
+    for name in ("train.csv", "categories.json", "LICENSE"):
+        (root / name).write_bytes((shared / "banking77" / name).read_bytes())
+    (root / "test.csv").write_text("text,category\nWhere is it?,card_arrival\n")  # the test split is not here
+    pins = dict(fetch.BANKING77_PINS, **{"test.csv": _sha("text,category\nWhere is it?,card_arrival\n")})
+    monkeypatch.setitem(fetch.SOURCES, "banking77", dataclasses.replace(fetch.SOURCES["banking77"], pins=pins))
+    assert fetch.fetch("banking77", base_url=base)["counts"] == {"Banking77 train": 10003, "Banking77 test": 1}
+    sci = {f"scifact/{n}": (shared / "scifact" / n).read_text() for n in ("corpus.jsonl", "queries.jsonl",
+                                                                          "qrels/train.tsv")}
+    sci["scifact/qrels/test.tsv"] = "query-id\tcorpus-id\tscore\n0\t31715818\t1\n"
+    blob = _zip(sci)
+    (root / "scifact.zip").write_bytes(blob)
+    monkeypatch.setitem(fetch.SOURCES, "scifact", dataclasses.replace(
+        fetch.SOURCES["scifact"], archive_pins={"sha256": hashlib.sha256(blob).hexdigest()}))
+    assert fetch.fetch("scifact", base_url=base)["counts"] == {"SciFact train": 809, "SciFact test": 1}
+    assert len(datasets.get("scifact").load().corpus) == 5183

@@ -1,10 +1,16 @@
 """The one registry of built-in data sets: id (command line), label (menus), kind, loader. The command line, every
 page and the benchmark list and load data sets through it, and `texts_of` / `pairs_of` also read user files.
 
-Kinds: "texts" (a corpus), "labelled" (texts with labels: a classification probe), "pairs" (similarity pairs
-with gold scores: STS), "retrieval" (a BEIR folder; only from files), "qa" (context-compression questions:
+Kinds: "texts" (a corpus), "labelled" (texts with labels: a classification probe, or MTEB's classification and
+clustering for Banking77), "pairs" (similarity pairs with gold scores: STS), "retrieval" (queries, a corpus and
+relevance judgements in BEIR's layout: SciFact, or a BEIR folder), "qa" (context-compression questions:
 `analysis.data.personas.QA` items; read as texts they are their paragraphs, labelled by fact key). Every kind can be
-read as texts: pairs give their distinct sentences in order of appearance.
+read as texts: pairs give their distinct sentences in order of appearance, a retrieval set its documents. `tasks`
+names the task families (`analysis.eval.tasks`) a set is scored on, the first being its default.
+
+The public sets whose test split this project never selects on are cut once into a selection part and a report part
+(STS-B dev, SciFact's and Banking77's train splits: `-select`/`-selection` and `-report` ids); their test splits are
+registered where MTEB reports on them (SciFact, Banking77) and present only once fetched.
 
     from analysis.data.datasets import available, texts_of
     [d.id for d in available()]             # ['demo-sentences', 'ambiguous', 'polarity', 'lee', 'demo', ...]
@@ -19,12 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.data import corpora, fetch
+from analysis.data import banking77, corpora, fetch, scifact
 from analysis.data.corpora import Pairs, Texts
 from analysis.core.errors import UserError
 from analysis.data.files import read_sts, read_texts
 
 KINDS = ("texts", "labelled", "pairs", "retrieval", "qa")
+DEFAULT_TASKS = {"pairs": ("sts",), "labelled": ("probe",), "retrieval": ("retrieval",)}  # kind -> task families
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,12 @@ class Dataset:
     present: Callable[[], bool] = lambda: True  # False when its files are not on this machine
     fetch_name: str | None = None  # its `python -m analysis data fetch` name, when downloaded into the data folder
     origin: str = "built in"  # where it comes from, when it is not fetched
+    families: tuple[str, ...] | None = None  # task families it is scored on (None: its kind's DEFAULT_TASKS)
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """The task families (`analysis.eval.tasks` kinds) this set can be scored on; the first is its default."""
+        return self.families if self.families is not None else DEFAULT_TASKS.get(self.kind, ())
 
     def how_to_get(self) -> str:
         return fetch.how_to_get(self.fetch_name) if self.fetch_name else self.origin
@@ -56,6 +69,8 @@ class Dataset:
         data = self.load()
         if self.kind == "qa":
             return Texts(self.label, [" ".join(q.context) for q in data], [q.key for q in data])
+        if self.kind == "retrieval":
+            return Texts(f"{self.label}: documents", list(data.corpus.values()))
         return corpora.pair_texts(data, self.texts_label or self.label) if isinstance(data, Pairs) else data
 
 
@@ -99,6 +114,16 @@ def _fetched(name: str, label: str, short: str) -> Dataset:
                    present=functools.partial(fetch.present, name), fetch_name=name)
 
 
+def _scifact(id_: str, label: str, loader, short: str, split: str = "train") -> Dataset:
+    return Dataset(id_, label, "retrieval", loader, short, present=functools.partial(scifact.present, split),
+                   fetch_name="scifact")
+
+
+def _banking77(id_: str, label: str, loader, short: str, split: str = "train") -> Dataset:
+    return Dataset(id_, label, "labelled", loader, short, present=functools.partial(banking77.present, split),
+                   fetch_name="banking77", families=("classification", "clustering"))
+
+
 GENSIM = "gensim's bundled test data (pip install gensim)"
 
 
@@ -118,6 +143,21 @@ REGISTRY: tuple[Dataset, ...] = (  # menu order
     _stsb("train"),
     _fetched("sick", "SICK-R test", "SICK-R"),
     *(_fetched(f"sts{year}", f"STS{year}", f"STS{year}") for year in fetch.SEMEVAL),
+    _scifact("scifact-report", "SciFact, report part (509 train claims never used for selection)",
+             functools.partial(scifact.part, "report"), "SciFact report"),
+    _scifact("scifact-select", "SciFact, selection part (300 train claims)",
+             functools.partial(scifact.part, "selection"), "SciFact select"),
+    _scifact("scifact", "SciFact train claims (809)", functools.partial(scifact.claims, "train"), "SciFact train"),
+    _scifact("scifact-test", "SciFact test claims (300, BEIR's test split)", functools.partial(scifact.claims, "test"),
+             "SciFact test", split="test"),
+    _banking77("banking77-report", "Banking77, report part (8,003 train queries never used for selection)",
+               functools.partial(banking77.part, "report"), "Banking77 report"),
+    _banking77("banking77-select", "Banking77, selection part (2,000 train queries)",
+               functools.partial(banking77.part, "selection"), "Banking77 select"),
+    _banking77("banking77", "Banking77 train (10,003 queries, 77 intents)",
+               functools.partial(banking77.queries, "train"), "Banking77 train"),
+    _banking77("banking77-test", "Banking77 test (3,080 queries, MTEB's test split)",
+               functools.partial(banking77.queries, "test"), "Banking77 test", split="test"),
     Dataset("topics", "Demo: topics", "labelled", functools.partial(corpora.demo_texts, "topics"), "Topics"),
     Dataset("personas", "Personas: held-out questions", "qa", lambda: _personas("heldout"), "Personas",
             origin="generated (seeded)"),

@@ -1,60 +1,78 @@
 """Public data sets a user can get: where each is published, how its files are checked, where they go.
 
-`fetch(name)` downloads the authors' archive, takes out the files the readers use, checks them and stores them in
-the data folder (`analysis.core.paths.data_dir`: EMBEDSCOPE_DATA) in the layout `analysis.data.datasets` reads.
-The check is a SHA-256 where the expected bytes are known (STS-B: pinned from the copy every number of this
-project was computed on); where no hash can be known offline (SICK, SemEval STS 2012-2016: never downloaded on
-the development machine, and their servers publish none) the registry's own reader must read the files and find
-scored pairs, which catches an HTML error page, a truncated archive or a changed layout. Offline, one sentence
-says which files to place where. Nothing is stored unless every check passes.
+`fetch(name)` downloads the authors' archive (or their plain files), takes out the files the readers use, checks
+them and stores them in the data folder (`analysis.core.paths.data_dir`: EMBEDSCOPE_DATA) in the layout
+`analysis.data.datasets` reads. Checks, strongest first: the archive's own published digest (SciFact: BEIR's md5
+and the SHA-256 of the same zip); a SHA-256 pin per stored file where the expected bytes are known (STS-B: the copy
+every number of this project was computed on; Banking77: the blobs of PolyAI's repository); and always the
+registry's own reader, which must read the files (an HTML error page, a truncated file or a changed layout
+fails there). Where no hash could be known offline (SICK, SemEval STS 2012-2016) the reader is the check.
+Downloads and archive members are bounded (`analysis.data.download`: a limit per set on every member, counted
+as it inflates); every failure is one sentence, and nothing is stored unless every check passes (files are
+staged in a hidden folder of the data folder and moved into place at the end; the staging is always removed).
 
     from analysis.data.fetch import fetch
-    fetch("stsb")                                         # {"status": "stored", "files": [...], ...}
-    fetch("sick", base_url="file:///home/me/downloads")   # the same archive from a mirror or a local folder
+    fetch("stsb")                                       # {"status": "stored", "files": [...], ...}
+    fetch("sick", base_url="file:///home/me/downloads") # the same archive from a mirror ...
+    fetch("banking77", base_url="/home/me/downloads")   # ... or a folder on this machine (a local mirror)
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
-import tarfile
 import tempfile
-import urllib.error
-import urllib.request
-import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from analysis.core.errors import UserError
 from analysis.core.paths import data_dir
+from analysis.data import banking77, scifact
 from analysis.data.corpora import Pairs
+from analysis.data.download import download, extract, mirror_url
 from analysis.data.files import read_semeval_sts, read_sick, read_sts
 
-MAX_BYTES = 64 << 20  # every archive here is under 5 MB; anything far larger is not the file we asked for
-TIMEOUT = 60  # seconds without a byte before giving up
+MAX_BYTES = 64 << 20  # a download: every archive here is under 5 MB; anything far larger is not the file we asked for
+MEMBER_LIMIT = 16 << 20  # a stored file, decompressed (the largest STS file is under 3 MB)
 NOTES = re.compile(r"(?i)^(00-)?(readme|license|licence)[^/]*\.txt$")  # licence and readme files travel along
 
 
 @dataclass(frozen=True)
 class Source:
+    """One fetchable set. Published either as one archive (`archive`: its file name, `url`: where it is) or as
+    plain files (`remote`: stored name -> URL, each downloaded as it is)."""
+
     name: str  # command-line name: python -m analysis data fetch NAME
     label: str
-    url: str  # the authors' canonical download
-    archive: str  # its file name (a --base-url mirror serves the same name)
+    url: str  # the authors' canonical download (for plain files: the folder they are published in)
+    archive: str | None  # the archive's file name (a --base-url mirror serves the same name); None: plain files
     folder: str  # where the files go, under the data folder
-    files: tuple[str, ...]  # the files the reader needs (stored names)
-    read: Callable[[Path], list[Pairs]]  # the registry's reader of the stored folder: also the format check
+    files: tuple[str, ...]  # the files the reader needs (stored names, relative to `folder`: "qrels/test.tsv")
+    read: Callable[[Path], list]  # the registry's reader of the stored folder, the format check: named parts
     licence: str
     pins: dict[str, str] | None = None  # stored name -> SHA-256 where known; None: format check only
     rename: Callable[[str], str] = lambda base: base  # an archive member's file name -> its stored name
+    archive_pins: dict[str, str] | None = None  # {"sha256": ..., "md5": ...} of the archive as published
+    remote: dict[str, str] = field(default_factory=dict)  # plain files: stored name -> canonical URL
+    member_limit: int = MEMBER_LIMIT  # the largest file of this set, decompressed: a member past it is refused
+    pinned: str = ""  # what the pins are and where they come from, for `data list` and the fetch report
 
     def place_hint(self) -> str:
-        shown = self.files if len(self.files) <= 3 else (*self.files[:2], f"the other {len(self.files) - 2} "
-                                                                         f"STS.input/STS.gs files of {self.archive}")
+        shown = self.files if len(self.files) <= 4 else (
+            *self.files[:2], f"the other {len(self.files) - 2} files of {self.archive or self.url}")
         return f"{', '.join(shown)} in {data_dir() / self.folder}"
+
+    def pick(self, member: PurePosixPath) -> str | None:
+        """The stored name of an archive member, or None when it is not wanted: a member is a wanted file when its
+        path ends with that file's path (after `rename`), whatever folder the archive wraps it in."""
+        parts = member.with_name(self.rename(member.name)).parts
+        for wanted in self.files:
+            tail = PurePosixPath(wanted).parts
+            if parts[-len(tail):] == tail:
+                return wanted
+        return member.name if NOTES.match(member.name) else None
 
 
 # ---- the sources -----------------------------------------------------------------------------------------------
@@ -96,17 +114,49 @@ def _semeval(year: int) -> Source:
         rename=lambda base: re.sub(r"^STS20\d\d\.", "STS.", base))  # 2016 names its files STS2016.input.*
 
 
+# SciFact: BEIR's zip (Thakur et al., 2021). BEIR's table of data sets publishes the zip's md5; the SHA-256 of the same
+# 2,816,079-byte zip is recorded by two unrelated projects that downloaded it (and agrees with that md5 there), so
+# both are checked before anything is read. Its members are checked by the reader (corpus, claims and both splits'
+# judgements must load): the development machine's copy is a derivative (train claims only, no "metadata" field), so
+# its digests cannot be the members' and none is pinned per file.
+SCIFACT_ZIP = {"md5": "5f7d1de60b170fc8027bb7898e2efca1",
+               "sha256": "536e14446a0ba56ed1398ab1055f39fe852686ecad24a6306c80c490fa8e0165"}
+# Banking77: PolyAI's files at the commit that last changed them (the licence: 3bf93de, 2020-07-22), each pinned by the
+# SHA-256 of its git blob at 57ec275 (read with `git show` from github.com/PolyAI-LDN/task-specific-datasets); the
+# development machine's train.csv, categories.json and LICENSE are byte-identical to those blobs.
+POLYAI = "https://raw.githubusercontent.com/PolyAI-LDN/task-specific-datasets/57ec275d8078af65b7731c2a98be812d844a6d6b"
+BANKING77_PINS = {
+    "train.csv": "b06e26ac675513959a63135f11b94ea7786ed02da65db93a5650d8838cbc664b",
+    "test.csv": "d12d6e3bc4c3103966ae786dc435913c0c563dfa328f5a3646d0e62cfeeb474d",
+    "categories.json": "53261da888122daf2d120d925458631d9619e15d82e56052e7a42e535ce32b63",
+    "LICENSE": "7e7170e3cebf88a9f60c7b8421418323c09304da1af4d5e90f4da1dc1c8a2661",
+}
+
 SOURCES: dict[str, Source] = {s.name: s for s in (
     Source("stsb", "STS Benchmark (train and dev)", STS_WIKI + "4/48/Stsbenchmark.tar.gz", "Stsbenchmark.tar.gz",
            "stsbenchmark", ("sts-train.csv", "sts-dev.csv"), _stsb,
-           "scores CC BY-SA 4.0, texts under their sources' licences (LICENSE.txt)", STSB_PINS),
+           "scores CC BY-SA 4.0, texts under their sources' licences (LICENSE.txt)", STSB_PINS,
+           pinned="SHA-256 of each file, from the copy every number of this project was computed on"),
     # The authors' release on Zenodo (doi:10.5281/zenodo.2787612): all 9,840 pairs with their SemEval 2014 part.
     Source("sick", "SICK relatedness (SemEval 2014 test part)", "https://zenodo.org/record/2787612/files/SICK.zip",
            "SICK.zip", "sick", ("SICK.txt",), lambda folder: [read_sick(folder / "SICK.txt")], "CC BY-NC-SA 3.0"),
     *(_semeval(year) for year in SEMEVAL),
+    Source("scifact", "SciFact (BEIR: 5,183 abstracts, train and test claims)",
+           "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/scifact.zip", "scifact.zip",
+           scifact.FOLDER, ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv"), scifact.read,
+           "claims CC BY 4.0, abstracts ODC-By 1.0 (S2ORC)", archive_pins=SCIFACT_ZIP, member_limit=32 << 20,
+           pinned="the zip's md5 (BEIR's table) and SHA-256 (recorded by two projects that fetched it); members "
+                  "by the reader"),
+    Source("banking77", "Banking77 (PolyAI: train and test queries, 77 intents)", POLYAI + "/banking_data", None,
+           banking77.FOLDER, ("train.csv", "test.csv"), banking77.read, "CC BY 4.0 (LICENSE)", BANKING77_PINS,
+           remote={"train.csv": POLYAI + "/banking_data/train.csv", "test.csv": POLYAI + "/banking_data/test.csv",
+                   "categories.json": POLYAI + "/banking_data/categories.json", "LICENSE": POLYAI + "/LICENSE"},
+           member_limit=4 << 20,
+           pinned="SHA-256 of each file, from the git blobs of PolyAI's repository at commit 57ec275"),
 )}
 # STS-B's test split is left in the archive on purpose: this project selects on part of dev and reports on the rest
-# (analysis.data.samples.dev_split), so no number it publishes has seen the test pairs.
+# (analysis.data.samples.dev_split), so no number it publishes has seen the test pairs. SciFact's and Banking77's test
+# splits are stored (MTEB reports on them) but every registry part this project selects on is cut from train.
 
 
 def source(name: str) -> Source:
@@ -143,33 +193,78 @@ def fetch(name: str, *, base_url: str | None = None, force: bool = False) -> dic
 
     Args:
         name: a key of SOURCES.
-        base_url: a mirror (or file:///folder) serving the archive under its own file name, instead of the
-            authors' server.
+        base_url: a mirror serving the archive (or the plain files) under its own file name, instead of the
+            authors' server: an http(s):// or file:// URL, or a folder on this machine.
         force: download again even when the files are already there.
     """
     s = source(name)
     target = data_dir() / s.folder
     if not force and all((target / f).is_file() for f in s.files):
         return {"data": s.name, "status": "present", "folder": str(target)}
-    url = s.url if base_url is None else f"{base_url.rstrip('/')}/{s.archive}"
+    base = None if base_url is None else mirror_url(base_url)
     staging = _staging(data_dir(), s)
     try:
-        archive = staging / s.archive
-        size, digest = _download(url, archive, s)
-        stored = _extract(archive, staging / "files", s)
+        files = staging / "files"
+        downloads, stored = (_fetch_archive if s.archive else _fetch_plain)(s, base, staging, files)
+        missing = [f for f in s.files if f not in stored]
+        if missing:
+            raise UserError(f"{s.archive or 'The download'} has no {', '.join(missing[:3])}: it is not "
+                            f"{s.label}; nothing was stored.")
+        for f, got in stored.items():
+            pin = (s.pins or {}).get(f)
+            if pin is not None and got["sha256"] != pin:
+                raise UserError(f"{f} from {downloads[0]['url'] if s.archive else s.remote.get(f, f)} does not match "
+                                f"its pinned SHA-256 ({got['sha256'][:12]}... instead of {pin[:12]}...): the download "
+                                "is damaged or the file changed upstream; nothing was stored.")
         try:
-            parts = s.read(staging / "files")
+            parts = s.read(files)
         except UserError as err:
-            raise UserError(f"{s.archive} from {url} does not hold {s.label} as expected ({err}); nothing was "
+            raise UserError(f"The files fetched for {s.label} cannot be read as expected ({err}); nothing was "
                             "stored.") from None
-        target.mkdir(parents=True, exist_ok=True)
-        for f in stored:
-            os.replace(staging / "files" / f["name"], target / f["name"])
+        _install(files, target, list(stored))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return {"data": s.name, "status": "stored", "folder": str(target), "url": url, "archive_bytes": size,
-            "archive_sha256": digest, "files": stored, "pairs": {p.name: len(p) for p in parts},
-            "licence": s.licence}
+    return {"data": s.name, "status": "stored", "folder": str(target), "downloads": downloads,
+            "files": [{"name": f, **got, "check": "sha256" if f in (s.pins or {}) else
+                       ("archive" if s.archive_pins else "format")} for f, got in stored.items()],
+            "counts": {p.name: len(p) for p in parts}, "licence": s.licence, "pinned": s.pinned or "nothing"}
+
+
+def _fetch_archive(s: Source, base: str | None, staging: Path, files: Path) -> tuple[list[dict], dict[str, dict]]:
+    """Download the archive, check it against its published digests, stream the wanted members out of it."""
+    url = s.url if base is None else f"{base}/{s.archive}"
+    archive = staging / s.archive
+    size, digests = download(url, archive, limit=MAX_BYTES, hint=_offline_hint(s), name=s.archive)
+    for algorithm, expected in (s.archive_pins or {}).items():
+        if digests[algorithm] != expected:
+            raise UserError(f"{s.archive} from {url} does not match its published {algorithm} "
+                            f"({digests[algorithm][:12]}... instead of {expected[:12]}...): the download is damaged "
+                            "or the archive changed upstream; nothing was stored.")
+    stored = extract(archive, files, s.pick, limit=s.member_limit, name=s.archive)
+    return [{"url": url, "bytes": size, "sha256": digests["sha256"]}], stored
+
+
+def _fetch_plain(s: Source, base: str | None, staging: Path, files: Path) -> tuple[list[dict], dict[str, dict]]:
+    """Download each published file on its own (bounded by the set's member limit)."""
+    files.mkdir()
+    downloads, stored = [], {}
+    for name, url in s.remote.items():
+        url = url if base is None else f"{base}/{name}"
+        size, digests = download(url, files / name, limit=s.member_limit, hint=_offline_hint(s), name=name)
+        downloads.append({"url": url, "bytes": size, "sha256": digests["sha256"]})
+        stored[name] = {"bytes": size, "sha256": digests["sha256"]}
+    return downloads, stored
+
+
+def _install(staged: Path, target: Path, names: list[str]) -> None:
+    """Move the checked files into the data folder (renames within one file system)."""
+    try:
+        for name in names:
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged / name, target / name)
+    except OSError as err:
+        raise UserError(f"Could not store the fetched files in {target} ({err.strerror}): make the folder writable "
+                        "or set EMBEDSCOPE_DATA to another folder.") from None
 
 
 def _staging(root: Path, s: Source) -> Path:
@@ -183,83 +278,7 @@ def _staging(root: Path, s: Source) -> Path:
                         f"write and run the fetch again.") from None
 
 
-def _download(url: str, dest: Path, s: Source) -> tuple[int, str]:
-    """Stream `url` to `dest`; (bytes, sha256). Any failure to reach it is one sentence saying what to do."""
-    sha, size = hashlib.sha256(), 0
-    request = urllib.request.Request(url, headers={"User-Agent": "embedscope (python urllib)"})
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT) as resp, open(dest, "wb") as out:
-            while chunk := resp.read(1 << 16):
-                size += len(chunk)
-                if size > MAX_BYTES:
-                    raise UserError(f"{url} is larger than {MAX_BYTES >> 20} MB, so it is not {s.archive}; nothing "
-                                    "was stored.")
-                sha.update(chunk)
-                out.write(chunk)
-    except urllib.error.HTTPError as err:
-        raise UserError(f"{url} answered HTTP {err.code} ({err.reason}): {_offline_hint(s)}.") from None
-    except (urllib.error.URLError, OSError) as err:
-        reason = getattr(err, "reason", None) or err
-        raise UserError(f"Could not download {url} ({reason}), so this machine may be offline: "
-                        f"{_offline_hint(s)}.") from None
-    return size, sha.hexdigest()
-
-
 def _offline_hint(s: Source) -> str:
-    return (f"get {s.archive} elsewhere and run `python -m analysis data fetch {s.name} --base-url "
-            f"file:///<its folder>`, or place {s.place_hint()}")
-
-
-def _extract(archive: Path, out: Path, s: Source) -> list[dict]:
-    """Write the wanted members (the reader's files, plus readme and licence files) into `out`, checking pinned
-    hashes; [{name, bytes, sha256, check}]. Members are read by name, never extracted wholesale, so a path in the
-    archive cannot write outside `out`."""
-    members = _members(archive, s)
-    missing = [f for f in s.files if f not in members]
-    if missing:
-        raise UserError(f"{s.archive} has no {', '.join(missing[:3])}: it is not the archive of {s.label}; nothing "
-                        "was stored.")
-    out.mkdir()
-    stored = []
-    for name, data in members.items():
-        digest = hashlib.sha256(data).hexdigest()
-        pin = (s.pins or {}).get(name)
-        if pin is not None and digest != pin:
-            raise UserError(f"{name} in {s.archive} does not match its pinned SHA-256 ({digest[:12]}... instead of "
-                            f"{pin[:12]}...): the download is damaged or the file changed upstream; nothing was "
-                            "stored.")
-        (out / name).write_bytes(data)
-        stored.append({"name": name, "bytes": len(data), "sha256": digest,
-                       "check": "sha256" if pin is not None else "format"})
-    return stored
-
-
-def _members(archive: Path, s: Source) -> dict[str, bytes]:
-    """{stored name: bytes} of the archive's members that are wanted (the first of each name; macOS resource
-    forks skipped)."""
-    wanted: dict[str, bytes] = {}
-
-    def take(path: str, read: Callable[[], bytes]) -> None:
-        p = PurePosixPath(path)
-        if "__MACOSX" in p.parts:
-            return
-        name = s.rename(p.name)
-        if (name in s.files or NOTES.match(name)) and name not in wanted:
-            wanted[name] = read()
-
-    if zipfile.is_zipfile(archive):
-        with zipfile.ZipFile(archive) as z:
-            for info in z.infolist():
-                if not info.is_dir():
-                    take(info.filename, lambda info=info: z.read(info))
-    elif tarfile.is_tarfile(archive):
-        with tarfile.open(archive) as t:
-            for m in t.getmembers():
-                if m.isfile():
-                    take(m.name, lambda m=m: t.extractfile(m).read())
-    else:
-        head = archive.read_bytes()[:60]
-        raise UserError(f"{s.archive} is neither a zip nor a tar archive (it starts with {head!r}); nothing was "
-                        "stored.")
-    return wanted
-
+    what = s.archive or ", ".join(s.remote)
+    return (f"get {what} elsewhere and run `python -m analysis data fetch {s.name} --base-url <its folder>`, or place "
+            f"{s.place_hint()}")

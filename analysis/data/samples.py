@@ -64,10 +64,17 @@ def sample_indices(n_items: int, groups: list[str] | None, n: int, seed: int) ->
 
 
 def subset(data, idx, name: str | None = None):
-    """The pairs (or texts) at `idx` (any order kept), genres (labels) included."""
+    """The pairs (or texts, or a retrieval set's queries) at `idx` (any order kept), genres (labels) included; a
+    retrieval set keeps its whole corpus (the documents are the haystack)."""
     from analysis.data.corpora import Pairs, Texts
+    from analysis.data.files import Beir
 
     idx = [int(i) for i in idx]
+    if isinstance(data, Beir):
+        qids = list(data.queries)
+        kept = [qids[i] for i in idx]
+        return Beir(name or data.name, data.corpus, {q: data.queries[q] for q in kept},
+                    {q: data.qrels[q] for q in kept})
     g = groups(data)
     picked = None if g is None else [g[i] for i in idx]
     if isinstance(data, Texts):
@@ -77,8 +84,9 @@ def subset(data, idx, name: str | None = None):
 
 
 def groups(data) -> list[str] | None:
-    """The strata of a data set: a pair set's genres, a text set's labels (STS-B's sentences carry their genre)."""
-    return data.genres if hasattr(data, "genres") else data.labels
+    """The strata of a data set: a pair set's genres, a text set's labels (STS-B's sentences carry their genre);
+    None for a retrieval set (its queries are sampled at random)."""
+    return data.genres if hasattr(data, "genres") else getattr(data, "labels", None)
 
 
 def _how(data) -> str:
@@ -132,10 +140,11 @@ def select(data, *, sample: int | None = None, limit: int | None = None, seed: i
     warning, seed_used = None, None
     if sample is not None and sample < len(data):
         rows = sample_indices(len(data), groups(data), sample, seed)
-        chosen, how, seed_used = subset(data, rows, f"{data.name} ({sample} {_how(data)}, seed {seed})"), _how(data), seed
+        how, seed_used = _how(data), seed
+        chosen = subset(data, rows, f"{data.name} ({sample} {how}, seed {seed})")
     elif limit is not None and limit < len(data):
         rows = range(limit)
-        chosen, how, warning = data.head(limit), f"first {limit}", single_genre_warning(data, limit)
+        chosen, how, warning = subset(data, rows), f"first {limit}", single_genre_warning(data, limit)
     else:
         rows, chosen, how = range(len(data)), data, "all"
     return chosen, {"how": how, "n": len(chosen), "of": len(data), "seed": seed_used,
@@ -149,12 +158,43 @@ def caption(report: dict) -> str:
     return f"{report['n']:,} of {report['of']:,}, {report['how']}{seed}{genres}"
 
 
+def fixed_split(n_items: int, strata: list[str] | None, n_select: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(selection rows, report rows): a seeded `n_select` items (stratified when `strata` are given) and the
+    disjoint rest, both in file order. What every fixed selection/report cut of this project is made of."""
+    if not 0 < n_select < n_items:
+        raise UserError(f"The selection part must leave items to report on: 0 < {n_select} < {n_items}.")
+    sel = sample_indices(n_items, strata, n_select, seed)
+    return sel, np.setdiff1d(np.arange(n_items), sel)
+
+
 def dev_split(dev, n_select: int = SELECTION_SIZE, seed: int = SPLIT_SEED):
     """(selection, report): a stratified `n_select` pairs of STS-B dev for every choice a trainer makes, and the
     disjoint rest on which final numbers are reported. Fixed by `seed`: every trainer, test and table uses it."""
-    if not 0 < n_select < len(dev):
-        raise UserError(f"The selection part must leave pairs to report on: 0 < {n_select} < {len(dev)}.")
-    sel = sample_indices(len(dev), dev.genres, n_select, seed)
-    rest = np.setdiff1d(np.arange(len(dev)), sel)
+    sel, rest = fixed_split(len(dev), dev.genres, n_select, seed)
     return (subset(dev, sel, f"{dev.name} selection ({len(sel)}, seed {seed})"),
             subset(dev, rest, f"{dev.name} report ({len(rest)}, seed {seed})"))
+
+
+def nano_retrieval(beir, n_queries: int = 50, n_distractors: int = 1000, seed: int = 0):
+    """A small retrieval set for interactive use: `n_queries` judged queries drawn at random (seeded), every
+    document judged for them, and `n_distractors` other documents drawn at random from the rest of the corpus.
+
+    Random distractors are easier than a full corpus (no near-misses unless chance brings them), so a nano score
+    ranks methods for a quick look and is never reported as the set's score; records use the whole corpus.
+    Documents keep the corpus's order.
+    """
+    from analysis.data.files import Beir
+
+    if n_queries < 1 or n_distractors < 0:
+        raise UserError(f"A nano set needs at least one query and no negative number of distractors, got "
+                        f"{n_queries} and {n_distractors}.")
+    qids = list(beir.queries)
+    chosen = [qids[i] for i in sample_indices(len(qids), None, n_queries, seed)]
+    judged = {d for q in chosen for d in beir.qrels[q]}
+    others = [d for d in beir.corpus if d not in judged]
+    extra = set()
+    if others and n_distractors:
+        extra = {others[i] for i in sample_indices(len(others), None, n_distractors, seed + 1)}
+    docs = {d: t for d, t in beir.corpus.items() if d in judged or d in extra}
+    return Beir(f"{beir.name} nano ({len(chosen)} queries, {len(docs):,} documents, seed {seed})", docs,
+                {q: beir.queries[q] for q in chosen}, {q: beir.qrels[q] for q in chosen})

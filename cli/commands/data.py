@@ -1,5 +1,6 @@
-"""`python -m analysis data list` and `python -m analysis data fetch stsb|sick|sts12|...|sts16|all`: which data sets
-this machine has and how to get the others; downloading the public ones into the data folder (EMBEDSCOPE_DATA)."""
+"""`python -m analysis data list` and `python -m analysis data fetch stsb|sick|sts12|...|sts16|scifact|banking77|all`:
+which data sets this machine has and how to get the others; downloading the public ones into the data folder
+(EMBEDSCOPE_DATA), checked and bounded (`analysis.data.fetch`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import sys
 
 from analysis.core.errors import UserError
 
-HELP = ("List the data sets (present or not, and how to get each), or fetch the public STS sets into the data "
-        "folder (EMBEDSCOPE_DATA; default ../shared/data next to the repository): downloaded from the authors' "
-        "servers, checked (SHA-256 where known, else read by the same reader the tool uses), then stored.")
+HELP = ("List the data sets (present or not, and how to get each), or fetch the public sets (STS, SciFact, "
+        "Banking77) into the data folder (EMBEDSCOPE_DATA; default ../shared/data next to the repository): "
+        "downloaded from the authors' servers, checked (published or pinned digests where known, else read by the "
+        "same reader the tool uses), then stored.")
 
 
 def add_arguments(parser) -> None:
@@ -19,8 +21,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"with fetch: {', '.join(SOURCES)}, or all")
     parser.add_argument("--base-url", default=None,
-                        help="fetch from a mirror serving the archives under their own names instead of the "
-                             "authors' servers, e.g. file:///home/me/downloads for archives downloaded by hand")
+                        help="fetch from a mirror serving the archives (or files) under their own names instead of "
+                             "the authors' servers: a URL, or a folder on this machine holding files downloaded by "
+                             "hand (e.g. /home/me/downloads or file:///home/me/downloads)")
     parser.add_argument("--force", action="store_true", help="fetch again even when the files are already there")
 
 
@@ -57,4 +60,6 @@ def _rows() -> list[dict]:
     from analysis.data.fetch import source
 
     return [{"id": d.id, "label": d.label, "kind": d.kind, "present": d.present(), "get": d.how_to_get(),
-             **({"licence": source(d.fetch_name).licence} if d.fetch_name else {})} for d in REGISTRY]
+             "tasks": list(d.tasks),
+             **({"licence": source(d.fetch_name).licence, "checked": source(d.fetch_name).pinned or "by its reader"}
+                if d.fetch_name else {})} for d in REGISTRY]
