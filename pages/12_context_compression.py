@@ -15,9 +15,10 @@ import streamlit as st
 import cache
 import ui
 from analysis.data import personas
-from analysis.compression.system import (SCALING_SIZES, TABLE_MODES, default_artefact, person_attention, person_masses,
-                                         score, shipped_variants, split_mode, split_sentences)
-from analysis.eval.results import read_record
+from analysis.compression.system import (SCALING_SIZES, default_artefact, person_attention, person_masses,
+                                         shipped_variants, split_mode, split_sentences)
+from analysis.experiments.compression import dilution_scores, heldout_scores
+from analysis.experiments.records import read as read_record
 from ui.traces import Compression, pool_attention
 
 MODE_LABELS = {"sentence": "per-sentence pools", "sentence+ids": "per-sentence pools + identifier tokens",
@@ -29,7 +30,7 @@ def predict(system, items, mode, label):
     bar = st.progress(0.0, text=label)
     try:
         preds, _ = cache.cached_compress_predict(ui.store(), system, items, m, ids=ids,
-                                                 progress=lambda d, t: bar.progress(d / t, text=f"{label} {d}/{t}"))
+                                                 progress=lambda d, t, _: bar.progress(d / t, text=f"{label} {d}/{t}"))
     finally:
         bar.empty()
     return preds
@@ -74,11 +75,9 @@ def one_person(system) -> None:
     st.subheader("Held-out personas")
     n = st.slider("Questions (cycling through the five keys)", 25, 200, 50, 25, key="cc_n")
     if st.toggle("Compute the held-out table and the scaling curve (cached)", key="cc_table"):
-        items = personas.generate("heldout", n)
-        keys = [it.key for it in items]
+        answer = lambda items, mode, label: predict(system, items, mode, label)  # noqa: E731
         rows = []
-        for mode in TABLE_MODES:
-            res = score(predict(system, items, mode, MODE_LABELS[mode]), keys)
+        for mode, res in heldout_scores(answer, n).items():
             for k, v in {"all": res, **res["per_key"]}.items():
                 rows.append({"mode": MODE_LABELS[mode], "key": k, "exact match": v["exact_match"],
                              "exact match 95% low": v["exact_match_ci"][0],
@@ -92,13 +91,10 @@ def one_person(system) -> None:
                            key="cc_table_csv", on_click="ignore")
 
         sizes = st.multiselect("Pools per context", SCALING_SIZES, list(SCALING_SIZES[:3]), key="cc_sizes")
-        curve = []
-        for size in sorted(sizes):
-            scaled = personas.generate_scaled("heldout", min(n, 50), total_sentences=size)
-            for mode in ("sentence", "sentence+ids", "paragraph"):
-                res = score(predict(system, scaled, mode, f"{size} pools, {MODE_LABELS[mode]}"))
-                curve.append({"pools": size, "mode": MODE_LABELS[mode], "exact match": res["exact_match"],
-                              "first token": res["first_token"]})
+        curve = [{"pools": size, "mode": MODE_LABELS[mode], "exact match": res["exact_match"],
+                  "first token": res["first_token"]}
+                 for (size, mode), res in dilution_scores(answer, sorted(sizes), min(n, 50),
+                                                          ("sentence", "sentence+ids", "paragraph")).items()]
         if curve:
             cf = pd.DataFrame(curve)
             fig = go.Figure([go.Scatter(x=g["pools"], y=g["exact match"], mode="lines+markers", name=m)
@@ -144,37 +140,34 @@ def recorded_people() -> None:
     """The measured Experiments B/B2 and the N-people scaling study, from docs/results/compression_people.json."""
     record = read_record("compression_people")
     if record is None:
-        st.info("No cross-person results are recorded yet: `python3 scripts/compression_report.py --experiment "
-                "people` measures them.")
+        st.info("No cross-person results are recorded yet: `python -m analysis measure compression_people` measures "
+                "them.")
         return
     st.subheader("Measured: picking the right person among many")
-    st.caption(f"`{record['command']}` · {record.get('date', '?')} · {record.get('data', '')}")
-    for table in record["tables"]:
-        st.markdown(f"**{table['title']}**")
-        st.dataframe(pd.DataFrame(table["rows"], columns=table["columns"]), hide_index=True)
-        if table.get("notes"):
-            st.caption(table["notes"])
-    raw = record.get("raw", {}).get("scaling", {})
-    curve = {int(k): v for k, v in raw.items() if k.isdigit()}
-    if curve:
-        n = sorted(curve)
-        em = np.array([curve[k]["exact_match"] for k in n])
-        lo, hi = (np.array([curve[k]["exact_match_ci"][i] for k in n]) for i in (0, 1))
-        traces = [go.Scatter(x=n, y=em, mode="lines+markers", name="each N's own run (the cascade)",
-                             error_y=dict(type="data", array=hi - em, arrayminus=em - lo))]
-        base = [(k, raw[f"{k} read by the five-person run"]["exact_match"]) for k in n
-                if f"{k} read by the five-person run" in raw]
-        if base:
-            traces.append(go.Scatter(x=[k for k, _ in base], y=[v for _, v in base], mode="lines+markers",
-                                     name="the five-person run, untrained on N"))
-        traces.append(go.Scatter(x=n, y=[1 / k for k in n], mode="lines", name="chance of the right person",
-                                 line=dict(dash="dot")))
+    st.caption(f"`{record.command}` · {record.date} · {record.data}")
+    for table in record.tables:
+        st.markdown(f"**{table.title}**")
+        st.dataframe(pd.DataFrame(table.rows, columns=table.columns), hide_index=True)
+        if table.notes:
+            st.caption(table.notes)
+    if any(s.name == "scaling" for s in record.series):
+        curve = record.series_named("scaling")
+        n = list(curve.xs)
+        traces = []
+        for label, values in curve.lines.items():
+            chance = label == "chance"
+            ci = curve.intervals.get(label)
+            em = np.array(values, dtype=float)
+            error = None if not ci else dict(type="data", array=np.array([c[1] for c in ci]) - em,
+                                             arrayminus=em - np.array([c[0] for c in ci]))
+            traces.append(go.Scatter(x=n, y=list(values), mode="lines" if chance else "lines+markers",
+                                     name="chance of the right person" if chance else label, error_y=error,
+                                     line=dict(dash="dot") if chance else None))
         fig = go.Figure(traces)
-        fig.update_layout(title="Exact match as the context holds more people (95% Wilson intervals)",
-                          xaxis_title="people per context", xaxis_type="log", yaxis_title="exact match",
+        fig.update_layout(title=curve.title, xaxis_title=curve.x, xaxis_type="log", yaxis_title=curve.y,
                           yaxis_range=[0, 1], height=340)
-        ui.show_figure(fig, pd.DataFrame({"people": n, "exact match": em, "low": lo, "high": hi}), "cc_people_scaling")
-    for line in record.get("findings", []):
+        ui.show_figure(fig, pd.DataFrame({"people": n, **curve.lines}), "cc_people_scaling")
+    for line in record.findings:
         st.markdown(f"- {line}")
 
 

@@ -12,8 +12,8 @@ import streamlit as st
 import ui
 from analysis.data import datasets
 from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
-from analysis.inspect.generation import (SCALING_KS, adapter_variants, recorded_curves, steps_frame, token_heatmap,
-                                         training_log)
+from analysis.experiments.gircse import recorded, reference_rows
+from analysis.inspect.generation import SCALING_KS, adapter_variants, steps_frame, token_heatmap, training_log
 from ui.traces import soft_generation, soft_scaling
 
 EMOTION = "Which emotion does this text express?"
@@ -57,32 +57,42 @@ def lines_figure(results: dict, key: str, title: str, y_title: str, ref=None) ->
     return fig, pd.DataFrame(rows)
 
 
-def recorded_figure(curves: dict) -> tuple[go.Figure, pd.DataFrame]:
-    """The recorded K curves with their intervals; Causal-EOS and PromptEOL as flat reference lines across K (the
-    fair baseline with its 95% band); the other configurations (ablations, Causal-EOS generating) as points."""
+def recorded_figure(record) -> tuple[go.Figure, pd.DataFrame]:
+    """The recorded K curves (the record's `k_curve` series) with their intervals; Causal-EOS and PromptEOL as flat
+    reference lines across K (the fair baseline with its 95% band); the other configurations (ablations, Causal-EOS
+    generating) as points."""
     fig, rows = go.Figure(), []
-    ks = curves["ks"]
-    cost = dict(zip(curves.get("cost", {}).get("ks", []), curves.get("cost", {}).get("ratio", [])))
-    for label, line in curves["lines"].items():
-        y, ci = np.array(line["spearman"], dtype=float), np.array(line["ci"], dtype=float)
+    curve = record.series_named("k_curve")
+    ks = list(curve.xs)
+    cost = {}
+    if any(s.name == "cost" for s in record.series):
+        c = record.series_named("cost")
+        cost = dict(zip(c.xs, c.lines["× plain forward"]))
+    for label, values in curve.lines.items():
+        y = np.array(values, dtype=float)
+        ci = np.array([c if c is not None else (np.nan, np.nan) for c in curve.intervals.get(label, [None] * len(ks))],
+                      dtype=float)
         fig.add_scatter(x=ks, y=y, mode="lines+markers", name=ui.label(label),
                         error_y=dict(type="data", symmetric=False, array=ci[:, 1] - y, arrayminus=y - ci[:, 0]))
         rows += [{"configuration": label, "K": k, "spearman": v, "ci_low": c[0], "ci_high": c[1],
                   "× plain forward": cost.get(k)} for k, v, c in zip(ks, y, ci)]
-    for label, ref in curves["references"].items():
+    references, points = reference_rows(record)
+    for label, ref in references.items():
         baseline = label.startswith("Causal-EOS")
-        if baseline:
+        if baseline and ref["ci"]:
             fig.add_hrect(y0=ref["ci"][0], y1=ref["ci"][1], fillcolor="gray", opacity=0.12, line_width=0)
         fig.add_scatter(x=[min(ks), max(ks)], y=[ref["spearman"]] * 2, mode="lines", name=ui.label(label),
                         line=dict(dash="dash" if baseline else "dot", color="black" if baseline else "gray"))
-        rows.append({"configuration": label, "K": None, "spearman": ref["spearman"], "ci_low": ref["ci"][0],
-                     "ci_high": ref["ci"][1], "× plain forward": None})
-    for label, pt in curves.get("points", {}).items():
+        rows.append({"configuration": label, "K": None, "spearman": ref["spearman"],
+                     "ci_low": (ref["ci"] or [None])[0], "ci_high": (ref["ci"] or [None, None])[1],
+                     "× plain forward": None})
+    for label, pt in points.items():
+        ci = pt["ci"] or [pt["spearman"], pt["spearman"]]
         fig.add_scatter(x=[pt["k"]], y=[pt["spearman"]], mode="markers", name=ui.label(label), marker_symbol="x",
-                        error_y=dict(type="data", symmetric=False, array=[pt["ci"][1] - pt["spearman"]],
-                                     arrayminus=[pt["spearman"] - pt["ci"][0]]))
-        rows.append({"configuration": label, "K": pt["k"], "spearman": pt["spearman"], "ci_low": pt["ci"][0],
-                     "ci_high": pt["ci"][1], "× plain forward": None})
+                        error_y=dict(type="data", symmetric=False, array=[ci[1] - pt["spearman"]],
+                                     arrayminus=[pt["spearman"] - ci[0]]))
+        rows.append({"configuration": label, "K": pt["k"], "spearman": pt["spearman"], "ci_low": ci[0],
+                     "ci_high": ci[1], "× plain forward": None})
     fig.update_layout(title="Held-out STS-B: Spearman vs K, against the fair baseline", height=440,
                       xaxis_title="generated tokens K (0 = no generation)", yaxis_title="Spearman ρ",
                       margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
@@ -186,24 +196,25 @@ def scaling_section(backbone, variants: dict, choice: str, adapter, instructions
     """The recorded K curve, then the K curve on pairs of the user's choice (computed on request)."""
     instr_a, instr_b = instructions["A"], instructions["B"]
     temperature, top_k, mode = soft["temperature"], soft["top_k"], soft["mode"]
-    recorded = recorded_curves(backbone)
-    if recorded is None:
-        st.info("No K curve is recorded for this model (`python scripts/gircse_results.py` measures the default "
+    found = recorded(backbone)
+    if found is None:
+        st.info("No K curve is recorded for this model (`python -m analysis measure gircse` measures the default "
                 "model's on held-out STS-B pairs); compute one on pairs of your choice below.")
     else:
-        fig, frame = recorded_figure(recorded["curves"])
+        record, changed = found
+        fig, frame = recorded_figure(record)
         ui.show_figure(fig, frame, "soft_recorded_curve")
-        sample = recorded.get("sample", {})
-        st.caption(ui.md(f"{recorded['data']}: {sample.get('n', '?')} pairs stratified by genre, measured "
-                         f"{recorded.get('date', '?')} by `{recorded['command']}` (docs/RESULTS.md). Error bars and "
-                         "the grey band are 95% bootstrap intervals; the dashed line is the fair baseline Causal-EOS "
-                         "(same training, no generation), the dotted one PromptEOL (no training)."))
-        if recorded["changed"]:
-            st.warning(ui.md(f"The shipped {' and '.join(recorded['changed'])} adapter changed after this was "
-                             "measured: the curve is out of date until the script runs again."))
-        claims = next((t for t in recorded["tables"] if t.get("title", "").startswith("Paired differences")), None)
-        if claims:
-            st.dataframe(pd.DataFrame(claims["rows"], columns=claims["columns"]), hide_index=True)
+        n = record.sample.n if record.sample is not None else "?"
+        st.caption(ui.md(f"{record.data}: {n} pairs stratified by genre, measured {record.date} by "
+                         f"`{record.command}` (docs/RESULTS.md). Error bars and the grey band are 95% bootstrap "
+                         "intervals; the dashed line is the fair baseline Causal-EOS (same training, no generation), "
+                         "the dotted one PromptEOL (no training)."))
+        if changed:
+            st.warning(ui.md(f"The shipped {' and '.join(changed)} adapter changed after this was measured: the curve "
+                             "is out of date until `python -m analysis measure gircse` runs again."))
+        if record.has_table("paired"):
+            paired = record.table("paired")
+            st.dataframe(pd.DataFrame(paired.rows, columns=paired.columns), hide_index=True)
     st.caption("On pairs of your choice: STS Spearman of the embedding for several K (95% bootstrap intervals over "
                "pairs), for every model variant: K = 0 is the same prompt's last token without generation. One "
                "generation of max K tokens per text gives every smaller K too (generation is causal), so each curve "

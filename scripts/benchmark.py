@@ -48,6 +48,7 @@ def main(argv=None) -> dict:
     from analysis import UserError, load_backbone
     from analysis.methods import get_method, list_methods, method_class
     from analysis.core.timing import interleaved_medians
+    from analysis.eval.cost import plain_forward
 
     hf_logging.disable_progress_bar()
     try:
@@ -64,7 +65,7 @@ def main(argv=None) -> dict:
     load_start = os.getloadavg()[0]
 
     # Configurations to time: label -> (encode callable). The vanilla pass comes first.
-    configs = {"vanilla": lambda ts: vanilla_forward(bb, ts, args.batch_size)}
+    configs = {"vanilla": lambda ts: plain_forward(bb, ts, args.batch_size)}
     rows, errors = [], {}
     for name in names:
         method = get_method(name)
@@ -85,7 +86,9 @@ def main(argv=None) -> dict:
             except Exception as err:  # one broken method must not hide the others' numbers
                 errors[label] = f"{type(err).__name__}: {err}"
                 del configs[label]
-        med = interleaved_medians({label: (lambda fn=fn: fn(texts)) for label, fn in configs.items()}, args.repeats)
+        times: dict[str, list[float]] = {}  # every round's seconds, for the JSON
+        med = interleaved_medians({label: (lambda fn=fn: fn(texts)) for label, fn in configs.items()}, args.repeats,
+                                  after_round=times.update)
 
     vanilla = med["vanilla"]
     result = {
@@ -135,24 +138,6 @@ def _reference(name: str, ref) -> tuple[str, dict] | None:
 
 def _encoder(bb, method, batch_size):
     return lambda texts: method.encode(bb, texts, batch_size=batch_size)
-
-
-def vanilla_forward(bb, texts, batch_size):
-    """The plain model: tokenizer padding, the bare decoder, final state of the last real token."""
-    import numpy as np
-    import torch
-
-    from analysis.core.tokens import batches_by_length
-
-    tok = bb.tokenizer
-    lengths = [len(ids) for ids in tok(texts)["input_ids"]]
-    out = np.zeros((len(texts), bb.facts.hidden_size), dtype=np.float32)
-    for idx in batches_by_length(lengths, batch_size):
-        enc = tok([texts[i] for i in idx], return_tensors="pt", padding=True)
-        hidden = bb.decoder(**enc, use_cache=False).last_hidden_state  # (B, T, d)
-        last = enc["attention_mask"].sum(dim=1) - 1  # (B,): right padding
-        out[idx] = hidden[torch.arange(len(idx)), last].numpy()
-    return out
 
 
 def bench_texts(n: int) -> tuple[list[str], str]:

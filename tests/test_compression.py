@@ -223,7 +223,7 @@ def test_generator_is_seeded_and_answers_are_in_context():
 
 
 def test_wilson_interval_known_values():
-    from analysis.compression.system import wilson
+    from analysis.eval.stats import wilson
 
     lo, hi = wilson(200, 200)  # 100% of 200: the interval still admits ~98%
     assert hi == 1.0 and abs(lo - 0.9812) < 1e-3

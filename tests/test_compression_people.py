@@ -309,52 +309,63 @@ def test_warm_from_starts_where_the_previous_run_ended_and_refuses_other_weights
         _train(long_llama, tmp_path / "y", people=2, pool_scale=2.0, warm_from=str(tmp_path / "people1"))
 
 
-def test_report_tables_of_experiment_b_and_the_scaling_study(system, tmp_path):
-    """The report script's table functions on an untrained tiny system and 3 items per row (mechanics only)."""
-    import importlib.util
+def hooks_for(store=None):
+    """The experiments' hooks around a tiny system: answers computed here, or through a cache store."""
+    from analysis.experiments.hooks import local_hooks
 
-    from analysis.eval.results import read_records, render, write_record
-    from analysis.core.paths import REPO
+    hooks = local_hooks()
+    if store is not None:
+        from cache import cached_compress_predict
 
-    spec = importlib.util.spec_from_file_location("compression_report", REPO / "scripts" / "compression_report.py")
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
-    conditions = [dict(label="single person", system=system, people=1, names=False),
-                  dict(label="two people, names", system=system, people=2, names=True)]
-    table, raw = report.experiment_b(conditions, 3, attention_n=2)
-    assert [r[0] for r in table["rows"]] == ["single person", "two people, names"]
-    assert len(table["rows"][0]) == len(table["columns"])
-    assert table["rows"][1][table["columns"].index("name")] is None  # no name questions when names are shown
+        hooks.compress_predict = lambda system, items, mode, ids=False: cached_compress_predict(
+            store, system, items, mode, ids=ids)[0]
+    return hooks
+
+
+def test_experiment_b_and_the_scaling_study_on_a_tiny_system(system, tmp_path):
+    """The cross-person experiment's tables on an untrained tiny system and 3 items per row (mechanics only)."""
+    from analysis.experiments import compression_people as exp
+    from analysis.experiments import render
+
+    config = exp.Config(n=3, attention_n=2, attention_max_people=2)
+    hooks = hooks_for()
+    table, raw = exp.experiment_b(hooks, [("single person", system, 1, False), ("two people, names", system, 2, True)],
+                                  config)
+    assert table.column("condition") == ["single person", "two people, names"]
+    assert all(len(r) == len(table.columns) for r in table.rows)
+    assert table.rows[1][table.columns.index("name")] is None  # no name questions when names are shown
     assert raw["single person"]["attention"]["asked_share"] == 1.0  # one person: every pool is theirs
     assert 0.0 <= raw["two people, names"]["attention"]["asked_share"] <= 1.0
     assert len(raw["single person"]["attention"]["per_layer"]) == system.backbone.facts.n_layers
-    scaled, raw = report.scaling({2: system, 3: system}, 2, attention_n=1, attention_max_people=2)
-    assert [r[0] for r in scaled["rows"]] == [2, 3] and scaled["rows"][1][-3] is None  # no attention beyond 2
-    with_base, _ = report.scaling({2: system, 3: system}, 2, attention_n=0, attention_max_people=2, base=system,
-                                  trained={2: {"steps_done": 34, "best_step": 0, "hyperparameters": {"people": 2}},
-                                           3: {"steps_done": 34, "best_step": 0, "hyperparameters": {"people": 2}}})
-    assert with_base["rows"][1][-1] == "0: the 2-person run"  # a run reused for a larger N is not trained on it
-    assert with_base["columns"][-2:] == ["all, read by the five-person run", "steps trained at N (best)"]
-    assert with_base["rows"][0][-2] == with_base["rows"][0][2]  # the same run reads the same items alike
-    assert with_base["rows"][0][-1] == "34 (best 0)"
-    check, checked = report.single_person_check(system, system, 5)
-    assert [r[0] for r in check["rows"]] == ["single-person run", "five-person run, names",
-                                             "five-person run, names, + name tokens"]
-    assert check["rows"][1][check["columns"].index("minus single-person run (paired, points)")] == "+0.0 [+0.0, +0.0]"
+    small = exp.Config(n=2, attention_n=1, attention_max_people=2)
+    scaled, curve, _ = exp.scaling(hooks, {2: system, 3: system}, small)
+    assert scaled.column("people") == [2, 3] and scaled.rows[1][-3] is None  # no attention beyond 2 people
+    assert list(curve.xs) == [2, 3] and curve.lines["chance"] == [0.5, 1 / 3]
+    with_base, curve, _ = exp.scaling(hooks, {2: system, 3: system}, exp.Config(n=2, attention_n=0), base=system,
+                                      trained={2: {"steps_done": 34, "best_step": 0, "hyperparameters": {"people": 2}},
+                                               3: {"steps_done": 34, "best_step": 0, "hyperparameters": {"people": 2}}})
+    assert with_base.rows[1][-1] == "0: the 2-person run"  # a run reused for a larger N is not trained on it
+    assert with_base.columns[-2:] == ("all, read by the five-person run", "steps trained at N (best)")
+    assert with_base.rows[0][-2] == with_base.rows[0][2]  # the same run reads the same items alike
+    assert with_base.rows[0][-1] == "34 (best 0)"
+    assert "the five-person run, untrained on N" in curve.lines
+    check, checked = exp.single_person_check(hooks, system, system, 5)
+    assert check.column("run") == ["single-person run", "five-person run, names",
+                                   "five-person run, names, + name tokens"]
+    assert check.rows[1][check.columns.index("minus single-person run (paired, points)")] == "+0.0 [+0.0, +0.0]"
     assert checked["five-person run, names"]["paired_vs_single"]["p"] == 1.0
     ran = {"single-person run": {"exact_match": 0.99, "exact_match_ci": (0.97, 1.0)},
            "five-person run, names": {"exact_match": 0.9, "exact_match_ci": (0.85, 0.94),
                                       "paired_vs_single": {"difference": -0.09, "ci": [-0.13, -0.05]}}}
-    assert "0.909 of it, below the shipping bar" in " ".join(report.people_findings({"single_check": ran}))
+    assert "0.909 of it, below the shipping bar" in " ".join(exp.findings({"single_check": ran}))
     from cache import Store
 
-    store = Store(tmp_path / "store")  # through the cache: items with ids key their own entries and come back
-    cached = [report.measure(system, P.generate_people("heldout", 2, people=2, names=True), ids, store=store)
-              for ids in (True, True, False)]
-    assert cached[0] == cached[1] and cached[0]["compression"] != cached[2]["compression"]
-    assert report.test_size(50, 200) == 200 and report.test_size(100, 200) == 100 and report.test_size(1000, 200) == 25
-    write_record(tmp_path, {"id": report.RECORD, "title": "t", "command": "c", "data": "d", "tables": [table, scaled]})
-    assert "| single person | 1 | no |" in render(read_records(tmp_path))
+    cached = hooks_for(Store(tmp_path / "store"))  # through the cache: items with ids key their own entries
+    got = [exp.read(cached, system, P.generate_people("heldout", 2, people=2, names=True), ids)
+           for ids in (True, True, False)]
+    assert got[0] == got[1] and got[0]["compression"] != got[2]["compression"]
+    assert exp.test_size(50, 200) == 200 and exp.test_size(100, 200) == 100 and exp.test_size(1000, 200) == 25
+    assert "| single person | 1 | no |" in render.table_markdown(table)
 
 
 def test_a_run_whose_rows_do_not_fit_the_model_is_refused_before_training(long_llama, tmp_path):
@@ -386,58 +397,44 @@ def test_checkpointing_gives_the_same_gradients(long_llama):
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(*grads)) and any(g.abs().sum() > 0 for g in grads[1])
 
 
-def test_the_default_report_writes_a_record_with_every_table(tmp_path):
-    """compression_report.py's default mode: the held-out table, the dilution curve, the OOD probes and the
-    cross-person rows become one `compression` record that docs/RESULTS.md renders (made-up scores)."""
-    import argparse
-    import importlib.util
+def test_the_compression_tables_from_scores():
+    """The compression experiment's tables: the held-out table, the dilution curve, the OOD probes and the
+    cross-person rows, from made-up scores; every row has one cell per column."""
+    from analysis.experiments import compression as exp
+    from analysis.experiments import render
 
-    from analysis.core.paths import REPO
-    from analysis.eval.results import read_records, render, write_record
-
-    spec = importlib.util.spec_from_file_location("compression_report", REPO / "scripts" / "compression_report.py")
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
     rate = {"exact_match": 0.5, "exact_match_ci": [0.25, 0.75]}
     res = {**rate, "per_key": {k: rate for k in P.KEYS}, "compression": 9.3, "n": 10}
     no_name = {**res, "per_key": {k: rate for k in P.KEYS[1:]}}
-    args = argparse.Namespace(n=10, scaling_n=4, scaling_modes="sentence,paragraph", ood=3, cross_person=10,
-                              weights="")
-    curve = [{"pools": size, "mode": mode, "exact_match": 1.0}
-             for size in (5, 10) for mode in ("sentence", "paragraph")]
-    ood = [{**res, "kind": kind, "mode": mode} for kind in P.OOD_KINDS for mode in ("sentence", "text", "none")]
-    record = report.table_record(args, {"sentence": res, "none": {**res, "compression": None}}, curve, ood,
-                                 [("five people", res), ("five people, names", no_name)], 12.0)
-    assert [len(t["rows"]) for t in record["tables"]] == [2, 2, len(P.OOD_KINDS), 2]
-    assert all(len(row) == len(t["columns"]) for t in record["tables"] for row in t["rows"])
-    assert record["command"].endswith("--ood 3 --cross-person 10")
-    write_record(tmp_path, record)
-    md = render(read_records(tmp_path))
+    config = exp.Config(n=10, scaling_n=4, scaling_modes=("sentence", "paragraph"), ood=3, cross_person=10)
+    curve = {(size, mode): {"exact_match": 1.0} for size in (5, 10) for mode in ("sentence", "paragraph")}
+    ood = {(kind, mode): res for kind in P.OOD_KINDS for mode in ("sentence", "text", "none")}
+    tables = exp.tables(config, {"sentence": res, "none": {**res, "compression": None}}, curve, ood,
+                        {False: res, True: no_name})
+    assert [t.name for t in tables] == ["heldout", "dilution", "ood", "cross_person"]
+    assert [len(t.rows) for t in tables] == [2, 2, len(P.OOD_KINDS), 2]
+    assert all(len(row) == len(t.columns) for t in tables for row in t.rows)
+    md = "\n".join(render.table_markdown(t) for t in tables)
     assert "| sentence | 50.0 [25.0, 75.0] |" in md and "| five people, names | 50.0 [25.0, 75.0] | – |" in md
+    assert "| 5 | 100.0 | 100.0 |" in md
 
 
-def test_training_report_compares_curves_step_for_step_and_says_what_they_show():
-    """scripts/compression_training.py's tables and findings from manifests and scores (no model)."""
-    import importlib.util
+def test_the_training_recipe_record_compares_curves_step_for_step():
+    """compression_training's validation curves and findings from manifests and scores (no model)."""
+    from analysis.experiments import compression_training as exp
 
-    from analysis.core.paths import REPO
-
-    spec = importlib.util.spec_from_file_location("compression_training", REPO / "scripts" / "compression_training.py")
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
     manifests = {"value warm start": {"curves": {"validation": [{"step": 0, "exact": 0.0}, {"step": 100, "exact": 0.33},
                                                                 {"step": 200, "exact": 0.9}]}},
                  "random init": {"curves": {"validation": [{"step": 0, "exact": 0.0}, {"step": 50, "exact": 0.0},
                                                            {"step": 100, "exact": 0.05}, {"step": 150, "exact": 0.1}]}}}
-    table = report.curve_table(manifests)
-    assert table["columns"] == ["step", "value warm start", "random init"]
-    assert table["rows"] == [[0, 0.0, 0.0], [50, None, 0.0], [100, 33.0, 5.0], [150, None, 10.0], [200, 90.0, None]]
+    curves = exp.validation_curves(manifests)
+    assert curves["random init"] == {0: 0.0, 50: 0.0, 100: 0.05, 150: 0.1}
 
     def r(em):
         return {"exact_match": em, "exact_match_ci": (em / 2, (1 + em) / 2)}
 
     raw = {"value warm start, sentence": {"heldout": r(0.995), "unseen_values": r(0.0)},
            "random init, sentence": {"heldout": r(0.2), "unseen_values": r(0.02)}}
-    said = report.findings(raw, manifests)
+    said = exp.findings(raw, curves)
     assert said[0].startswith("At step 100 on validation, random init scores 5.0% against the value warm start's 33.0%")
     assert "Unseen values: random init 2.0% [1.0, 51.0]" in said[1]

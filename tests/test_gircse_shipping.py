@@ -189,22 +189,19 @@ def test_ship_refuses_an_unfinished_run_another_system_and_nothing_to_move(tiny_
     assert not list(artefacts.rglob("ablations"))
 
 
-# ---- scripts/gircse_results.py -------------------------------------------------------------------------------------
-def test_results_script_tables_on_a_tiny_model(tiny_llama, artefacts, tmp_path, monkeypatch):
-    """The script's measuring part on a tiny model with fake shipped adapters: every row, claim, genre column, cost
-    ratio and training row is there, the record renders, and the page's curves read back from it."""
+# ---- the gircse experiment (analysis/experiments/gircse.py) ---------------------------------------------------------
+def test_the_gircse_experiment_on_a_tiny_model(tiny_llama, artefacts, tmp_path, monkeypatch):
+    """The experiment's measuring part on a tiny model with fake shipped adapters: every row, claim, genre column,
+    cost ratio and training row is there, the record renders, and the page's curves read back from it."""
     from analysis.data.corpora import Pairs
-    from analysis.eval import results
-    from analysis.inspect.generation import recorded_curves
+    from analysis.experiments import gircse as exp
+    from analysis.experiments import provenance, records, render
+    from analysis.experiments.records import Record, Sample
 
     model_dir = artefacts / "gircse" / "tiny-llama"
     fake_adapter(tiny_llama, model_dir, seed=1)
     fake_adapter(tiny_llama, model_dir / "baselines" / "causal-eos", seed=2, objective="causal-eos")
     fake_adapter(tiny_llama, model_dir / "ablations" / "icr-mean", seed=3, objective=None)
-    monkeypatch.syspath_prepend(str(REPO / "scripts"))
-    spec = importlib.util.spec_from_file_location("gircse_results", REPO / "scripts" / "gircse_results.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
 
     rng = np.random.default_rng(1)
     words = "a cat dog sat ran on the mat river bank money sun".split()
@@ -213,29 +210,35 @@ def test_results_script_tables_on_a_tiny_model(tiny_llama, artefacts, tmp_path, 
     genres = ["main-captions/x"] * 8 + ["main-news/y"] * 8
     pairs = Pairs("toy", left, right, rng.uniform(0, 5, 16), genres)
     ks = [0, 1, 3, 5, 10, 20]
-    out = script.measure(tiny_llama, pairs, ks=ks, n_boot=50, speed_n=4, repeats=1, batch_size=4)
-    curve, main, claims, cost, training = out["tables"]
-    assert [r[0] for r in curve["rows"]] == ks and all(r[-1] is not None and r[-1] > 0 for r in curve["rows"])
-    configurations = {(r[0], r[1]) for r in main["rows"]}
-    assert {("GIRCSE", k) for k in ks} | {("frozen model", k) for k in ks} <= configurations
-    assert {("Causal-EOS", 0), ("Causal-EOS", 5), ("PromptEOL", None),
-            ("ablation icr-mean (older recipe)", 5)} <= configurations
-    assert main["columns"][-2:] == ["captions", "news"] and claims["columns"] == ["A − B", "all", "captions", "news"]
-    assert [r[0] for r in claims["rows"]] == [f"{script.name(a)} − {script.name(b)}" for a, b, _ in script.CLAIMS]
-    assert cost["rows"][0][0] == "plain forward" and cost["rows"][0][2] == 1.0
-    assert [r[0] for r in training["rows"]] == ["GIRCSE", "Causal-EOS", "ablation icr-mean (older recipe)"]
-    assert training["rows"][2][1] == "icr (first trainer)"
-    assert any("older recipe" in f for f in out["findings"])
-    assert out["findings"][0].startswith("GIRCSE beats its fair baseline Causal-EOS")
+    config = exp.Config(ks=tuple(map(str, ks)), n_boot=50, speed_n=4, repeats=1, batch_size=4)
+    out = exp.measure_on(tiny_llama, pairs, config, lambda *a: None, data="toy", sample=Sample(16, "all of it"))
+    scores, claims, cost, training = (out.tables[i] for i in range(4))
+    assert [t.name for t in out.tables] == ["scores", "paired", "cost", "training"]
+    configurations = set(scores.column("configuration"))
+    assert {f"GIRCSE K={k}" for k in ks} | {f"frozen model K={k}" for k in ks} <= configurations
+    assert {"Causal-EOS K=0", "Causal-EOS K=5", "PromptEOL", "ablation icr-mean (older recipe) K=5"} <= configurations
+    assert scores.columns[-2:] == ("captions", "news") and claims.columns == ("A − B", "all", "captions", "news",
+                                                                              "p (all)")
+    assert claims.column("A − B") == [f"{exp.name(a)} − {exp.name(b)}" for a, b, _ in exp.CLAIMS]
+    assert cost.rows[0][0] == "plain forward" and cost.rows[0][2] == 1.0
+    assert training.column("configuration") == ["GIRCSE", "Causal-EOS", "ablation icr-mean (older recipe)"]
+    assert training.rows[2][1] == "icr (first trainer)"
+    curve = next(s for s in out.series if s.name == "k_curve")
+    assert list(curve.xs) == ks and set(curve.lines) == {"GIRCSE", "frozen model"}
+    assert any("older recipe" in f for f in out.findings)
+    assert out.findings[0].startswith("GIRCSE beats its fair baseline Causal-EOS")
 
-    record = {"id": "gircse", "title": "t", "command": "python scripts/gircse_results.py", "data": "toy", **out}
-    results.write_record(tmp_path / "records", record)
-    md = results.render(results.read_records(tmp_path / "records"))
+    record = Record(id="gircse", experiment="gircse", title="t", command=provenance.command("gircse", config),
+                    config={}, data=out.data, sample=out.sample, models=tuple(out.models), code_version="0+x",
+                    date="2026-11-25", wall_seconds=1.0, machine=None, tables=tuple(out.tables),
+                    series=tuple(out.series), findings=tuple(out.findings), extra=out.extra)
+    records.write(record, tmp_path / "records")
+    md = render.render(records.read_all(tmp_path / "records"))
     assert "| GIRCSE K=5 − Causal-EOS K=0 |" in md and "How each shipped adapter was trained" in md
-    monkeypatch.setattr(results, "RECORDS", tmp_path / "records")
-    got = recorded_curves(tiny_llama)
-    assert got["curves"]["ks"] == ks and set(got["curves"]["lines"]) == {"GIRCSE", "frozen model"}
-    assert set(got["curves"]["references"]) == {"Causal-EOS (K = 0)", "PromptEOL"} and got["changed"] == []
-    assert set(got["curves"]["points"]) == {"Causal-EOS K=5", "ablation icr-mean (older recipe) K=5"}
+    monkeypatch.setattr(records, "folder", lambda: tmp_path / "records")
+    got, changed = exp.recorded(tiny_llama)
+    references, points = exp.reference_rows(got)
+    assert set(references) == {"Causal-EOS (K = 0)", "PromptEOL"} and changed == []
+    assert set(points) == {"Causal-EOS K=5", "ablation icr-mean (older recipe) K=5"}
     fake_adapter(tiny_llama, model_dir / "baselines" / "causal-eos", seed=4, objective="causal-eos")
-    assert recorded_curves(tiny_llama)["changed"] == ["causal-eos"]  # the record is older than the weights now
+    assert exp.recorded(tiny_llama)[1] == ["causal-eos"]  # the record is older than the weights now

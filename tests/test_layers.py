@@ -112,9 +112,12 @@ FOLDERS = {
     "eval": {"core", "models", "data", "methods"},  # metrics, samples, STS scoring, tasks, MTEB encoder
     "inspect": {"core", "models", "data", "weights", "methods", "eval"},
     "sweep": {"core", "models", "data", "methods", "eval", "inspect"},
-    "compression": {"core", "models", "data", "weights"},
+    "compression": {"core", "models", "data", "weights", "eval"},  # eval: Wilson intervals (eval.stats)
     "training": {"core", "models", "data", "weights", "methods", "eval", "inspect", "compression"},
     "report": {"core", "models", "data", "weights", "methods", "eval", "inspect", "sweep"},  # the model report
+    # measurements that publish numbers: they may use everything below (the model report is one of them)
+    "experiments": {"core", "models", "data", "weights", "methods", "eval", "inspect", "sweep", "compression",
+                    "training", "report"},
 }
 EXCEPTIONS = {("analysis.methods.kv_embedding", "analysis.inspect.intrinsic_dim")}
 

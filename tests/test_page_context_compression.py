@@ -129,26 +129,25 @@ def test_several_people_tab_splits_the_answers_attention_by_person(weights):
 
 
 def test_measured_tab_shows_the_recorded_tables_and_scaling_curve(weights, tmp_path, monkeypatch):
-    import json
+    from analysis.experiments import records
+    from analysis.experiments.records import Record, Series, Table
 
-    import analysis.eval.results as results
-
-    def cell(em):
-        return {"exact_match": em, "exact_match_ci": [em - 0.05, em + 0.05]}
-
-    record = {"id": "compression_people", "title": "t", "command": "python3 scripts/compression_report.py",
-              "data": "d",
-              "tables": [{"title": "Scaling", "columns": ["people", "all"], "rows": [[5, "80"], [10, "70"]]}],
-              "findings": ["Selection becomes copying."],
-              "raw": {"scaling": {"5": cell(0.8), "10": cell(0.7), "5 read by the five-person run": cell(0.8),
-                                  "10 read by the five-person run": cell(0.5)}}}
-    (tmp_path / "compression_people.json").write_text(json.dumps(record))
-    monkeypatch.setattr(results, "RECORDS", tmp_path)
+    record = Record(id="compression_people", experiment="compression_people", title="t",
+                    command="python -m analysis measure compression_people", config={}, data="d", sample=None,
+                    models=(), code_version=None, date="2026-11-25", wall_seconds=None, machine=None,
+                    tables=(Table("scaling", "Scaling", ("people", "all"), ((5, "80"), (10, "70"))),),
+                    series=(Series("scaling", "Exact match", "people per context", (5, 10),
+                                   {"each N's own run": [0.8, 0.7], "chance": [0.2, 0.1],
+                                    "the five-person run, untrained on N": [0.8, 0.5]},
+                                   {"each N's own run": [[0.75, 0.85], [0.65, 0.75]]}),),
+                    findings=("Selection becomes copying.",))
+    records.write(record, tmp_path)
+    monkeypatch.setattr(records, "folder", lambda: tmp_path)
     at = _opened_on(weights, "Measured across people")
     assert len(at.dataframe) == 1 and any("Selection becomes copying." in m.value for m in at.markdown)
     curve = figures(at)[0]["data"]
-    assert list(curve[0]["x"]) == [5, 10] and list(curve[1]["y"]) == [0.8, 0.5]  # each N's run, the base run
-    assert list(curve[2]["y"]) == [0.2, 0.1]  # chance
+    assert list(curve[0]["x"]) == [5, 10] and list(curve[0]["y"]) == [0.8, 0.7]  # each N's own run
+    assert list(curve[1]["y"]) == [0.2, 0.1] and list(curve[2]["y"]) == [0.8, 0.5]  # chance, the base run
     (tmp_path / "compression_people.json").unlink()
     at = _opened_on(weights, "Measured across people")
-    assert any("experiment people" in i.value for i in at.info)
+    assert any("measure compression_people" in i.value for i in at.info)

@@ -189,22 +189,27 @@ def test_bad_input_is_a_message_not_a_traceback():
 
 
 # ---- the recorded K curve, on a tiny model -------------------------------------------------------------------------
-def line(ys):
-    return {"spearman": ys, "ci": [[y - 0.1, y + 0.1] for y in ys]}
+def recorded(identity: str, adapters: dict | None = None):
+    """A stand-in for docs/results/gircse.json, in the shape `measure gircse` writes."""
+    from analysis.experiments.records import Model, Record, Sample, Series, Table
 
+    def ci(ys):
+        return [[round(y - 0.1, 2), round(y + 0.1, 2)] for y in ys]
 
-def recorded(identity: str, adapters: dict | None = None) -> dict:
-    """A stand-in for docs/results/gircse.json, in the shape scripts/gircse_results.py writes."""
-    curves = {"model": identity, "adapters": adapters or {}, "ks": [0, 1, 5],
-              "lines": {"GIRCSE": line([0.5, 0.55, 0.6]), "frozen model": line([0.3, 0.2, 0.25])},
-              "references": {"Causal-EOS (K = 0)": {"spearman": 0.52, "ci": [0.42, 0.62]},
-                             "PromptEOL": {"spearman": 0.65, "ci": [0.6, 0.7]}},
-              "points": {"ablation icr-mean (older recipe) K=5": {"k": 5, "spearman": 0.4, "ci": [0.3, 0.5]}},
-              "cost": {"ks": [0, 1, 5], "ratio": [2.0, 2.6, 4.2]}}
-    return {"id": "gircse", "title": "t", "command": "python scripts/gircse_results.py --sample 500",
-            "data": "STS-B dev report part", "sample": {"n": 500}, "curves": curves,
-            "tables": [{"title": "Paired differences (the same resampled pairs)", "columns": ["A − B", "all"],
-                        "rows": [["GIRCSE K=5 − Causal-EOS K=0", "+0.080 [+0.010, +0.150]"]]}]}
+    lines = {"GIRCSE": [0.5, 0.55, 0.6], "frozen model": [0.3, 0.2, 0.25]}
+    scores = [(f"{label} K={k}", y, c) for label, ys in lines.items() for k, y, c in zip((0, 1, 5), ys, ci(ys))]
+    scores += [("Causal-EOS K=0", 0.52, [0.42, 0.62]), ("ablation icr-mean (older recipe) K=5", 0.4, [0.3, 0.5]),
+               ("PromptEOL", 0.65, [0.6, 0.7])]
+    return Record(id="gircse", experiment="gircse", title="t", command="python -m analysis measure gircse",
+                  config={}, data="STS-B dev report part", sample=Sample(500, "stratified by genre"),
+                  models=(Model("tiny", identity),), code_version="0+x", date="2026-11-25", wall_seconds=1.0,
+                  machine=None,
+                  tables=(Table("scores", "s", ("configuration", "Spearman", "95% CI"), tuple(scores)),
+                          Table("paired", "p", ("A − B", "all"), (("GIRCSE K=5 − Causal-EOS K=0",
+                                                                   "+0.080 [+0.010, +0.150]"),))),
+                  series=(Series("k_curve", "k", "K", (0, 1, 5), lines, {k: ci(v) for k, v in lines.items()}),
+                          Series("cost", "c", "K", (0, 1, 5), {"× plain forward": [2.0, 2.6, 4.2]})),
+                  extra={"adapters": adapters or {}})
 
 
 def open_on(folder, section="Test-time scaling") -> AppTest:
@@ -216,10 +221,10 @@ def open_on(folder, section="Test-time scaling") -> AppTest:
 
 def test_recorded_curve_shows_the_fair_baseline_without_computing(tiny_folder, tmp_path, monkeypatch):
     from analysis import load_backbone
-    from analysis.eval import results
+    from analysis.experiments import records
 
-    monkeypatch.setattr(results, "RECORDS", tmp_path)
-    results.write_record(tmp_path, recorded(load_backbone(str(tiny_folder)).identity))
+    monkeypatch.setattr(records, "folder", lambda: tmp_path)
+    records.write(recorded(load_backbone(str(tiny_folder)).identity), tmp_path)
     at = open_on(tiny_folder)
     assert not at.exception, at.exception
     assert not errors(at)
@@ -240,14 +245,14 @@ def test_recorded_curve_shows_the_fair_baseline_without_computing(tiny_folder, t
 
 def test_a_stale_or_foreign_record_says_so(tiny_folder, tmp_path, monkeypatch):
     from analysis import load_backbone
-    from analysis.eval import results
+    from analysis.experiments import records
 
-    monkeypatch.setattr(results, "RECORDS", tmp_path)
-    results.write_record(tmp_path, recorded(load_backbone(str(tiny_folder)).identity, {"shipped": "shipped@0"}))
+    monkeypatch.setattr(records, "folder", lambda: tmp_path)
+    records.write(recorded(load_backbone(str(tiny_folder)).identity, {"shipped": "shipped@0"}), tmp_path)
     at = open_on(tiny_folder)
     assert not at.exception, at.exception
     assert any("shipped adapter changed" in w.value and "out of date" in w.value for w in at.warning)
-    results.write_record(tmp_path, recorded("another model"))
+    records.write(recorded("another model"), tmp_path)
     at = open_on(tiny_folder)
     assert not at.exception, at.exception
     assert any("No K curve is recorded for this model" in i.value for i in at.info)
@@ -258,12 +263,12 @@ def test_the_fair_baseline_is_a_model_choice_with_its_training_log(tiny_folder, 
     """With a (stand-in) shipped GIRCSE adapter and Causal-EOS baseline for the model, the page offers both; the
     baseline's steps show what it writes though it was never trained to generate, and its manifest's log."""
     from analysis import load_backbone
-    from analysis.eval import results
+    from analysis.experiments import records
     from analysis.weights import artefacts
     from analysis.weights.adapters import PLACES
     from tests.test_gircse_shipping import fake_adapter
 
-    monkeypatch.setattr(results, "RECORDS", tmp_path / "no-records")
+    monkeypatch.setattr(records, "folder", lambda: tmp_path / "no-records")
     monkeypatch.setattr(artefacts, "ARTEFACTS", tmp_path / "artefacts")
     bb = load_backbone(str(tiny_folder))
     model_dir = artefacts.shipped_dir("gircse", bb.facts)

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from analysis.core.errors import UserError
+from analysis.eval.stats import wilson
 
 MODES = ("sentence", "paragraph", "text", "none")
 TABLE_MODES = ("sentence", "sentence+ids", "paragraph", "text", "none")  # "+ids": identifier tokens before pools
@@ -492,18 +493,6 @@ def shipped_variants(backbone) -> dict[str, Path]:
         if (folder / "manifest.json").is_file():
             found[f"ablations/{folder.name}"] = folder
     return found
-
-
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """95% Wilson score interval for k successes in n trials (stays inside [0, 1] and is honest at 0% and 100%,
-    where the normal approximation collapses to a point)."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    lo, hi = max(0.0, centre - half), min(1.0, centre + half)
-    return (0.0 if k == 0 else float(lo), 1.0 if k == n else float(hi))  # exact ends, not 0.9999999999999999
 
 
 def _rates(preds: list[dict]) -> dict:

@@ -110,3 +110,15 @@ def paired_mean_difference(a, b, n_boot: int = 1000, seed: int = 0, level: float
         raise ValueError(f"two non-empty per-item score vectors of one length are needed, not {a.shape} and {b.shape}")
     idx = resample_indices(a.size, n_boot, seed)  # (B, n)
     return paired_difference(a[idx].mean(axis=1), b[idx].mean(axis=1), float(a.mean() - b.mean()), level)
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """95% Wilson score interval for k successes in n trials (stays inside [0, 1] and is honest at 0% and 100%,
+    where the normal approximation collapses to a point)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    lo, hi = max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if k == 0 else float(lo), 1.0 if k == n else float(hi))  # exact ends, not 0.9999999999999999

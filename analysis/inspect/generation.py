@@ -191,21 +191,6 @@ def unseen_pairs(sample: int, seed: int = 0):
     return (sample_pairs(unseen, sample, seed) if sample else unseen), len(unseen)
 
 
-def recorded_curves(backbone) -> dict | None:
-    """The GIRCSE results record (docs/results/gircse.json, scripts/gircse_results.py) when its K curves were
-    measured on this model, else None; its "curves" entry as the script describes it, plus "changed": the shipped
-    adapters ("shipped", "causal-eos") that differ from the ones it measured (the record is then out of date)."""
-    from analysis.eval.results import read_record
-    from analysis.weights.adapters import adapter_spec
-
-    record = read_record("gircse")
-    curves = (record or {}).get("curves")
-    if not isinstance(curves, dict) or curves.get("model") != backbone.identity:
-        return None
-    changed = [name for name, spec in (curves.get("adapters") or {}).items() if adapter_spec(name) != spec]
-    return {**record, "changed": changed}
-
-
 def training_log(folder) -> dict:
     """The training run recorded in an adapter's manifest: {"train": DataFrame (step, loss, L1..LK, regulariser,
     lr), "eval": DataFrame (step, score, spearman_k...), "manifest": dict}; UserError when it has none."""

@@ -4,24 +4,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-HELP = ("Regenerate docs/RESULTS.md and the README's generated tables (headline, context compression) from the results records in docs/results/ "
-        "(each written by the command that measured it); --check only says whether they are up to date.")
+HELP = ("Regenerate docs/RESULTS.md and the README's headline table from the results records in docs/results/ "
+        "(each written by `python -m analysis measure <experiment>`); --check writes nothing and says whether every "
+        "record validates and the documents are up to date.")
 REPO = Path(__file__).resolve().parent.parent.parent
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--records", default=str(REPO / "docs" / "results"), help="folder of the results records")
     parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 2 when docs/RESULTS.md or the README differ from the records")
+                        help="write nothing; exit 2 when a record does not validate, or docs/RESULTS.md or the README "
+                             "differ from the records")
 
 
 def run(args) -> dict:
     from analysis.core.errors import UserError
-    from analysis.eval.results import read_records, readme, render
+    from analysis.experiments.records import read_all
+    from analysis.experiments.render import readme, render
 
-    records = read_records(args.records)
+    records = read_all(args.records)  # a damaged record: one sentence naming its file and field
     if not records:
-        raise UserError(f"No results records in {args.records}; the measuring commands write them there.")
+        raise UserError(f"No results records in {args.records}; `python -m analysis measure` writes them there.")
     targets = {REPO / "docs" / "RESULTS.md": render(records)}
     path = REPO / "README.md"
     targets[path] = readme(path.read_text(encoding="utf-8"), records)

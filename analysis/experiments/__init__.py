@@ -1,0 +1,77 @@
+"""Every published number has one shape, and this module runs it.
+
+An experiment is one module registered in `EXPERIMENTS` with:
+
+    ID, TITLE, HELP                  # `python -m analysis measure <ID>` and its help
+    Config                           # frozen dataclass of `analysis.core.options` fields: its fields are the flags
+    measure(config, hooks, progress) -> Measured    # tables, series, findings, the sample, the models measured
+
+`run(id, config)` does the rest the same way for all of them: checks the settings before any work, times the
+measurement and reads the machine's load, and returns a typed `records.Record` carrying the command derived from
+the settings (never typed by hand), the code version of the experiment's module and everything it imports, the
+models with their weights' digests, the sample, the date and the machine. `python -m analysis measure <id>`
+writes it as `docs/results/<id>.json`; `python -m analysis results` renders `docs/RESULTS.md` and the README's
+headline from the records. Stored results come through `hooks` (`hooks.Hooks`): the command line passes the
+cache's, so a measurement run twice computes once and an interrupted one resumes; tests pass `local_hooks()`.
+Adding a measurement is its module plus one line in `EXPERIMENTS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import asdict, dataclass, field
+
+from analysis.core.errors import UserError
+
+EXPERIMENTS: dict[str, str] = {  # in the order docs/RESULTS.md shows them
+    "methods_models": "analysis.experiments.methods_models",
+    "causal2vec": "analysis.experiments.causal2vec",
+    "gircse": "analysis.experiments.gircse",
+    "layer_map": "analysis.experiments.layer_map",
+    "compression": "analysis.experiments.compression",
+    "compression_people": "analysis.experiments.compression_people",
+    "compression_training": "analysis.experiments.compression_training",
+}
+
+
+@dataclass
+class Measured:
+    """What an experiment's `measure` returns: everything in its record but the provenance `run` adds."""
+
+    data: str  # what was measured on, in words
+    sample: object  # records.Sample, or None
+    models: list  # [records.Model]
+    tables: list  # [records.Table]
+    series: list = field(default_factory=list)  # [records.Series]
+    findings: list = field(default_factory=list)  # one sentence per conclusion the numbers support
+    extra: dict = field(default_factory=dict)  # raw numbers under the experiment's own keys
+    variant: str = ""  # a variant's records are "<ID>_<variant>" (e.g. a recipe judged against the shipped one)
+    title: str = ""  # the variant's title (default: the module's TITLE)
+
+
+def experiment(experiment_id: str):
+    """The module registered under `experiment_id`."""
+    if experiment_id not in EXPERIMENTS:
+        raise UserError(f"No experiment '{experiment_id}'. Available: {', '.join(EXPERIMENTS)}.")
+    return importlib.import_module(EXPERIMENTS[experiment_id])
+
+
+def run(experiment_id: str, config, *, hooks=None, progress=None):
+    """Measure `experiment_id` with `config` and return its `records.Record` (not written: `records.write`)."""
+    from analysis import code_version
+    from analysis.core.options import check
+    from analysis.experiments import provenance, records
+    from analysis.experiments.hooks import local_hooks
+
+    module = experiment(experiment_id)
+    check(config)
+    clock = provenance.Clock()
+    measured = module.measure(config, hooks or local_hooks(), progress or (lambda done, total, message: None))
+    suffix = measured.variant.replace("-", "_")
+    return records.Record(
+        id=f"{experiment_id}_{suffix}" if suffix else experiment_id, experiment=experiment_id,
+        title=measured.title or module.TITLE, command=provenance.command(experiment_id, config),
+        config=asdict(config), data=measured.data, sample=measured.sample, models=tuple(measured.models),
+        code_version=code_version([module.__name__]), date=clock.date, wall_seconds=clock.seconds(),
+        machine=clock.machine(), tables=tuple(measured.tables), series=tuple(measured.series),
+        findings=tuple(measured.findings), extra=measured.extra)

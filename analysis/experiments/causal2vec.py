@@ -1,0 +1,145 @@
+"""Causal2Vec on held-out STS-B: does the decoder add to the encoder?
+
+Configurations, all with the instruction the bridge was trained with: the trained system's concat / EOS / contextual
+readouts, the same readouts with the untrained bridge and no LoRA, the frozen concatenation (the plain decoder's EOS
+state next to the encoder vector, nothing trained: not the paper's Table 2 control, which trains the same recipe
+without the contextual token), the encoder alone, PromptEOL, and the earlier MLP-only bridge (a shipped ablation).
+Each with a 95% bootstrap interval; the claims as paired differences overall and per genre. Cost: ratios to the
+plain forward of the same texts, timed interleaved in this run, on sentences and on the Lee corpus' documents.
+
+`--variant LABEL=WEIGHTS` judges a variant of the recipe (a training run) against the shipped system, the encoder
+alone and the frozen concatenation instead, and is recorded as `causal2vec_<label>`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analysis.core.errors import UserError
+from analysis.core.options import option
+from analysis.experiments import Measured, heldout_sts
+from analysis.experiments.records import Table
+
+ID = "causal2vec"
+TITLE = "Causal2Vec: does the decoder add to the encoder?"
+HELP = ("Causal2Vec's readouts, untrained bridge, frozen concatenation, encoder alone, PromptEOL and the MLP-only "
+        "ablation on held-out STS-B with paired differences, and the inference cost against the plain forward; "
+        "--variant judges another training run against the shipped system.")
+READOUTS = {"concat": "concat", "eos": "EOS", "contextual": "contextual"}
+FROZEN_CONCAT = "frozen concatenation"
+CLAIMS = [  # (A, B, what A > B would show)
+    ("trained concat", "trained contextual", "the decoder's reading of the text adds to C alone"),
+    ("trained concat", FROZEN_CONCAT, "the trained system beats the frozen decoder's EOS next to the encoder vector"),
+    ("trained EOS", "untrained EOS", "training taught the half that reads the text"),
+    ("trained concat", "encoder alone", "the system beats its encoder"),
+    ("trained concat", "PromptEOL", "the system beats the decoder's best training-free method"),
+    ("trained concat", "MLP-only concat", "the paper's recipe beats the earlier MLP-only bridge"),
+]
+
+
+@dataclass(frozen=True)
+class Config:
+    sample: int = option(600, "pairs of the STS-B dev report part, stratified by genre (0 = all 1,200)", min=0)
+    seed: int = option(0, "seed of the sample and of the bootstrap", min=0)
+    model: str = option("default", "the decoder the bridge was trained for")
+    bridge: str = option("shipped", "the trained system: shipped, or a run name / folder")
+    ablation: str = option("shipped/ablations/mlp-only", "the MLP-only bridge ('' leaves its rows out)")
+    variant: str = option("", "LABEL=WEIGHTS: judge this training run against the shipped system instead")
+    speed_n: int = option(256, "sentences timed for the cost table (0 = no cost table)", min=0)
+    speed_long: int = option(64, "Lee-corpus documents timed for the cost table", min=0)
+    repeats: int = option(3, "interleaved timing rounds (medians kept)", min=1, limit=20)
+    n_boot: int = option(1000, "bootstrap resamples", min=0, limit=10_000)
+
+
+def readouts(label: str, **params) -> dict:
+    """{"<label> concat": method, "<label> EOS": ..., "<label> contextual": ...} of one bridge."""
+    from analysis.methods import get_method
+
+    return {f"{label} {shown}": get_method("causal2vec", readout=r, **params) for r, shown in READOUTS.items()}
+
+
+def variant_claims(label: str) -> list[tuple[str, str, str]]:
+    return [(f"{label} concat", "trained concat", f"{label} beats the shipped recipe"),
+            (f"{label} concat", "encoder alone", f"{label} beats its encoder"),
+            (f"{label} concat", FROZEN_CONCAT, f"{label} beats the frozen concatenation"),
+            (f"{label} concat", f"{label} contextual", f"with {label}, the decoder's reading adds to C alone")]
+
+
+def measure(config: Config, hooks, progress) -> Measured:
+    from analysis.experiments.provenance import model_entry, shown_weights, weights_folder
+    from analysis.methods import get_method
+
+    pairs, sample = heldout_sts.report_pairs(config.sample, config.seed)
+    backbone = hooks.backbone(config.model)
+    facts = backbone.facts
+    trained = weights_folder(ID, facts, config.bridge)
+    instruction = get_method("causal2vec", bridge=str(trained)).params.instruction  # what it was trained with
+    methods = readouts("trained", bridge=str(trained))
+    weights = {shown_weights(config.bridge): trained}
+    label = ""
+    if config.variant:
+        label, _, spec = config.variant.partition("=")
+        if not label or not spec:
+            raise UserError("--variant takes LABEL=WEIGHTS, for example encoder-lora=encoder-lora-run.")
+        folder = weights_folder(ID, facts, spec)
+        methods = {"trained concat": methods["trained concat"], **readouts(label, bridge=str(folder))}
+        weights[shown_weights(spec)] = folder
+    else:
+        methods.update(readouts("untrained", bridge="untrained", instruction=instruction))
+    methods[FROZEN_CONCAT] = get_method("causal2vec", readout="direct", instruction=instruction)
+    methods["encoder alone"] = get_method("sentence_encoder")
+    if not config.variant:
+        methods["PromptEOL"] = get_method("prompteol")
+        if config.ablation:
+            old = weights_folder(ID, facts, config.ablation)
+            weights[shown_weights(config.ablation)] = old
+            ablation = readouts("MLP-only", bridge=str(old))
+            methods.update({k: ablation[k] for k in ("MLP-only concat", "MLP-only contextual")})
+    cos, took = heldout_sts.cosines(hooks, backbone, methods, pairs, progress)
+    n_texts = len(heldout_sts.texts_of(pairs))
+    scores, _ = heldout_sts.score_table("scores", f"Spearman on {len(pairs)} held-out pairs ({n_texts} sentences), "
+                                        "95% bootstrap interval, and per genre", pairs, cos, n_boot=config.n_boot,
+                                        seed=config.seed)
+    claims = variant_claims(label) if config.variant else CLAIMS
+    paired, overall = heldout_sts.paired_table("paired", "Paired differences (the same resampled pairs for both "
+                                               "sides), overall and per genre", pairs, cos,
+                                               [(a, b) for a, b, _ in claims], n_boot=config.n_boot, seed=config.seed)
+    tables = [scores, paired]
+    if not config.variant and (config.speed_n or config.speed_long):
+        progress(len(methods), len(methods) + 1, "cost")
+        tables.append(cost_table(backbone, str(trained), heldout_sts.texts_of(pairs), config))
+    findings = [heldout_sts.verdict(meaning, a, b, overall[a, b]) for a, b, meaning in claims if (a, b) in overall]
+    return Measured(data=f"{pairs.name}: STS-B dev pairs that no checkpoint or setting was selected on",
+                    sample=sample, models=[model_entry(backbone, weights)], tables=tables, findings=findings,
+                    extra={"seconds": took, "trained_by": _trained_by(weights)}, variant=label,
+                    title=f"Causal2Vec: {label} against the shipped recipe" if label else "")
+
+
+def cost_table(backbone, bridge: str, texts: list[str], config: Config) -> Table:
+    from analysis.data.corpora import lee_documents
+    from analysis.eval.cost import ratios
+    from analysis.methods import get_method
+
+    rows = []
+    documents = lee_documents().texts[: config.speed_long]
+    for what, sample in (("sentences", texts[: config.speed_n]), ("documents", documents)):
+        if not sample:
+            continue
+        configs = {"encoder alone": get_method("sentence_encoder"), "Causal2Vec (concat)":
+                   get_method("causal2vec", bridge=bridge), "PromptEOL": get_method("prompteol")}
+        timed = ratios(backbone, {k: (lambda m=m, s=sample: m.encode(backbone, s, batch_size=16))
+                                  for k, m in configs.items()}, sample, repeats=config.repeats)
+        rows += [(f"{what} ({len(sample)})", label, sec, ratio) for label, (sec, ratio) in timed.items()]
+    return Table("cost", f"Inference cost, medians of {config.repeats} interleaved rounds in one run (batch 16)",
+                 ("texts", "configuration", "seconds", "× plain forward"), tuple(rows), digits={"× plain forward": 2})
+
+
+def _trained_by(weights: dict) -> dict:
+    from analysis.weights.artefacts import read_manifest
+
+    out = {}
+    for label, folder in weights.items():
+        m = read_manifest(folder)
+        out[label] = {k: m.get(k) for k in ("command", "steps_done", "best_step", "wall_seconds",
+                                            "examples_per_second")}
+    return out

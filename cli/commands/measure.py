@@ -1,0 +1,91 @@
+"""`python -m analysis measure <experiment> [options]`: measure one experiment and write its results record."""
+
+from __future__ import annotations
+
+import sys
+
+HELP = ("Measure one experiment of the registry (analysis.experiments) and write its typed results record to "
+        "docs/results/<id>.json, with the command, code version, models and weights, sample, wall time and machine "
+        "load that reproduce it; `python -m analysis results` then renders docs/RESULTS.md. `measure <id> --help` "
+        "lists an experiment's options, each generated from its Config.")
+
+
+def add_arguments(parser) -> None:
+    from analysis.core.options import add_options
+    from analysis.experiments import EXPERIMENTS, experiment
+
+    sub = parser.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
+    for name in EXPERIMENTS:
+        module = experiment(name)
+        p = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
+        add_options(p, module.Config)
+        p.add_argument("--records", default="", help="folder the record is written to (default: docs/results)")
+        p.add_argument("--no-cache", action="store_true", help="compute everything; read and store nothing")
+        p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's choice); the record "
+                                                              "notes the number used")
+
+
+def run(args) -> dict:
+    from transformers.utils import logging as hf_logging
+
+    from analysis.core.options import from_args
+    from analysis.experiments import experiment, records, run as measure
+
+    config = from_args(experiment(args.experiment).Config, args)  # every flag checked before a model loads
+    folder = _writable(args.records or records.folder())
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    hf_logging.disable_progress_bar()  # stdout carries one JSON line; stderr the progress bar
+    hooks = None
+    if not args.no_cache:
+        from cache import default_store
+        from cache.experiments import cached_hooks
+
+        hooks = cached_hooks(default_store())
+    bar = _progress(args.experiment)
+    try:
+        record = measure(args.experiment, config, hooks=hooks, progress=bar)
+    finally:
+        bar.close()
+    path = records.write(record, folder)
+    return {"written": str(path), "id": record.id, "wall_seconds": record.wall_seconds,
+            "findings": list(record.findings)}
+
+
+def _progress(name: str):
+    """progress(done, total, message) as a tqdm bar on stderr, opened at the first report."""
+    from tqdm import tqdm
+
+    bar = None
+
+    def progress(done, total, message):
+        nonlocal bar
+        if bar is None or bar.total != total:
+            if bar is not None:
+                bar.close()
+            bar = tqdm(total=total, file=sys.stderr, desc=name, dynamic_ncols=True)
+        bar.n = done
+        bar.set_postfix_str(message[:60], refresh=False)
+        bar.refresh()
+
+    progress.close = lambda: bar is not None and bar.close()
+    return progress
+
+
+def _writable(folder):
+    """`folder`, created if needed, once a file could be written there: checked before any work."""
+    import tempfile
+    from pathlib import Path
+
+    from analysis.core.errors import UserError
+
+    folder = Path(folder).expanduser()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+            pass
+    except OSError as err:
+        raise UserError(f"cannot write records to {folder} ({err.strerror or err}).") from err
+    return folder
