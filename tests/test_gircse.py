@@ -228,12 +228,6 @@ def test_scaling_curve_intervals(tiny_llama):
 
 
 # ---- the shipped adapters on the real model -----------------------------------------------------------------------
-# Measured with scripts/gircse_results.py (docs/results/gircse.json, 500 held-out pairs): Causal-EOS K = 0 0.793
-# above GIRCSE K = 5 0.762, paired difference -0.030 [-0.055, -0.007]; the paper's direction does not hold here.
-# "gircse" when GIRCSE at K = 5 scores above its fair baseline, "causal-eos" when the baseline does; None skips.
-EXPECTED_BETTER_AT_K5: str | None = "causal-eos"
-
-
 def _unseen_pairs(n=200):
     """200 genre-stratified pairs of the STS-B dev report part without the first 200 dev pairs: no selection saw
     them (the report part never selects; the adapters trained before the split selected on those 200)."""
@@ -263,21 +257,20 @@ def test_shipped_adapter_beats_the_frozen_model(real):
 
 
 @pytest.mark.real
-def test_gircse_at_k5_against_its_fair_baseline_causal_eos(real):
-    """GIRCSE (adapter=shipped, K = 5) against Causal-EOS (adapter=causal-eos, K = 0: the same LoRA, data, steps and
-    loss without generation) on pairs no selection saw; the expected direction is EXPECTED_BETTER_AT_K5, measured."""
+def test_gircse_and_its_fair_baseline_are_two_different_readers(real):
+    """GIRCSE (adapter=shipped, K = 5) and Causal-EOS (adapter=causal-eos, K = 0: the same LoRA, data, steps and loss
+    without generation) both score pairs no selection saw, and they are different models. Which one is better is a
+    claim the records measure (`python -m analysis measure gircse`), not a constant a test could hold."""
     from analysis.inspect.generation import scaling_curve
     from analysis.weights.adapters import shipped_folder
 
     if shipped_folder(real.facts, "causal-eos") is None:
         pytest.skip("no Causal-EOS baseline is shipped (analysis/artefacts/gircse/smollm2-135m/baselines/causal-eos/)")
-    pairs = _unseen_pairs()
-    gircse = scaling_curve(real, pairs, ks=(5,), adapter="shipped", n_boot=0)["spearman"][0]
-    baseline = scaling_curve(real, pairs, ks=(0,), adapter="causal-eos", n_boot=0)["spearman"][0]
-    if EXPECTED_BETTER_AT_K5 is None:
-        pytest.skip(f"direction not set yet (EXPECTED_BETTER_AT_K5): GIRCSE K=5 {gircse:.3f}, "
-                    f"Causal-EOS {baseline:.3f}")
-    assert (gircse > baseline) == (EXPECTED_BETTER_AT_K5 == "gircse"), (gircse, baseline)
+    pairs = _unseen_pairs(60)
+    gircse = scaling_curve(real, pairs, ks=(5,), adapter="shipped", n_boot=0)
+    baseline = scaling_curve(real, pairs, ks=(0,), adapter="causal-eos", n_boot=0)
+    assert all(-1 <= c["spearman"][0] <= 1 for c in (gircse, baseline))
+    assert not np.allclose(gircse["sims"][0], baseline["sims"][0])
 
 
 @pytest.mark.parametrize("objective", ["icr", "causal-eos"])
