@@ -3,6 +3,7 @@ of every lesson that runs without shipped weights, the step addresses, Next/Back
 and the standalone HTML export. Steps that need weights trained for the default model are in
 tests/test_lessons_real.py."""
 
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -11,7 +12,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from apptools import errors, figures, isolated_cache
-from ui.export import Section, standalone_html
 from ui.lessons import BY_ID, LESSONS
 from ui.lessons.base import document
 
@@ -144,8 +144,10 @@ def test_lesson_html_holds_every_step_and_figure_and_plotly_once():
     parsed = _Parsed()
     parsed.feed(html)
     assert parsed.divs == [f"figure-{i}" for i in range(len(lesson.steps))]
-    assert html.count("plotly.js v") == 1 or html.count("* plotly.js") == 1  # the library embedded once
-    assert "cdn" not in html.split("</script>", 1)[1].lower()  # no figure fetches anything
+    assert html.count('id="plotly-gz"') == 1 and html.count('id="figures-gz"') == 1  # the library embedded once
+    readable = re.sub(r'(<script id="[a-z]+-gz"[^>]*>)[^<]*', r"\1", html)  # without the compressed blobs
+    assert "src=" not in readable and "cdn" not in readable.lower()  # nothing is fetched
+    assert len(html.encode("utf-8")) <= 2_000_000  # a lesson download stays under 2 MB
     for s in lesson.steps:
         assert s.title in html
     assert html.count("<details>") == sum(bool(s.question) for s in lesson.steps)
@@ -162,6 +164,8 @@ def test_every_page_offers_its_figures_as_one_html(tiny_folder):
 
 
 def test_export_escapes_text_and_keeps_markup_subset():
-    html = standalone_html("<T>", [Section("a", "**bold** and *it* and `code` <script>x</script>")])
+    from analysis.core.standalone import Document, paragraphs
+
+    html = Document("<T>").add(paragraphs("**bold** and *it* and `code` <script>x</script>")).html()
     assert "<strong>bold</strong>" in html and "<em>it</em>" in html and "<code>code</code>" in html
     assert "&lt;script&gt;x&lt;/script&gt;" in html and "<title>&lt;T&gt;</title>" in html

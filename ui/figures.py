@@ -1,5 +1,5 @@
 """Figures: a Plotly chart whose toolbar always offers "download as PNG", plus its data as CSV; and every figure a
-page draws collected for one "Save this page's figures" HTML file (ui.export)."""
+page draws collected for one "Save this page's figures" HTML file (the library's standalone writer)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from contextvars import ContextVar
 
 import streamlit as st
 
-from ui.export import Section, standalone_html
+from analysis.core.standalone import Document, heading, section
 
 # The figures drawn so far in this script run, (name, figure) in page order; None outside a page body. Reset by
 # `start_page` (through ui.user_errors, which every page enters first), read when the HTML button is clicked.
@@ -21,8 +21,10 @@ def start_page() -> None:
 
 def page_html(figures: list) -> bytes:
     """One standalone HTML file holding `figures` ((name, figure) pairs), each under its name."""
-    return standalone_html("embedscope: this page's figures",
-                           [Section(name.replace("_", " "), figures=[fig]) for name, fig in figures]).encode("utf-8")
+    doc = Document("embedscope: this page's figures")
+    for name, fig in figures:
+        doc.add(section(heading(name.replace("_", " ")), doc.figure(fig)))
+    return doc.html().encode("utf-8")
 
 
 def show_figure(fig, data, name: str) -> None:

@@ -13,7 +13,7 @@ import streamlit as st
 
 from analysis.core.errors import UserError
 from analysis.weights.artefacts import shipped_dir
-from ui.export import Section, standalone_html
+from analysis.core.standalone import Document, details, heading, paragraphs, section
 from ui.inputs import check_sizes
 from ui.model import get_backbone
 
@@ -100,7 +100,9 @@ def hidden_state(layer: int) -> int:
 def document(lesson: Lesson, figures: list) -> str:
     """The lesson as one standalone HTML file: every step's paragraph, its figure (`figures[i]` for step i, as
     the step shows it with its control left at its default) and its question, answer folded."""
-    sections = [Section(f"{i}. {s.title}", s.text, [fig], s.question, s.answer)
-                for i, (s, fig) in enumerate(zip(lesson.steps, figures, strict=True), 1)]
-    return standalone_html(lesson.title, sections, lesson.summary + "\n\nMade with embedscope; the figures are "
-                           "interactive (hover, zoom) and need no server or network.")
+    doc = Document(lesson.title, lesson.summary + "\n\nMade with embedscope; the figures are interactive (hover, "
+                   "zoom) and need no server or network.")
+    for i, (s, fig) in enumerate(zip(lesson.steps, figures, strict=True), 1):
+        doc.add(section(heading(f"{i}. {s.title}"), paragraphs(s.text), doc.figure(fig),
+                        details(s.question, s.answer) if s.question else ""))
+    return doc.html()
