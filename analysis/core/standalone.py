@@ -23,7 +23,8 @@ import re
 from pathlib import Path
 
 SHARED_PLOTLY = "plotly.gz.js"
-STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.5}
+STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;
+line-height:1.5}
 section{margin:2.5em 0;border-top:1px solid #ddd;padding-top:1em}details{margin:.8em 0;color:#333}
 summary{cursor:pointer;font-weight:600}code{background:#f3f3f3;padding:0 .2em}
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
