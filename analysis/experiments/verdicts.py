@@ -1,0 +1,142 @@
+"""Verdict rules, fixed before anything is measured: a claim's numbers in, one of five words out.
+
+    holds here       the interval excludes zero (or the bar) in the claimed direction
+    reversed here    it excludes zero (or the bar) the other way
+    not resolved     the interval covers it: the verdict says how many more items would resolve it at the observed
+                     effect (an interval's half-width shrinks with the square root of the items)
+    cannot run here  what the claim needs that this machine or this model does not have
+    not measured     the run stopped before this claim (its budget, an interruption): run again, the cache resumes
+
+    paired(+0.031, (0.012, 0.050), n=500)              # a paired difference, claimed > 0
+    rate_difference(k_a, n_a, k_b, n_b)                 # two exact-match rates on different items (Newcombe-Wilson)
+    rank(3, 40, gap=0.004)                              # a window among the map's cells
+    ratio(1.52, claimed=1.4, tolerance=0.25)            # a cost, "about 1.4x a plain forward"
+
+Pure: no model, no data; `tests/test_verdicts.py` checks each rule on known answers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from analysis.eval.stats import wilson
+
+HOLDS, REVERSED, UNRESOLVED, CANNOT, NOT_MEASURED = ("holds here", "reversed here", "not resolved", "cannot run here",
+                                                     "not measured")
+WORDS = (HOLDS, REVERSED, UNRESOLVED, CANNOT, NOT_MEASURED)
+Z95 = 1.959964
+
+
+@dataclass(frozen=True)
+class Verdict:
+    word: str  # one of WORDS
+    number: str = ""  # the measured effect with its interval, as shown ("+0.031 [+0.012, +0.050]")
+    detail: str = ""  # what it rests on, or what would resolve it, or why it cannot run
+
+    def as_json(self) -> dict:
+        return {"word": self.word, "number": self.number, "detail": self.detail}
+
+
+def more_items(n: int, half_width: float, effect: float) -> int | None:
+    """Items to add so that an interval of `half_width` at `n` items, shrinking as 1/sqrt(n), would exclude zero at
+    the observed `effect`: n * (half_width / |effect|)^2 - n, rounded up; None when the effect is zero."""
+    if not effect or not math.isfinite(effect) or not math.isfinite(half_width):
+        return None
+    return max(1, math.ceil(n * (half_width / abs(effect)) ** 2) - n)
+
+
+def paired(difference: float, ci, n: int, *, direction: int = 1, unit: str = "items", digits: int = 3,
+           scale: float = 1.0, suffix: str = "", interval: str = "paired 95% interval") -> Verdict:
+    """A paired difference A - B (claimed > 0, or < 0 with direction=-1) and its 95% interval over `n` `unit`.
+    `scale` and `suffix` only change how the number is shown (100 and " points" for rates); `interval` names the
+    kind of interval in the verdict's detail."""
+    lo, hi = ci
+    shown = f"{scale * difference:+.{digits}f}{suffix} [{scale * lo:+.{digits}f}, {scale * hi:+.{digits}f}]"
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return Verdict(UNRESOLVED, f"{scale * difference:+.{digits}f}{suffix}",
+                       f"no interval was computed (no bootstrap) on {n} {unit}")
+    if (lo > 0 and direction > 0) or (hi < 0 and direction < 0):
+        return Verdict(HOLDS, shown, f"the {interval} on {n} {unit} excludes zero in the claimed direction")
+    if (hi < 0 and direction > 0) or (lo > 0 and direction < 0):
+        return Verdict(REVERSED, shown, f"the {interval} on {n} {unit} excludes zero the other way")
+    more = more_items(n, (hi - lo) / 2, difference)
+    need = (f"about {more:,} more {unit} would resolve it at the observed effect" if more is not None
+            else "the observed effect is zero")
+    return Verdict(UNRESOLVED, shown, f"the interval on {n} {unit} covers zero; {need}")
+
+
+def all_of(parts: list[Verdict], labels: list[str]) -> Verdict:
+    """A claim made of several comparisons ("bias 1 beats 0 and 3"): holds when every part holds, reversed when one
+    is reversed, else not resolved; the number lists each part."""
+    number = "; ".join(f"{label}: {p.number}" for label, p in zip(labels, parts))
+    words = [p.word for p in parts]
+    if REVERSED in words:
+        word = REVERSED
+    elif all(w == HOLDS for w in words):
+        word = HOLDS
+    else:
+        word = UNRESOLVED
+    detail = "; ".join(f"{label}: {p.word} ({p.detail})" for label, p in zip(labels, parts))
+    return Verdict(word, number, detail)
+
+
+def rate_difference(k_a: int, n_a: int, k_b: int, n_b: int, *, direction: int = 1) -> Verdict:
+    """Rate A minus rate B on different items (independent samples): Newcombe's hybrid interval from the two Wilson
+    intervals (method 10 of Newcombe 1998), claimed > 0 (or < 0)."""
+    pa, pb = k_a / n_a, k_b / n_b
+    (la, ua), (lb, ub) = wilson(k_a, n_a), wilson(k_b, n_b)
+    d = pa - pb
+    lo = d - math.sqrt((pa - la) ** 2 + (ub - pb) ** 2)
+    hi = d + math.sqrt((ua - pa) ** 2 + (pb - lb) ** 2)
+    return paired(d, (lo, hi), min(n_a, n_b), direction=direction, unit="items per side", digits=1, scale=100,
+                  suffix=" points", interval="Newcombe-Wilson 95% interval")
+
+
+def above_bar(k: int, n: int, bar: float) -> Verdict:
+    """A rate claimed to be at least `bar`: its Wilson interval against the bar."""
+    lo, hi = wilson(k, n)
+    shown = f"{100 * k / n:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] against a bar of {100 * bar:.1f}%"
+    if lo > bar:
+        return Verdict(HOLDS, shown, f"the Wilson interval on {n} items lies above the bar")
+    if hi < bar:
+        return Verdict(REVERSED, shown, f"the Wilson interval on {n} items lies below the bar")
+    p = k / n
+    more = more_items(n, (hi - lo) / 2, p - bar)
+    return Verdict(UNRESOLVED, shown, f"the Wilson interval on {n} items covers the bar"
+                   + (f"; about {more:,} more items would resolve it at the observed rate" if more else ""))
+
+
+def rank(position: int, cells: int, gap: float, *, top_share: float = 0.25, gap_tolerance: float = 0.01) -> Verdict:
+    """A choice among cells (the ID window among the layer map's windows): holds when it ranks in the best
+    `top_share` of the cells or within `gap_tolerance` of the best; reversed when it ranks in the worst half and
+    more than the tolerance below the best; else not resolved (it says the rank and the gap)."""
+    shown = f"rank {position} of {cells}, {gap:.3f} below the best"
+    if position <= max(1, math.ceil(top_share * cells)) or gap <= gap_tolerance:
+        return Verdict(HOLDS, shown, f"within the best {top_share:.0%} of the cells or {gap_tolerance} of the best")
+    if position > cells / 2:
+        return Verdict(REVERSED, shown, "in the worse half of the cells and more than the tolerance below the best")
+    return Verdict(UNRESOLVED, shown, "between the best quarter and the worse half")
+
+
+def ratio(measured: float, *, claimed: float, tolerance: float = 0.25, spread: tuple | None = None) -> Verdict:
+    """A cost claimed to be about `claimed` (x a plain forward): holds within ±`tolerance` of it (relative), reversed
+    above it by more, not resolved when the timing rounds' `spread` (lo, hi) straddles the band's edge. Cheaper
+    than claimed holds: the claim is about cost."""
+    top = claimed * (1 + tolerance)
+    shown = (f"{measured:.2f}x" + (f" [{spread[0]:.2f}, {spread[1]:.2f}]" if spread else "")
+             + f" (claimed about {claimed:g}x)")
+    lo, hi = spread or (measured, measured)
+    if hi <= top:
+        return Verdict(HOLDS, shown, f"at most {top:.2f}x, the claim plus {tolerance:.0%}")
+    if lo > top:
+        return Verdict(REVERSED, shown, f"above {top:.2f}x, the claim plus {tolerance:.0%}")
+    return Verdict(UNRESOLVED, shown, f"the timing rounds straddle {top:.2f}x")
+
+
+def cannot_run(needs: str) -> Verdict:
+    return Verdict(CANNOT, "", needs)
+
+
+def not_measured(why: str) -> Verdict:
+    return Verdict(NOT_MEASURED, "", why)
