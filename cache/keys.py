@@ -26,7 +26,8 @@ import json
 import numpy as np
 
 # ---- namespaces: one per kind of stored result (a folder under the cache root) -----------------------------------
-EMBEDDINGS = "embeddings"  # encode_parts
+EMBEDDINGS = "embeddings"  # encode_parts: one entry per exact list of texts (what a page asked for)
+VECTORS = "vectors"  # vectors_parts + shard_key: every document's vector, in shards (cache.vectors)
 INTRINSIC_DIM = "intrinsic_dim"  # trajectory_parts
 AUTO_LAYERS = "auto_layers"  # auto_window_parts: KV-Embedding's layers=auto window, one per model and prompt
 BENCH = "bench"  # bench_parts
@@ -122,6 +123,25 @@ COMPRESSION_MODULE = "analysis.compression.system"
 def encode_parts(backbone, method, texts: list[str], encode_kwargs: dict) -> dict:
     """Embeddings of the exact texts (EMBEDDINGS)."""
     return {**method_parts(backbone, method), "texts": list(texts), "kwargs": encode_kwargs}
+
+
+def vectors_parts(backbone, method, normalize: bool) -> dict:
+    """A method's per-document vector store (VECTORS): model, method, parameters and code version; each document
+    is then found by its `text_digest`. Batch size, padding side and token budget are left out: results do not
+    depend on them (tests/test_corpus.py)."""
+    return {**method_parts(backbone, method), "kind": "document-vectors", "normalize": bool(normalize)}
+
+
+def text_digest(text: str) -> str:
+    """sha256 hex of one document's exact text: its address in a vector store."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def shard_key(store_key: str, digests) -> str:
+    """The key of one shard of the vector store `store_key` (its `make_key`): the store's key, then a digest of the
+    shard's documents, so every shard of a store sits in one folder (`Store.scan(store_key)`) and two processes
+    writing the same documents write the same shard."""
+    return f"{store_key}-{_sha256(sorted(digests))[:32]}"
 
 
 def trajectory_parts(backbone, method, texts, readout: str, bootstrap: int, seed: int = 0) -> dict:

@@ -7,7 +7,7 @@ same work before it (`sts`, `sweep`, the Layer explorer) have already paid for p
 from __future__ import annotations
 
 from cache import auto_window, cached_encode
-from cache.keys import SOFT_SCALING, soft_scaling_parts
+from cache.compute import soft_scaling
 
 
 def report_hooks(store, backbone, pairs, *, batch_size: int = 16, executor: str = "local",
@@ -15,7 +15,6 @@ def report_hooks(store, backbone, pairs, *, batch_size: int = 16, executor: str 
     """`Hooks` reading and writing `store` (None: `local_hooks`, nothing stored)."""
     from analysis.methods import get_method
     from analysis.report.build import KV_BASE, Hooks, local_hooks
-    from analysis.weights.adapters import adapter_spec
     from cache.sweep import cached_sweep
 
     if store is None:
@@ -26,17 +25,12 @@ def report_hooks(store, backbone, pairs, *, batch_size: int = 16, executor: str 
         return emb, {"cached": hit, "seconds": float(meta.get("seconds", 0.0))}
 
     def sweep(cells, progress=None, should_stop=None):
+        told = None if progress is None else lambda done, total, message: progress(done, total, {"cell": message})
         return cached_sweep(store, backbone, pairs, cells, base=KV_BASE, executor=executor, address=address,
-                            model=model, batch_size=batch_size, progress=progress, should_stop=should_stop)
+                            model=model, batch_size=batch_size, progress=told, should_stop=should_stop)
 
-    def soft_curve(few, ks):
-        from analysis.inspect.generation import scaling_curve
-
-        params = {"adapter": "shipped"}  # every other generation setting at its default
-        parts = soft_scaling_parts(backbone, few, sorted(ks), params, adapter_spec("shipped"))
-        entry, _ = store.get_or_compute(parts, lambda: (scaling_curve(backbone, few, ks, batch_size=batch_size), {}),
-                                        SOFT_SCALING)
-        return entry.arrays
+    def soft_curve(few, ks):  # every generation setting but the adapter at its default
+        return soft_scaling(store, backbone, few, ks, {"adapter": "shipped"}, batch_size=batch_size)[0]
 
     return Hooks(encode, lambda: auto_window(store, backbone, get_method("kv_embedding", **KV_BASE)), sweep,
                  soft_curve)

@@ -150,6 +150,15 @@ class Store:
         arrays, meta = compute()
         return self.put(key, arrays, meta, parts=parts, namespace=namespace), False
 
+    def scan(self, prefix: str, namespace: str = "default") -> list[str]:
+        """Keys of the complete-looking entries of `namespace` that start with `prefix` (at least its first two
+        characters: the folder every such entry is in), sorted. Nothing is read: `get` each key to verify it."""
+        if not isinstance(prefix, str) or len(prefix) < 2 or not _KEY_RE.fullmatch(prefix):
+            raise ValueError(f"invalid cache key prefix {prefix!r}")
+        folder = self._ns_dir(namespace) / prefix[:2]
+        return sorted(d.name for d in _subdirs(folder)
+                      if d.name.startswith(prefix) and (d / DATA).is_file() and (d / META).is_file())
+
     def size_bytes(self) -> int:
         """Total bytes of all files under root, model weights included (0 if root does not exist)."""
         total = 0

@@ -1,9 +1,9 @@
 """A layer sweep through the cache: one entry per cell, shared by `python -m analysis sweep` and the Layer explorer.
 
-Each cell's Spearman score is stored under `cache.keys.sts_score_parts` in the `STS_SCORE` namespace (the keys the
-page has always used), as soon as the cell is done, whichever executor computed it: a stopped sweep resumes
-where it stopped, locally or on Ray. The prompt-only reference comes free with the sweep's prompt-only pass and
-is stored under its own method's key.
+Each cell's Spearman score is stored as `cache.compute.sts_score` stores one (`put_sts_score`: the keys the page has
+always used), as soon as the cell is done, whichever executor computed it: a stopped sweep resumes where it
+stopped, locally or on Ray. The prompt-only reference comes free with the sweep's prompt-only pass and is stored
+under its own method's key.
 
     run = cached_sweep(default_store(), backbone, pairs, windows.grid(30, range(1, 30, 4), [4], [1.0]))
     run.scores[cell], run.prompt_only, run.computed, run.cached
@@ -15,9 +15,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
-
-from cache.keys import STS_SCORE, make_key, sts_score_parts
+from cache.compute import put_sts_score, stored_sts_score
+from cache.progress import Progress, duration
 
 
 @dataclass
@@ -33,7 +32,7 @@ class SweepRun:
 
 def cached_sweep(store, backbone, pairs, cells, *, base: dict | None = None, executor: str = "local",
                  address: str | None = None, model=None, batch_size: int = 16, memory_mb: float | None = None,
-                 progress: Callable[[int, int, dict], None] | None = None,
+                 progress: Progress | None = None,
                  should_stop: Callable[[], bool] | None = None) -> SweepRun:
     """Score `cells` (KV-Embedding windows) on `pairs`, reading and writing one store entry per cell.
 
@@ -42,8 +41,8 @@ def cached_sweep(store, backbone, pairs, cells, *, base: dict | None = None, exe
         base: KV-Embedding parameters shared by every cell (prompt, pooling, ...).
         executor: "local" (this process) or "ray" (`analysis.sweep.ray_executor`; `address` and `model` go there,
             `model` defaulting to the backbone's name).
-        progress: progress(done, total, info) after every cell, cached ones included; info has "cell" (label),
-            "spearman", "cached", "seconds" and "eta_seconds" (None until one cell was computed).
+        progress: progress(done, total, message) after every cell, cached ones included: the cell's label, its
+            Spearman, "cached" or its seconds, and the time left once a cell was computed.
     """
     from analysis.sweep import windows
     from analysis.sweep import runner
@@ -56,19 +55,11 @@ def cached_sweep(store, backbone, pairs, cells, *, base: dict | None = None, exe
     cells = list(dict.fromkeys(cells))
     run = SweepRun()
 
-    def key(method):
-        return make_key(sts_score_parts(backbone, pairs, method))
-
     def lookup(method):
-        if store is None:
-            return None
-        entry = store.get(key(method), STS_SCORE)
-        return None if entry is None else float(entry.arrays["spearman"][0])
+        return stored_sts_score(store, backbone, pairs, method)
 
     def save(method, rho, seconds):
-        if store is not None:
-            store.put(key(method), {"spearman": np.array([rho])}, {"seconds": seconds},
-                      parts=sts_score_parts(backbone, pairs, method), namespace=STS_SCORE)
+        put_sts_score(store, backbone, pairs, method, rho, seconds)
 
     reference = get_method("kv_embedding", layers="none", **base)
     run.prompt_only = lookup(reference)
@@ -81,8 +72,7 @@ def cached_sweep(store, backbone, pairs, cells, *, base: dict | None = None, exe
             run.scores[cell] = rho
             run.cached += 1
             if progress is not None:
-                progress(run.cached, len(cells), {"cell": cell.label(), "spearman": rho, "cached": True,
-                                                  "seconds": 0.0, "eta_seconds": None})
+                progress(run.cached, len(cells), f"{cell.label()}: rho={rho:.4f} (cached)")
     if not todo and run.prompt_only is not None:
         run.seconds = time.perf_counter() - began
         return run
@@ -115,9 +105,9 @@ def cached_sweep(store, backbone, pairs, cells, *, base: dict | None = None, exe
         spent["cost"] += (L - result.cell.start) / L
         save(windows.cell_method(result.cell, L, **base), result.spearman, result.seconds)
         if progress is not None:
-            progress(run.cached + run.computed, len(cells), {
-                "cell": result.cell.label(), "spearman": result.spearman, "cached": False,
-                "seconds": result.seconds, "eta_seconds": eta()})
+            left = eta()
+            progress(run.cached + run.computed, len(cells), f"{result.cell.label()}: rho={result.spearman:.4f} "
+                     f"({result.seconds:.1f} s" + (f", about {duration(left)} left)" if left is not None else ")"))
 
     options = {"base": base, "batch_size": batch_size,
                "memory_mb": runner.MEMORY_MB if memory_mb is None else memory_mb}

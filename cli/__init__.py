@@ -16,6 +16,7 @@ import warnings
 
 from analysis.core import budgets
 from analysis.core.errors import UserError
+from analysis.core.paths import cache_root
 from cli import commands
 
 
@@ -37,6 +38,9 @@ def main(argv=None) -> int:
                             "replicates, ...; see analysis/core/budgets.py): for a machine of your own")
         runners[name] = module.run
     args = parser.parse_args(argv)
+    # skdim (TwoNN, behind every intrinsic-dimension estimate) imports matplotlib, which writes its font cache and
+    # config into the user's home on first import: keep them under the tool's own cache unless the user chose a place
+    os.environ.setdefault("MPLCONFIGDIR", str(cache_root() / ".matplotlib"))
     shown, warnings.showwarning = warnings.showwarning, _warning_line  # one sentence per warning, like errors
     try:
         with budgets.lifted() if args.no_budgets else contextlib.nullcontext():

@@ -20,8 +20,8 @@ from analysis.data.corpora import shared_stsb
 from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method, list_methods
 from analysis.data import samples
-from analysis.eval.tasks import load_task, score_from_record, select_task
-from cache.keys import BENCH, STS_SCORE, bench_parts, sts_score_parts
+from analysis.eval.tasks import load_task, select_task
+from cache.compute import stored_bench_cell, stored_sts_score
 from ui.model import described, load_named, title_of
 from ui.reports import compare_uploads
 
@@ -30,23 +30,21 @@ COLORS = ("#1f77b4", "#d62728")
 
 def bench_row(bb, method, task) -> dict:
     """Spearman [interval] and seconds of one cached benchmark cell (what `analysis bench` stores), or blanks."""
-    entry = ui.store().get(cache.make_key(bench_parts(bb.identity, method, task, n_boot=1000, seed=0)),
-                           BENCH)
-    if entry is None:
+    found = stored_bench_cell(ui.store(), bb, method, task, n_boot=1000, seed=0)
+    if found is None:
         return {"spearman": None, "ci": "", "seconds": np.nan}
-    s = score_from_record(entry.arrays, entry.meta)
+    s, meta = found
     return {"spearman": round(s.value, 3), "ci": f"[{s.lo:.3f}, {s.hi:.3f}]",
-            "seconds": float(entry.meta.get("encode_seconds", np.nan))}
+            "seconds": float(meta.get("encode_seconds", np.nan))}
 
 
 def explorer_cells(bb, pairs) -> pd.DataFrame:
     """The Layer explorer page's default grid for this model, with the Spearman of every cached cell."""
     L, rows = bb.facts.n_layers, []
     for c in windows.grid(L, range(1, L, 3), [windows.paper_width(L)], [1.0]):
-        m = windows.cell_method(c, L, prompt="document", pooling="hybrid")
-        entry = ui.store().get(cache.make_key(sts_score_parts(bb, pairs, m)), STS_SCORE)
-        if entry is not None:
-            rows.append({"start": c.start, "depth": c.start / L, "spearman": float(entry.arrays["spearman"][0])})
+        rho = stored_sts_score(ui.store(), bb, pairs, windows.cell_method(c, L, prompt="document", pooling="hybrid"))
+        if rho is not None:
+            rows.append({"start": c.start, "depth": c.start / L, "spearman": rho})
     return pd.DataFrame(rows, columns=["start", "depth", "spearman"])
 
 

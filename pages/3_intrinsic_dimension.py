@@ -9,11 +9,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-import cache
 import ui
 from analysis.data import datasets
 from analysis.inspect import intrinsic_dim as idm
-from cache.keys import INTRINSIC_DIM, trajectory_parts
+from cache.compute import stored_trajectory
 from ui.traces import trajectory
 
 RULES = ("**Rules** (KV-Embedding): a *clear U-shape* (exactly one interior minimum rising by at least "
@@ -26,8 +25,7 @@ RULES = ("**Rules** (KV-Embedding): a *clear U-shape* (exactly one interior mini
 
 def compute_trajectory(method, texts, readout, n_boot, run: bool):
     backbone = ui.get_backbone()
-    parts = trajectory_parts(backbone, method, texts, readout, n_boot)
-    if not run and ui.store().get(cache.make_key(parts), INTRINSIC_DIM) is None:
+    if not run and stored_trajectory(ui.store(), backbone, method, texts, readout, n_boot) is None:
         return None  # not computed yet: wait for the button
     return trajectory(backbone, method, texts, readout, n_boot)
 

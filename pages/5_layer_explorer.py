@@ -19,7 +19,7 @@ from analysis.sweep import windows
 from analysis.sweep import runner
 from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method
-from cache.keys import STS_SCORE, sts_score_parts
+from cache.compute import stored_sts_score, sts_score
 from cache.sweep import cached_sweep
 
 BIASES = [-2.0, 0.0, 0.5, 1.0, 2.0, 4.0]
@@ -27,18 +27,12 @@ BIASES = [-2.0, 0.0, 0.5, 1.0, 2.0, 4.0]
 
 def score(method, pairs, label: str) -> float:
     backbone = ui.get_backbone()
-
-    def compute(progress):
-        rho = windows.spearman_of(backbone, method, pairs, progress)
-        return {"spearman": np.array([rho])}, {}
-
-    arrays, _ = ui.cached(STS_SCORE, sts_score_parts(backbone, pairs, method), compute, label, quiet=True)
-    return float(arrays["spearman"][0])
+    return ui.shown(label, lambda progress: sts_score(ui.store(), backbone, pairs, method, progress=progress),
+                    quiet=True)[0]
 
 
 def lookup(method, pairs) -> float | None:
-    entry = ui.store().get(cache.make_key(sts_score_parts(ui.get_backbone(), pairs, method)), STS_SCORE)
-    return None if entry is None else float(entry.arrays["spearman"][0])
+    return stored_sts_score(ui.store(), ui.get_backbone(), pairs, method)
 
 
 def figure(ids, sel, rows, refs, id_score, L) -> go.Figure:
@@ -108,9 +102,8 @@ with ui.user_errors():
             st.rerun()
         st.stop()
     if found is None:
-        bar = st.progress(0.0, text="ID trajectory for layers=auto…")
-        found = cache.auto_window(ui.store(), backbone, auto, lambda d, t: bar.progress(d / max(t, 1),
-                                                                                       text=f"ID trajectory: {d}/{t}"))
+        bar, progress = ui.progress_bar("ID trajectory for layers=auto:", first="ID trajectory for layers=auto…")
+        found = cache.auto_window(ui.store(), backbone, auto, progress)
         bar.empty()
     sel, ids = found
     st.caption(f"ID window: **{sel.rule}**, decoder layers {sel.start}–{sel.end}. {sel.reason}. Trajectory: "
@@ -133,14 +126,7 @@ with ui.user_errors():
     if st.session_state.get("explorer_running"):
         st.session_state["explorer_running"] = False  # a refused or failed run must not restart on every rerun
         score(refs_methods["PromptEOL"], pairs, "PromptEOL: Spearman")
-        bar = st.progress(0.0, text="Sweep: the prompt-only pass…")
-
-        def progress(k, total, info):
-            eta = info.get("eta_seconds")
-            left = "" if eta is None else f", about {eta:.0f} s left" if eta < 90 else \
-                f", about {eta / 60:.0f} min left"
-            bar.progress(k / max(total, 1), text=f"Sweep: cell {k}/{total} ({info['cell']}){left}")
-
+        bar, progress = ui.progress_bar("Sweep:", first="Sweep: the prompt-only pass…")
         work = cells + ([id_cell] if id_cell is not None and id_cell not in cells else [])
         run = cached_sweep(ui.store(), backbone, pairs, work, base=base, progress=progress)  # as the CLI does
         done.update({i: run.scores[c] for i, c in enumerate(cells)})

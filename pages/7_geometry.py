@@ -6,17 +6,14 @@ embedding space (UMAP or PCA) coloured by a label.
 
 import textwrap
 
-import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-import cache
 import ui
 from analysis.inspect import geometry
-from cache.keys import (ANISOTROPY, EMBEDDING_MAP, GEOMETRY, anisotropy_parts, embedding_map_parts,
-                        geometry_parts)
+from cache import compute
 
 VIEWS = {"plane": "Alignment & uniformity", "layers": "Anisotropy by layer", "maps": "Maps (UMAP / PCA)"}
 
@@ -48,15 +45,10 @@ def plane_view(methods):
     backbone = ui.get_backbone()
     rows = []
     for m in methods:
-        def compute(progress, m=m):
-            emb, _, _ = cache.cached_encode(ui.store(), backbone, m, pos.texts, progress=progress)
-            g = geometry.measure(emb, pos.left_index, pos.right_index, n_boot=n_boot, seed=0)
-            values = [g.alignment, *g.alignment_ci, g.uniformity, *g.uniformity_ci, g.anisotropy, *g.anisotropy_ci]
-            return {"values": np.array(values)}, {"n_texts": g.n_texts, "n_pairs": g.n_pairs}
-
-        parts = geometry_parts(backbone, m, pos.texts, pos.left_index, pos.right_index, n_boot)
-        arrays, _ = ui.cached(GEOMETRY, parts, compute, f"{label_of(m)}: alignment and uniformity", quiet=True)
-        a, a_lo, a_hi, u, u_lo, u_hi, an, an_lo, an_hi = arrays["values"].tolist()
+        values, _ = ui.shown(f"{label_of(m)}: alignment and uniformity",
+                             lambda progress, m=m: compute.geometry(ui.store(), backbone, m, pos, n_boot,
+                                                                    progress=progress), quiet=True)
+        a, a_lo, a_hi, u, u_lo, u_hi, an, an_lo, an_hi = values.tolist()
         rows.append({"method": label_of(m), "alignment": a, "alignment_low": a_lo, "alignment_high": a_hi,
                      "uniformity": u, "uniformity_low": u_lo, "uniformity_high": u_hi, "anisotropy": an,
                      "anisotropy_low": an_lo, "anisotropy_high": an_hi, "positive_pairs": len(pos.left_index),
@@ -90,13 +82,10 @@ def layers_view(methods):
     backbone = ui.get_backbone()
     rows = []
     for m in methods:
-        def compute(progress, m=m):
-            return {"curve": geometry.anisotropy_by_layer(backbone, m, texts.texts, progress=progress)}, {}
-
-        arrays, _ = ui.cached(ANISOTROPY, anisotropy_parts(backbone, m, texts.texts), compute,
-                              f"{label_of(m)}: anisotropy at every layer", quiet=True)
-        rows += [{"method": label_of(m), "hidden state": k, "anisotropy": float(v)}
-                 for k, v in enumerate(arrays["curve"])]
+        curve, _ = ui.shown(f"{label_of(m)}: anisotropy at every layer",
+                            lambda progress, m=m: compute.anisotropy(ui.store(), backbone, m, texts.texts, progress),
+                            quiet=True)
+        rows += [{"method": label_of(m), "hidden state": k, "anisotropy": float(v)} for k, v in enumerate(curve)]
     frame = pd.DataFrame(rows)
     fig = px.line(frame, x="hidden state", y="anisotropy", color="method", markers=True,
                   title=f"Anisotropy along depth ({len(texts):,} texts from {ui.label(texts.name)})")
@@ -121,14 +110,10 @@ def maps_view(methods):
     labels = texts.labels if texts.labels is not None else ["(no label)"] * len(texts)
     frames = []
     for m in methods:
-        emb = ui.encode(m, texts, quiet=True)
-
-        def compute(progress, emb=emb):
-            return {"xy": geometry.embedding_map(emb, kind, seed=seed)}, {}
-
-        parts = embedding_map_parts(ui.get_backbone(), m, texts.texts, kind, seed)
-        arrays, _ = ui.cached(EMBEDDING_MAP, parts, compute, f"{label_of(m)}: {kind.upper()} map", quiet=True)
-        xy = arrays["xy"]
+        ui.encode(m, texts, quiet=True)  # its warnings (truncation) shown; the map reads these embeddings
+        xy, _ = ui.shown(f"{label_of(m)}: {kind.upper()} map",
+                         lambda progress, m=m: compute.embedding_map(ui.store(), ui.get_backbone(), m, texts.texts,
+                                                                     kind, seed, progress=progress), quiet=True)
         frames.append(pd.DataFrame({"method": label_of(m), "x": xy[:, 0], "y": xy[:, 1], "label": labels,
                                     "text": texts.texts}))
     frame = pd.concat(frames, ignore_index=True)

@@ -17,8 +17,8 @@ from analysis.core.errors import UserError
 from analysis.data.files import load_beir, read_sts, read_texts
 from analysis.data import samples
 from analysis.eval.sts import compare_cosines, score_pairs
-from analysis.eval.tasks import KIND_OF, Task, run_task, score_from_record, score_record, select_task
-from cache.keys import BENCH, bench_parts
+from analysis.eval.tasks import KIND_OF, Task, select_task
+from cache.compute import bench_cell
 
 KIND_NAMES = {"sts": "STS", "probe": "probe"}
 SAMPLE_FROM = 1000  # pair sets with more distinct texts are scored on a sample (the slider); Lee, demo: whole
@@ -106,15 +106,9 @@ with ui.user_errors():
     table_slot, rows = st.empty(), []
     for m in methods:
         for task in tasks:
-            def compute(progress, m=m, task=task):
-                def embed(texts):
-                    return cache.cached_encode(ui.store(), backbone, m, texts, progress=progress)[0]
-
-                return score_record(run_task(task, embed, n_boot=n_boot, seed=0))
-
-            arrays, meta = ui.cached(BENCH, bench_parts(backbone.identity, m, task, n_boot=n_boot, seed=0),
-                                     compute, f"{m.title} on {task.name}", quiet=True)
-            s = score_from_record(arrays, meta)
+            s, meta = ui.shown(f"{m.title} on {task.name}",
+                               lambda progress, m=m, task=task: bench_cell(ui.store(), backbone, m, task, n_boot=n_boot,
+                                                                           seed=0, progress=progress), quiet=True)
             rows.append({"method": f"{m.title} ({m.name})", "data": task.name, "metric": s.metric, "score": s.value,
                          "ci_low": s.lo, "ci_high": s.hi, "n": s.n, "cached": meta["cache_hit"]})
             long = pd.DataFrame(rows)

@@ -250,7 +250,7 @@ def test_every_method_gets_parameter_widgets():
     assert len(at.expander) == len(list_methods())
 
 
-def test_cached_runs_once_and_keeps_warnings():
+def test_shown_runs_once_and_keeps_warnings():
     def script():
         import warnings
 
@@ -258,15 +258,17 @@ def test_cached_runs_once_and_keeps_warnings():
         import streamlit as st
 
         import ui
+        from cache.compute import computed
 
         def compute(progress):
             st.session_state["calls"] = st.session_state.get("calls", 0) + 1
-            progress(1, 2)
+            progress(1, 2, "half way")
             warnings.warn("something to know")
-            progress(2, 2)
+            progress(2, 2, "done")
             return {"x": np.arange(3.0)}, {"note": "hi"}
 
-        arrays, meta = ui.cached("uitest", {"v": 1, "t": st.session_state.get("t", 0)}, compute, "Test job")
+        parts = {"v": 1, "t": st.session_state.get("t", 0)}
+        arrays, meta = ui.shown("Test job", lambda progress: computed(ui.store(), "uitest", parts, compute, progress))
         st.session_state["meta"] = meta
         st.session_state["x"] = arrays["x"].tolist()
 

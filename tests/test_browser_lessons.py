@@ -57,10 +57,10 @@ def test_downloaded_lesson_draws_every_figure_offline(tmp_path, browser, shots):
         offline.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
                       else (requested.append(route.request.url), route.abort()))
         offline.goto(Path(saved).as_uri())
-        offline.wait_for_function("n => document.querySelectorAll('.plotly-graph-div .main-svg').length >= n",
+        offline.wait_for_function("n => document.querySelectorAll('.js-plotly-plot .main-svg').length >= n",
                                   arg=len(LESSON.steps), timeout=60_000)
         offline.screenshot(path=str(shots / "lesson_offline.png"), full_page=True)
-        assert offline.locator(".plotly-graph-div").count() == len(LESSON.steps)
+        assert offline.locator(".js-plotly-plot").count() == len(LESSON.steps)
         assert requested == []  # nothing reached for the network
         for step in LESSON.steps:
             assert step.title in offline.locator("body").inner_text()

@@ -6,7 +6,6 @@ import dataclasses
 import gzip
 import http.server
 import io
-import tarfile
 import threading
 import tracemalloc
 import zipfile
@@ -16,7 +15,7 @@ import pytest
 from analysis.core.errors import UserError
 from analysis.data import download, fetch
 from tests.conftest import run_cli
-from tests.test_fetch import _Quiet, _tar_gz, _zip, data  # noqa: F401  (data: a fixture)
+from tests.test_fetch import _Quiet, _tar_gz, _zip
 
 
 class _Hostile(_Quiet):
@@ -38,6 +37,14 @@ class _Hostile(_Quiet):
             self.close_connection = True
         else:
             super().do_GET()
+
+
+@pytest.fixture
+def data(tmp_path, monkeypatch):
+    folder = tmp_path / "data"
+    monkeypatch.setenv("EMBEDSCOPE_DATA", str(folder))
+    monkeypatch.delenv("EMBEDSCOPE_SHARED_DATA", raising=False)
+    return folder
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ def test_empty_layer_set_is_the_vanilla_forward_bit_for_bit(tiny):
         assert torch.equal(vanilla.hidden[k], ours.hidden[k]), f"hidden state {k} differs"
 
 
-@pytest.mark.parametrize("bias", [-3.0e38, -1e9])  # finite only: NaN and infinities are refused (test_hostile_inputs)
+@pytest.mark.parametrize("bias", [-3.0e38, -1e9])  # finite only: NaN and infinities are refused (test_hostile_params)
 def test_minus_infinite_bias_reproduces_prompt_only(tiny, bias):
     every = ",".join(str(l) for l in range(tiny.facts.n_layers))
     ref = get_method("kv_embedding", layers="none").encode(tiny, TEXTS)

@@ -1,4 +1,5 @@
-"""Hand-checkable cases for Spearman/STS, the classification probe, nDCG@10 and the BEIR reader."""
+"""Hand-checkable cases for Spearman/STS, the classification probe, nDCG@10 and the BEIR reader, and the tasks
+interface on them (`analysis.eval.tasks`; the other families: tests/test_task_families.py)."""
 
 import json
 import math
@@ -11,7 +12,9 @@ from analysis import get_method
 from analysis.data.corpora import Pairs, Texts
 from analysis.core.errors import UserError
 from analysis.data.files import load_beir
-from analysis.eval.metrics import classification_probe, ndcg_at_10, ndcg_per_query, pair_rows, spearman, sts
+from analysis.eval.probe import classification_probe
+from analysis.eval.retrieval import per_query
+from analysis.eval.sts import pair_index, score_cosines, spearman
 from analysis.eval.tasks import Task, load_task, run_task, select_task
 from cache.keys import task_digest
 
@@ -32,24 +35,21 @@ def test_spearman_on_hand_computed_cases():
 def test_sts_uses_cosine_of_pairs_and_brackets_the_estimate():
     # 2-D embeddings at angles 0..80 degrees from the x axis: cosine to the x axis falls with the angle.
     angles = np.radians(np.arange(0, 90, 10))
-    left = np.tile([1.0, 0.0], (9, 1))
-    right = np.stack([np.cos(angles), np.sin(angles)], axis=1)
-    r = sts(left, 5 * right, gold=-angles)  # scale does not matter (cosine)
-    assert r.spearman == pytest.approx(1.0) and r.n == 9
+    pairs = Pairs("p", ["x"] * 9, [f"a{i}" for i in range(9)], -angles)
+    vectors = {"x": [1.0, 0.0], **{f"a{i}": 5 * np.array([np.cos(a), np.sin(a)]) for i, a in enumerate(angles)}}
+    s = run_task(Task("p", "sts", pairs), lambda texts: np.array([vectors[t] for t in texts]), n_boot=0)
+    assert s.value == pytest.approx(1.0) and s.n == 9 and s.kind == "sts"  # scale does not matter (cosine)
     rng = np.random.default_rng(1)
     gold = rng.normal(size=300)
-    right = np.stack([np.cos(gold + rng.normal(scale=0.7, size=300)), np.sin(gold + rng.normal(scale=0.7, size=300))], 1)
-    left = np.tile([1.0, 0.0], (300, 1))
-    r = sts(left, right, gold=-np.abs(gold), n_boot=500)
+    sims = np.cos(gold + rng.normal(scale=0.7, size=300))
+    r = score_cosines(sims, -np.abs(gold), n_boot=500)
     assert r.ci[0] < r.spearman < r.ci[1]
-    assert sts(left, right, gold=-np.abs(gold), n_boot=500) == r  # seeded
-    with pytest.raises(UserError):
-        sts(left[:2], right[:2], gold[:2])
+    assert score_cosines(sims, -np.abs(gold), n_boot=500).ci == r.ci  # seeded
 
 
-def test_pair_rows_looks_every_pair_up():
+def test_pair_index_looks_every_pair_up():
     pairs = Pairs("p", ["a", "b", "a"], ["c", "a", "d"], np.array([1.0, 2.0, 3.0]))
-    texts, left, right = pair_rows(pairs)
+    texts, left, right = pair_index(pairs)
     assert texts == ["a", "b", "c", "d"]
     assert [texts[i] for i in left] == pairs.left and [texts[i] for i in right] == pairs.right
 
@@ -69,8 +69,14 @@ def test_probe_separable_and_random_labels():
         classification_probe(x[:12], ["a"] * 10 + ["b"] * 2)
 
 
+def _sims(rows: dict[str, dict[str, float]], docs: list[str]) -> np.ndarray:
+    """A similarity matrix from {query: {doc: score}}; documents a query does not score rank last."""
+    return np.array([[row.get(d, -1.0) for d in docs] for row in rows.values()])
+
+
 def test_ndcg_at_10_hand_computed():
-    qrels = {"q1": {"d1": 1, "d2": 1}, "q2": {"d5": 2, "d6": 1}, "q3": {"d9": 0}}
+    docs = ["d1", "d2", "d3", "d4", "d5", "d6", "d7"]
+    qrels = [{"d1": 1, "d2": 1}, {"d5": 2, "d6": 1}]
     run = {
         # relevant at ranks 2 and 4: DCG = 1/log2(3) + 1/log2(5); ideal = 1 + 1/log2(3)
         "q1": {"d3": 0.9, "d1": 0.8, "d4": 0.7, "d2": 0.6},
@@ -79,15 +85,16 @@ def test_ndcg_at_10_hand_computed():
     }
     q1 = (1 / math.log2(3) + 1 / math.log2(5)) / (1 + 1 / math.log2(3))
     assert q1 == pytest.approx(0.650921, abs=1e-6)
-    per = ndcg_per_query(run, qrels)
-    assert per == pytest.approx({"q1": q1, "q2": 1.0})  # q3 has no relevant document: not judged
-    assert ndcg_at_10(run, qrels) == pytest.approx((q1 + 1.0) / 2)
+    per = per_query(_sims(run, docs), docs, qrels)
+    assert per["nDCG@10"] == pytest.approx([q1, 1.0])
+    assert per["MRR@10"] == pytest.approx([0.5, 1.0]) and per["recall@100"] == pytest.approx([1.0, 1.0])
     # graded gains: swapping q2's documents gives (1 + 2/log2(3)) / (2 + 1/log2(3))
-    swapped = {"q2": {"d6": 0.9, "d5": 0.5}}
-    assert ndcg_per_query(swapped, qrels)["q2"] == pytest.approx((1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3)))
+    swapped = per_query(_sims({"q2": {"d6": 0.9, "d5": 0.5}}, docs), docs, qrels[1:])
+    assert swapped["nDCG@10"][0] == pytest.approx((1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3)))
     # a relevant document at rank 11 does not count
-    far = {"q1": {**{f"x{i:02d}": 1.0 - i / 100 for i in range(10)}, "d1": 0.001}}
-    assert ndcg_per_query(far, {"q1": {"d1": 1}})["q1"] == 0.0
+    far = [f"x{i:02d}" for i in range(10)] + ["d1"]
+    scores = {"q1": {**{d: 1.0 - i / 100 for i, d in enumerate(far[:10])}, "d1": 0.001}}
+    assert per_query(_sims(scores, far), far, [{"d1": 1}])["nDCG@10"][0] == 0.0
 
 
 def _write_beir(root, corpus, queries, qrels_lines):

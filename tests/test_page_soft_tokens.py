@@ -320,7 +320,7 @@ def test_soft_generation_is_read_back_from_the_store(tiny_folder, tmp_path, monk
     def not_again(*args, **kwargs):
         raise AssertionError("generated again")
 
-    monkeypatch.setattr(traces, "generate_soft_tokens", not_again)
+    monkeypatch.setattr("analysis.inspect.generation.generate_soft_tokens", not_again)  # what cache.compute calls
     same(first, traces.soft_generation(bb, TEXT, DEFAULT_INSTRUCTION, k=3, topn=10, mode="soft", adapter="shipped"))
     fake_adapter(bb, artefacts.shipped_dir("gircse", bb.facts), seed=2)
     with pytest.raises(AssertionError, match="generated again"):

@@ -1,6 +1,9 @@
 """`python -m analysis report` end to end on a tiny model folder and a tiny genre-labelled STS file: the HTML
 parses and holds every section, the JSON has the documented keys, an interrupted report resumes from every
-finished cell, and bad input or a too-small budget ends in one sentence with nothing written."""
+finished cell, a report whose budget runs out writes its HTML and JSON marked incomplete and a second run fills the
+gaps from the cache, the recommendation's rules give known answers (ties, the cheapest method, the ID rule's trust
+threshold, every section missing, no significance without a test), and bad input or a too-small budget ends in one
+sentence with nothing written."""
 
 import json
 from html.parser import HTMLParser
@@ -97,7 +100,9 @@ def test_report_end_to_end(made):
     assert layers["map"]["cells"] and layers["map"]["id_window"]["rank_among_cells"] >= 1
     assert len(report["mechanism"]["prefix_mass"]["mass"]) == 6
     rec = report["recommendation"]
-    assert rec["best"] == q["best"] and rec["id_rule"]["trusted"] in (True, False) and rec["reasons"]
+    window, n_cells = layers["map"]["id_window"], len(layers["map"]["cells"])
+    rule = window["gap_to_best"] <= 0.01 or window["rank_among_cells"] <= max(1, -(-n_cells // 4))  # best quarter
+    assert rec["best"] == q["best"] and rec["id_rule"]["trusted"] is rule and rec["reasons"]
 
 
 def test_reports_in_one_folder_can_share_one_plotly_file(made, tmp_path):
@@ -146,7 +151,8 @@ def test_an_interrupted_report_resumes_from_every_finished_cell(setup, monkeypat
 
     first = report()
     assert first["interrupted"] and first["quality"] is not None and first["layers"]["map"] is None
-    assert set(first["missing"]) == {"layers", "mechanism", "recommendation"}
+    assert set(first["missing"]) == {"layers"} and "3 of" in first["missing"]["layers"]  # the map is the last step
+    assert first["recommendation"]["id_rule"]["trusted"] is None  # said, not guessed
     cells_done = puts.count(STS_SCORE) - 1  # the prompt-only reference is stored beside the cells
     assert cells_done == 3
     puts.clear()
@@ -176,10 +182,11 @@ def test_ctrl_c_leaves_a_partial_report_that_says_what_is_missing(setup, tmp_pat
     parser = Sections()
     text = out.read_text(encoding="utf-8")
     parser.feed(text)
-    assert parser.ids == list(ORDER) and parser.missing == 4 and "PARTIAL" in text
+    assert parser.ids == list(ORDER) and parser.missing == 3 and "INCOMPLETE (interrupted)" in text
     report = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert report["interrupted"] and not report["complete"] and report["quality"] is not None
-    assert set(report["missing"]) == {"cost", "layers", "mechanism", "recommendation"}
+    assert set(report["missing"]) == {"cost", "layers", "mechanism"}
+    assert report["recommendation"]["best"] == report["quality"]["best"]  # made from what was measured
 
 
 @pytest.mark.parametrize("args, words", [
@@ -303,3 +310,223 @@ def test_interleaved_timing_rotates_which_configuration_runs_first():
     calls = []
     interleaved_medians({k: (lambda k=k: calls.append(k)) for k in "abc"}, repeats=4)
     assert calls == list("abc" "bca" "cab" "abc")
+
+
+# ---- the recommendation's rules, on hand-made sections (known answers) ---------------------------------------------
+
+def quality_table(rows, n_pairs=100, n_boot=1000, not_measured=None):
+    """A quality section from (label, spearman, p) rows; the best is the highest Spearman (its p is None)."""
+    best = max(rows, key=lambda r: r[1])
+    return {"best": best[0], "n_pairs": n_pairs, "n_boot": n_boot, "seed": 0, "bootstrap": "paired", "tasks": [],
+            "not_measured": not_measured or {},
+            "methods": [{"label": label, "spearman": rho, "ci": [rho - 0.05, rho + 0.05] if n_boot else [None, None],
+                         "difference_to_best": None if label == best[0] else rho - best[1], "difference_ci": None,
+                         "p": p} for label, rho, p in rows]}
+
+
+def cost_table(ratios):
+    return {"baseline": "plain forward", "texts": 16, "repeats": 3,
+            "rows": [{"label": "plain forward", "seconds": 1.0, "ratio": 1.0, "peak_mb": 0.0}]
+            + [{"label": k, "seconds": v, "ratio": v, "peak_mb": 0.0} for k, v in ratios.items()]}
+
+
+def layers_with_map(n_cells, rank, gap):
+    best = {"start": 5, "width": 3, "bias": 1.0, "spearman": 0.80}
+    return {"map": {"cells": [{}] * n_cells, "best": best,
+                    "id_window": {"layers": [3, 4, 5], "spearman": 0.80 - gap, "rank_among_cells": rank,
+                                  "gap_to_best": gap}}}
+
+
+def test_tied_and_worse_methods_are_told_apart_by_p():
+    from analysis.report.recommend import recommend
+
+    rec = recommend(quality_table([("a", 0.80, None), ("b", 0.78, 0.30), ("c", 0.70, 0.01)]), None, None)
+    assert rec["best"] == "a" and rec["not_different"] == ["b"]
+    assert "Not significantly different from it (paired bootstrap, p >= 0.05): b (-0.020, p = 0.30)." in rec["reasons"]
+    assert "Significantly worse (paired bootstrap, p < 0.05): c." in rec["reasons"]
+    everyone = recommend(quality_table([("a", 0.80, None), ("c", 0.70, 0.01)]), None, None)
+    assert everyone["not_different"] == [] and \
+        "Every other method is significantly worse (paired bootstrap, p < 0.05)." in everyone["reasons"]
+    edge = recommend(quality_table([("a", 0.80, None), ("b", 0.79, 0.05)]), None, None)
+    assert edge["not_different"] == ["b"]  # p = 0.05 exactly is not below the level
+
+
+def test_best_per_cost_is_the_cheapest_method_tied_with_the_best():
+    from analysis.report.recommend import recommend
+
+    q = quality_table([("a", 0.80, None), ("b", 0.78, 0.30), ("c", 0.70, 0.01)])
+    rec = recommend(q, cost_table({"a": 2.0, "b": 1.1, "c": 0.9}), None)
+    assert rec["best_per_cost"] == "b"  # c is cheaper still, but significantly worse
+    assert any(r.startswith("Per unit of cost: b (1.10x the plain forward, against 2.00x for a)")
+               for r in rec["reasons"])
+    no_tie = recommend(quality_table([("a", 0.80, None), ("b", 0.78, 0.01)]), cost_table({"a": 2.0, "b": 1.1}), None)
+    assert no_tie["best_per_cost"] == "a" and "no cheaper method is statistically tied with it" in no_tie["reasons"][-2]
+    cheapest = recommend(quality_table([("a", 0.80, None), ("b", 0.78, 0.30)]), cost_table({"a": 0.9, "b": 1.1}), None)
+    assert cheapest["best_per_cost"] == "a" and "no method measured costs less" in cheapest["reasons"][-2]
+    untested = recommend(quality_table([("a", 0.80, None), ("b", 0.78, 0.30), ("c", 0.75, None)]),
+                         cost_table({"a": 2.0, "b": 1.1, "c": 0.5}), None)
+    assert untested["best_per_cost"] is None and "c cost less than b but was not tested" in untested["reasons"][-2]
+
+
+@pytest.mark.parametrize("n_cells, rank, gap, trusted", [
+    (8, 2, 0.05, True),  # rank 2 of 8: within the best quarter (ceil(8 / 4) = 2)
+    (8, 3, 0.05, False),  # rank 3 of 8, far below the best
+    (8, 3, 0.01, True),  # exactly TRUST_GAP below the best cell
+    (8, 3, 0.0101, False),  # just past it
+    (3, 1, 0.0, True),  # a map of 3 cells: the best quarter is the best cell
+    (3, 2, 0.02, False),
+])
+def test_the_id_rule_is_trusted_within_the_gap_or_the_best_quarter(n_cells, rank, gap, trusted):
+    from analysis.report.recommend import id_rule
+
+    verdict = id_rule(layers_with_map(n_cells, rank, gap))
+    assert verdict["trusted"] is trusted
+    assert f"rank {rank} of {n_cells} map cells" in verdict["reason"]
+    assert ("can be trusted" if trusted else "NOT to be trusted") in verdict["reason"]
+
+
+def test_every_section_missing_gives_unknowns_with_their_reasons():
+    """What `report --budget-minutes 15` crashed on: the layer map None (or the whole section) must give "unknown"."""
+    from analysis.report.recommend import recommend
+
+    missing = {"quality": "the budget of 2 min ran out before this", "cost": "failed: RuntimeError: out of memory",
+               "layers": "the run was interrupted before this finished"}
+    rec = recommend(None, None, None, missing)
+    assert (rec["best"], rec["best_per_cost"], rec["id_rule"]["trusted"]) == (None, None, None)
+    assert rec["not_different"] == []
+    assert rec["reasons"] == [
+        "Which method is best is unknown, since no method was measured: the budget of 2 min ran out before this.",
+        "Whether the ID rule can be trusted is unknown, since the layers section is missing: the run was interrupted "
+        "before this finished."]
+    q = quality_table([("a", 0.80, None), ("b", 0.70, 0.01)])
+    partial = recommend(q, None, {"id_trajectory": [], "map": None}, missing)
+    assert partial["best"] == "a" and partial["id_rule"]["trusted"] is None
+    assert "Per unit of cost: unknown, since the cost section is missing: failed: RuntimeError: out of memory." in \
+        partial["reasons"]
+    assert partial["id_rule"]["reason"].endswith("the layer map is missing: the run was interrupted before this "
+                                                 "finished.")
+    unscored = recommend(q, None, {"map": {"cells": [{}], "best": {}, "id_window": None}})
+    assert unscored["id_rule"]["trusted"] is None
+
+
+@pytest.mark.parametrize("n_pairs, n_boot, why", [(100, 0, "--n-boot 0"), (8, 1000, "8 pairs, fewer than the 10")])
+def test_no_statement_of_significance_without_a_test(n_pairs, n_boot, why):
+    from analysis.report.recommend import recommend
+
+    q = quality_table([("a", 0.80, None), ("b", 0.78, None), ("c", 0.50, None)], n_pairs=n_pairs, n_boot=n_boot)
+    rec = recommend(q, cost_table({"a": 2.0, "b": 1.1, "c": 0.9}), None)
+    assert rec["best"] == "a" and rec["not_different"] == [] and rec["best_per_cost"] is None
+    assert not [r for r in rec["reasons"] if "significant" in r or "p <" in r or "p >=" in r], rec["reasons"]
+    assert f"No paired test was run ({why}" in " ".join(rec["reasons"])
+    alone = recommend(quality_table([("a", 0.80, None), ("b", 0.78, None)], n_boot=0), cost_table({"a": 1.0, "b": 2.0}),
+                      None)
+    assert alone["best_per_cost"] == "a"  # nothing untested costs less
+
+
+# ---- a budget that runs out --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def model_and_window(setup):
+    """The tiny model and its `layers=auto` window, computed once (the window is the slow part on the tiny model)."""
+    from analysis.models.backbone import load_backbone
+
+    backbone = load_backbone(setup[0])
+    return backbone, report_build.local_hooks(backbone, None).window()
+
+
+def budget_pairs(setup, name: str, n: int = 12):
+    from analysis.data.files import read_sts
+
+    pairs = read_sts(setup[1])
+    return type(pairs)(name, pairs.left[:n], pairs.right[:n], pairs.scores[:n])
+
+
+def test_a_budget_that_runs_out_writes_an_incomplete_report_and_a_second_run_fills_the_gaps(
+        setup, model_and_window, tmp_path):
+    """A fake clock: each method's embeddings "take" 4 minutes, so a 10-minute budget holds two methods (a third
+    would end past it). The HTML and JSON are written, marked incomplete, and name what is missing and why; the same
+    report run again with time to spare reuses those two methods from the cache and completes."""
+    from analysis.report.html import render, save
+    from cache import Store
+    from cache.report import report_hooks
+
+    backbone, window = model_and_window
+    pairs = budget_pairs(setup, "budget")
+    store = Store(tmp_path / "store")  # this test's own: nothing cached before its first run
+    fake = {"now": 0.0}
+
+    def hooks(slow: bool):
+        h = report_hooks(store, backbone, pairs)
+        h.window, encode = (lambda: window), h.encode
+
+        def four_minutes(method, texts):
+            emb, info = encode(method, texts)
+            fake["now"] += 240.0
+            return emb, {**info, "seconds": 240.0}  # what the budget's drift sees: far slower than estimated
+
+        h.encode = four_minutes if slow else encode
+        return h
+
+    plan = report_build.prepare(backbone, pairs, budget_minutes=10, tasks=[])
+    report = report_build.build(backbone, pairs, plan, hooks=hooks(True), n_boot=0, clock=lambda: fake["now"])
+    html, path = save(report, tmp_path / "r.html")
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    assert report_build.problems(saved) == [] and not saved["complete"] and not saved["interrupted"]
+    measured = [r["label"] for r in saved["quality"]["methods"]]
+    assert measured == list(plan.methods)[:2]
+    assert set(saved["missing"]) == {"quality", "cost", "mechanism", "layers"}
+    assert all("the budget of 10 min ran out" in why for why in saved["missing"].values())
+    assert saved["quality"]["not_measured"].keys() == set(plan.methods) - set(measured)
+    assert saved["recommendation"]["best_per_cost"] is None and saved["recommendation"]["id_rule"]["trusted"] is None
+    text = html.read_text(encoding="utf-8")
+    assert "INCOMPLETE" in text and "the budget of 10 min ran out" in text and "paired bootstrap, p" not in text
+    assert text == render(saved)  # the JSON holds everything the page shows
+
+    again = report_build.build(backbone, pairs, report_build.prepare(backbone, pairs, budget_minutes=60, tasks=[]),
+                               hooks=hooks(False), n_boot=0)
+    assert again["complete"], again["missing"]
+    assert [r["label"] for r in again["quality"]["methods"] if r["cached"]] == measured  # filled from the cache
+
+
+def test_the_command_writes_an_incomplete_report_when_the_budget_is_gone_before_the_work(setup, tmp_path, capsys,
+                                                                                        monkeypatch):
+    """A clock on which every reading is 1e6 s after the one before: the whole budget is spent before
+    the first section may start, so every section is missing; the command still writes both files, says so, and
+    exits 0. (A clock that only runs fast is not enough: a tiny model can load within its budget.)"""
+    import itertools
+
+    from analysis.report import clock
+
+    ticks = itertools.count(0, 1e6)
+    monkeypatch.setattr(clock, "now", lambda: next(ticks))
+    folder, data = setup
+    out = tmp_path / "late.html"
+    code, stdout, err = run(["--model", folder, "--data", data, "--sample", "12", "--tasks", "none", "--out", str(out)],
+                            capsys)
+    assert code == 0, err
+    result = json.loads(stdout)
+    assert not result["complete"] and set(result["missing"]) == {"quality", "cost", "mechanism", "layers"}
+    assert err.splitlines()[-1].startswith("warning: the report is incomplete")
+    report = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert report_build.problems(report) == [] and report["quality"] is None and report["layers"] is None
+    assert report["recommendation"]["best"] is None
+    parser = Sections()
+    parser.feed(out.read_text(encoding="utf-8"))
+    assert parser.ids == list(ORDER) and parser.missing == 4
+
+
+def test_the_estimate_is_calibrated_on_texts_from_across_the_sample(setup, model_and_window, monkeypatch):
+    """The probe times texts spread over the sample (a sorted sample's first texts may all be short) and takes the
+    median of its passes."""
+    from analysis.methods.base import EmbeddingMethod
+    from analysis.report import plan as planning
+
+    backbone, _ = model_and_window
+    seen = []
+    real = EmbeddingMethod.encode
+    monkeypatch.setattr(EmbeddingMethod, "encode", lambda self, bb, texts, **k: (seen.append(list(texts)),
+                                                                                 real(self, bb, texts, **k))[1])
+    texts = [f"text number {i}" for i in range(100)]
+    seconds = planning.calibrate(backbone, texts)
+    assert seconds > 0 and len(seen) == 1 + planning.TIMING_REPEATS
+    assert seen[1][0] == "text number 0" and seen[1][-1] == "text number 99" and len(seen[1]) == planning.TIMING_TEXTS

@@ -121,10 +121,12 @@ def test_cached_sweep_resumes_and_matches(tiny_llama, tmp_path):
     first = cached_sweep(store, tiny_llama, PAIRS, cells[:3])
     assert first.computed == 3 and first.prompt_only is not None
     events = []
-    again = cached_sweep(store, tiny_llama, PAIRS, cells, progress=lambda d, t, info: events.append((d, t, info)))
+    again = cached_sweep(store, tiny_llama, PAIRS, cells, progress=lambda *a: events.append(a))
     assert again.computed == len(cells) - 3 and again.cached == 3
     assert [again.scores[c] for c in cells[:3]] == [first.scores[c] for c in cells[:3]]
-    assert events[-1][0] == events[-1][1] == len(cells) and "eta_seconds" in events[-1][2]
+    assert [d for d, _, _ in events] == list(range(1, len(cells) + 1)) and {t for _, t, _ in events} == {len(cells)}
+    assert all(m == f"{c.label()}: rho={again.scores[c]:.4f} (cached)" for (_, _, m), c in zip(events[:3], cells))
+    assert events[-1][2].startswith(f"{cells[-1].label()}: rho=") and "left)" in events[-1][2]  # the time left
     fresh = cached_sweep(None, tiny_llama, PAIRS, cells)
     assert fresh.scores == again.scores
     # the same entries the Layer explorer page and the old script read: one score per method config

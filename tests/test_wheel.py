@@ -1,5 +1,6 @@
-"""The wheel works on its own: built from a copy of the repository, installed into a fresh venv, it has every
-package (the trainers once were missing) and the shipped weights (package data), and its `embedscope` runs.
+"""The wheel is the whole product: built from a copy of the repository, installed into a fresh venv, it has every
+package (the trainers, the lessons once were missing), every shipped weight (package data), the published records,
+and `embedscope app` starts the app, which answers its health check.
 
 The venv reuses this environment's dependencies (`--system-site-packages`, so nothing is downloaded); the test runs
 from a temporary folder and checks that `analysis` is imported from the venv, not from this checkout (the editable
@@ -27,13 +28,15 @@ assert venv in Path(analysis.__file__).resolve().parents, analysis.__file__
 assert venv in ARTEFACTS.resolve().parents, ARTEFACTS
 assert venv not in cache_root().resolve().parents, cache_root()  # results never go into site-packages
 found = {}
-for system in ("causal2vec", "gircse"):
-    for manifest in sorted((ARTEFACTS / system).glob("*/manifest.json")):
-        tensors = load_file(str(manifest.parent / "weights.safetensors"))
-        assert tensors and all(t.numel() for t in tensors.values()), manifest
-        found[system] = {"model": manifest.parent.name, "tensors": len(tensors),
-                         "method": json.loads(manifest.read_text()).get("method")}
-print(json.dumps({"analysis": analysis.__file__, "found": found}))
+for manifest in sorted(ARTEFACTS.rglob("manifest.json")):  # every shipped weight: systems, ablations, baselines
+    tensors = load_file(str(manifest.parent / "weights.safetensors"))
+    assert tensors and all(t.numel() for t in tensors.values()), manifest
+    found[manifest.parent.relative_to(ARTEFACTS).as_posix()] = len(tensors)
+from analysis.experiments import records
+import ui.lessons, ui.nav
+assert venv in records.folder().resolve().parents, records.folder()
+print(json.dumps({"analysis": analysis.__file__, "found": found, "records": sorted(records.read_all()),
+                  "pages": len(ui.nav.page_files()), "lessons": len(ui.lessons.LESSONS)}))
 """
 
 
@@ -74,5 +77,37 @@ def test_wheel_installs_and_runs_with_its_shipped_weights(tmp_path):
     assert "train" in _run([str(script), "--help"], cwd=work)
     assert "causal2vec" in _run([str(script), "train", "--help"], cwd=work)
     report = json.loads(_run([str(python), "-c", LOAD_SHIPPED, str(venv)], cwd=work).strip().splitlines()[-1])
-    assert set(report["found"]) == {"causal2vec", "gircse"}, report
-    assert report["found"]["causal2vec"]["tensors"] > 0 and report["found"]["gircse"]["tensors"] > 0
+    shipped = {p.parent.relative_to(REPO / "analysis" / "artefacts").as_posix()
+               for p in (REPO / "analysis" / "artefacts").rglob("manifest.json")}
+    assert set(report["found"]) == shipped and "compression/smollm2-135m" in shipped, report
+    assert report["records"] == sorted(p.stem for p in (REPO / "docs" / "results").glob("*.json"))
+    assert report["pages"] == len(list((REPO / "pages").glob("*.py"))) and report["lessons"] > 0
+    assert_the_app_starts(script, work)
+
+
+def assert_the_app_starts(script: Path, work: Path) -> None:
+    """`embedscope app` from the installed wheel answers Streamlit's health check and serves a page."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    server = subprocess.Popen([str(script), "app", "--", "--server.port", str(port), "--server.address", "127.0.0.1"],
+                              cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline, answer = time.time() + 120, None
+        while time.time() < deadline and server.poll() is None:
+            try:
+                answer = urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read()
+                break
+            except OSError:
+                time.sleep(1)
+        assert answer == b"ok", f"no health answer; the server said:\n{server.stdout.read() if server.poll() else ''}"
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).read().decode()
+        assert "<title>" in page.lower() or "<!doctype html>" in page.lower()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -12,7 +12,7 @@ Pages stay short by going through this package (the only Streamlit code outside 
         st.caption(ui.md(texts.name)); fig.update_layout(title=ui.label(texts.name))  # user text shown as text
 """
 
-from ui.compute import cached, encode, encode_with_info, ready, user_errors
+from ui.compute import encode, encode_with_info, progress_bar, ready, shown, user_errors
 from ui.figures import show_figure
 from ui.inputs import MAX_CHARS, MAX_PAIRS, MAX_TEXTS, check_sizes, method_picker, pairs_input, text_input, upload_bytes
 from ui.model import LAYER_CONVENTION, facts_table, get_backbone, model_name, sidebar, store
@@ -22,7 +22,7 @@ from ui.text import label, md
 __all__ = [
     "get_backbone", "store", "sidebar", "model_name", "facts_table", "LAYER_CONVENTION",
     "method_picker", "text_input", "pairs_input", "MAX_TEXTS", "MAX_CHARS", "MAX_PAIRS",
-    "encode", "encode_with_info", "cached", "ready", "user_errors",
+    "encode", "encode_with_info", "shown", "progress_bar", "ready", "user_errors",
     "show_figure", "md", "label", "check_sizes", "upload_bytes",
     "pages", "page_files",
 ]

@@ -1,4 +1,5 @@
-"""Computations through the on-disk cache, with a progress bar, timing, hit/miss and warnings shown."""
+"""Computations through the on-disk cache (`cache.compute`, one function per kind of result), with a progress bar,
+timing, hit/miss and warnings shown."""
 
 from __future__ import annotations
 
@@ -32,12 +33,15 @@ def user_errors():
         st.stop()
 
 
-def _progress_bar(label: str):
+def progress_bar(label: str, first: str | None = None):
+    """(bar, progress): a Streamlit progress bar showing `label` (`first` until the first report) and the cache's
+    `progress(done, total, message)` that fills it (`cache.progress`); `bar.empty()` removes it."""
     label = md(label)  # labels name data sets, which may be the user's file names
-    bar = st.progress(0.0, text=label)
+    bar = st.progress(0.0, text=label if first is None else md(first))
 
-    def progress(done: int, total: int) -> None:
-        bar.progress(min(done / max(total, 1), 1.0), text=f"{label} {done:,}/{total:,}")
+    def progress(done: int, total: int, message: str = "") -> None:
+        text = md(message) if message else f"{done:,}/{total:,}"
+        bar.progress(min(done / max(total, 1), 1.0), text=f"{label} {text}")
 
     return bar, progress
 
@@ -60,8 +64,8 @@ def ready(method):
     backbone = get_backbone()
     if not cache.needs_window(method, backbone):  # nothing to resolve: no progress bar
         return method
-    bar, progress = _progress_bar(f"{method.title}: the layers=auto window (intrinsic dimension, once per model "
-                                  "and prompt)…")
+    bar, progress = progress_bar(f"{method.title}: the layers=auto window (intrinsic dimension, once per model "
+                                 "and prompt)…")
     try:
         return cache.resolve_method(store(), backbone, method, progress)
     finally:
@@ -73,7 +77,7 @@ def encode_with_info(method, texts, *, quiet: bool = False, **encode_kwargs) -> 
     texts = list(getattr(texts, "texts", texts))  # Texts or a list of strings
     backbone = get_backbone()
     label = getattr(method, "title", method.name)
-    bar, progress = _progress_bar(f"{label}: embedding {len(texts):,} text(s)…")
+    bar, progress = progress_bar(f"{label}: embedding {len(texts):,} text(s)…")
     start = time.perf_counter()
     try:
         with warnings.catch_warnings():  # shown below from meta, on hits and misses alike
@@ -95,39 +99,24 @@ def encode(method, texts, **encode_kwargs) -> np.ndarray:
     return encode_with_info(method, texts, **encode_kwargs)[0]
 
 
-def cached(namespace: str, parts: dict, compute: Callable, label: str, *, quiet: bool = False):
-    """A generic cached computation for a page.
+def shown(label: str, run: Callable, *, quiet: bool = False):
+    """Run one of `cache.compute`'s functions for a page: `run(progress) -> (value, meta, hit)` with a progress bar,
+    then where the result came from and how long it took, and the warnings it raised (on hits too).
 
-    Args:
-        namespace: the result's namespace constant in `cache.keys` (e.g. `keys.SENSITIVITY`).
-        parts: its builder's parts (`cache.keys`: model, method, params, texts, settings and the code version of
-            the modules that compute it). The model's identity is added as "model" unless given.
-        compute: `compute(progress) -> (arrays: dict[str, np.ndarray], meta: dict)`; call
-            `progress(done, total)` as work proceeds. Warnings it raises are recorded in meta["warnings"].
-        label: what is computed, shown with the progress bar and the timing line.
+        curve, meta = ui.shown("Anisotropy", lambda progress: cache.compute.anisotropy(ui.store(), bb, m, texts,
+                                                                                       progress))
 
     Returns:
-        (arrays, meta); meta is a copy with "cache_hit" (bool) and "wall_seconds" (this call) added.
+        (value, meta); meta is a copy with "cache_hit" (bool) and "wall_seconds" (this call) added.
     """
-    if "model" not in parts:
-        parts = {**parts, "model": get_backbone().identity}
-    bar, progress = _progress_bar(f"{label}…")
-
-    def run():
-        begin = time.perf_counter()
-        with warnings.catch_warnings(record=True) as record:
-            warnings.simplefilter("always")
-            arrays, meta = compute(progress)
-        meta = dict(meta or {})
-        meta.setdefault("seconds", time.perf_counter() - begin)
-        meta["warnings"] = list(meta.get("warnings") or []) + [str(w.message) for w in record]
-        return arrays, meta
-
+    bar, progress = progress_bar(f"{label}…")
     start = time.perf_counter()
     try:
-        entry, hit = store().get_or_compute(parts, run, namespace=namespace)
+        with warnings.catch_warnings():  # shown below from meta, on hits and misses alike
+            warnings.simplefilter("ignore")
+            value, meta, hit = run(progress)
     finally:
         bar.empty()
     wall = time.perf_counter() - start
-    _report(label, hit, entry.meta, wall, quiet)
-    return entry.arrays, {**entry.meta, "cache_hit": hit, "wall_seconds": wall}
+    _report(label, hit, meta, wall, quiet)
+    return value, {**meta, "cache_hit": hit, "wall_seconds": wall}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.core import budgets
+from analysis.core.intake import check_sizes  # every request's texts against the budgets (the command line's too)
 from analysis.data import datasets
 from analysis.data.corpora import Pairs, Texts
 from analysis.data.files import read_sts, read_texts
@@ -182,17 +183,6 @@ def _limit_texts(key: str, texts: Texts) -> Texts:
     check_sizes(texts.texts)
     st.caption(f"{len(texts):,} text(s) from {md(texts.name)}" + (f" (of {n:,})" if len(texts) < n else ""))
     return texts
-
-
-def check_sizes(texts: list[str], name: str = "these texts") -> None:
-    """Every request's texts: count, characters per text and in all, against the budgets."""
-    cap = budgets.limit("chars_per_text")
-    for i, t in enumerate(texts):
-        if len(t) > cap:
-            raise UserError(f"Text {i + 1} of {name} has {len(t):,} characters; this tool accepts at most {cap:,} "
-                            "per text (far more than the model reads). Shorten it or split it.")
-    budgets.check("texts", len(texts), f"the number of texts in {name}")
-    budgets.check("total_chars", sum(map(len, texts)), f"the characters of all texts in {name}")
 
 
 # ---- pairs ---------------------------------------------------------------------------------------------

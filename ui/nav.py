@@ -21,7 +21,13 @@ from pathlib import Path
 
 from analysis.core.versions import parse
 
-PAGES_DIR = Path(__file__).resolve().parent.parent / "pages"
+def _pages_dir() -> Path:
+    """pages/ of a checkout, else the copy an installed wheel carries (ui/app/pages, made by setup.py)."""
+    checkout = Path(__file__).resolve().parent.parent / "pages"
+    return checkout if checkout.is_dir() else Path(__file__).resolve().parent / "app" / "pages"
+
+
+PAGES_DIR = _pages_dir()
 
 
 def page_files() -> list[Path]:

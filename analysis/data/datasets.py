@@ -46,6 +46,7 @@ class Dataset:
     fetch_name: str | None = None  # its `python -m analysis data fetch` name, when downloaded into the data folder
     origin: str = "built in"  # where it comes from, when it is not fetched
     families: tuple[str, ...] | None = None  # task families it is scored on (None: its kind's DEFAULT_TASKS)
+    train_split: str | None = None  # a test split: the id of the train split a classifier learns from (MTEB's)
 
     @property
     def tasks(self) -> tuple[str, ...]:
@@ -121,7 +122,8 @@ def _scifact(id_: str, label: str, loader, short: str, split: str = "train") -> 
 
 def _banking77(id_: str, label: str, loader, short: str, split: str = "train") -> Dataset:
     return Dataset(id_, label, "labelled", loader, short, present=functools.partial(banking77.present, split),
-                   fetch_name="banking77", families=("classification", "clustering"))
+                   fetch_name="banking77", families=("classification", "clustering"),
+                   train_split="banking77" if split == "test" else None)
 
 
 GENSIM = "gensim's bundled test data (pip install gensim)"

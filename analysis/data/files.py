@@ -20,6 +20,7 @@ import numpy as np
 
 from analysis.data.corpora import Pairs, Texts, pair_texts
 from analysis.core.errors import UserError
+from analysis.core.intake import read_bytes
 from analysis.core.text import has_visible_text
 
 PathOrBytes = str | os.PathLike | bytes
@@ -34,7 +35,7 @@ def _load(source: PathOrBytes, display: str | None) -> tuple[str, str]:
         path = Path(source)
         display = display or path.name
         try:
-            raw = path.read_bytes()
+            raw = read_bytes(path)  # at most the byte budget: a device or a huge file is refused, not read whole
         except FileNotFoundError:
             raise UserError(f"File not found: {path}.") from None
         except IsADirectoryError:

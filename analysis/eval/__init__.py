@@ -1,1 +1,2 @@
-"""Evaluation: metrics, STS scoring, benchmark tasks, the MTEB-style encoder."""
+"""Evaluation: STS scoring, the task families (retrieval, MTEB classification and clustering, long documents, the
+probe) behind one tasks interface, statistics, records, the MTEB-style encoder."""

@@ -1,8 +1,24 @@
-"""Benchmark tasks: a data set and what is measured on it (STS Spearman, probe accuracy, retrieval nDCG@10), as the
-Benchmark page and the `bench` command run them. Data sets come from the registry (`analysis.data.datasets`) or files.
+"""Benchmark tasks: a data set and the task family that scores it, as the Benchmark page, `bench`, `compare` and the
+model report run them. One interface for every family:
 
-    task = load_task("demo")                               # or "sts:FILE", "probe:FILE", "beir:FOLDER", a path
-    score = run_task(task, lambda texts: method.encode(backbone, texts))   # Score(task, metric, value, lo, hi, n)
+| kind | data | main metric (others) | units of the interval and of a paired comparison | module |
+|---|---|---|---|---|
+| sts | Pairs | Spearman | pairs | `eval.sts` |
+| probe | labelled Texts | accuracy (5-fold CV) | texts | `eval.probe` |
+| retrieval | Beir | nDCG@10 (recall@100, MRR@10) | queries | `eval.retrieval` |
+| classification | classification.Split | accuracy (macro-F1), MTEB's | evaluation texts | `eval.classification` |
+| clustering | labelled Texts | V-measure, MTEB's protocol | experiments | `eval.clustering` |
+| longdoc | longdoc.LongDocs | nDCG@1 averaged over lengths (per length) | (length, query) items | `eval.longdoc` |
+
+`score_task(task, embed)` calls `embed(texts, role) -> (len(texts), d)` with role "query" or "document" (queries
+of retrieval and long-document tasks are "query", everything else "document") and returns a `score.Score`: the main
+metric and its bootstrap interval, every metric, and the per-unit values that `score.compare` pairs between two
+methods. Data sets come from the registry (`analysis.data.datasets`), which names each set's families, or files.
+
+    task = load_task("scifact-report")                   # retrieval; "clustering:banking77-report", "nano:scifact",
+    s = score_task(task, lambda texts, role: method.encode(backbone, texts))   # "sts:FILE", "beir:FOLDER", ...
+    d = compare(s, score_task(task, other_embed))        # paired difference over SciFact's queries
+    longdoc = load_task("longdoc:passkey", tokenizer=backbone.tokenizer, max_length=backbone.facts.max_length)
 """
 
 from __future__ import annotations
@@ -13,95 +29,161 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.core.errors import UserError
 from analysis.data import datasets
 from analysis.data.corpora import Texts
-from analysis.core.errors import UserError
 from analysis.data.files import load_beir, read_sts, read_texts
-from analysis.eval.metrics import classification_probe, pair_rows, retrieval, sts
+from analysis.eval.score import Score, compare  # noqa: F401  (compare: part of this module's interface)
 
-KIND_OF = {"pairs": "sts", "labelled": "probe"}  # registry kind -> task kind
+KINDS = ("sts", "probe", "retrieval", "classification", "clustering", "longdoc")
+METRIC = {"sts": "Spearman", "probe": "accuracy", "retrieval": "nDCG@10", "classification": "accuracy",
+          "clustering": "V-measure", "longdoc": "nDCG@1"}
+KIND_OF = {"pairs": "sts", "labelled": "probe"}  # registry kind -> the task of a file of that kind
+FILE_KINDS = ("sts", "probe", "beir", "classification", "clustering")  # KIND:FILE on the command line
+NANO = {"queries": 50, "distractors": 1000, "seed": 0}  # `nano:` retrieval: a quick look, never a record
 
 
 @dataclass(frozen=True)
 class Task:
-    """One column of the benchmark: a data set and what is measured on it."""
+    """One column of the benchmark: a data set and the family that scores it."""
 
     name: str
-    kind: str  # "sts" (Pairs), "probe" (labelled Texts) or "retrieval" (Beir)
+    kind: str  # one of KINDS
     data: object
 
     @property
     def metric(self) -> str:
-        return {"sts": "Spearman", "probe": "accuracy", "retrieval": "nDCG@10"}[self.kind]
+        return METRIC[self.kind]
 
     def n_texts(self) -> int:
+        """How many texts scoring it embeds (before a family's own subsampling)."""
+        d = self.data
         if self.kind == "sts":
-            return len(self.data.unique_texts())
-        if self.kind == "probe":
-            return len(self.data)
-        return len(self.data.queries) + len(self.data.corpus)
+            return len(d.unique_texts())
+        if self.kind in ("probe", "clustering"):
+            return len(d)
+        if self.kind == "classification":
+            return len(d.train) + len(d.test)
+        if self.kind == "longdoc":
+            return d.n_texts()
+        return len(d.queries) + len(d.corpus)
+
+    def content(self) -> list:
+        """JSON-able content that identifies the data (for cache keys)."""
+        d = self.data
+        if self.kind == "sts":
+            return [d.left, d.right, np.asarray(d.scores).tolist()]
+        if self.kind in ("probe", "clustering"):
+            return [d.texts, d.labels]
+        if self.kind in ("classification", "longdoc"):
+            return d.content()
+        return [d.corpus, d.queries, d.qrels]
 
 
-@dataclass(frozen=True)
-class Score:
-    task: str
-    metric: str
-    value: float
-    lo: float
-    hi: float
-    n: int  # pairs, texts or queries the score averages over
-
-
-def run_task(task: Task, embed: Callable[[list[str]], np.ndarray], *, n_boot: int = 1000, seed: int = 0,
-             folds: int = 5) -> Score:
-    """Score one task; `embed(texts) -> (len(texts), d)` embeds (it is called once, twice for retrieval)."""
+def score_task(task: Task, embed: Callable[[list[str], str], np.ndarray], *, n_boot: int = 1000, seed: int = 0,
+               level: float = 0.95, folds: int = 5) -> Score:
+    """Score one task: `embed(texts, role) -> (len(texts), d)` embeds (a few calls per task)."""
     from analysis.core import budgets
 
     budgets.check("bootstrap", n_boot, "the number of bootstrap replicates")
     if task.kind == "sts":
-        texts, left, right = pair_rows(task.data)
-        emb = embed(texts)
-        r = sts(emb[left], emb[right], task.data.scores, n_boot=n_boot, seed=seed)
-        return Score(task.name, task.metric, r.spearman, *r.ci, r.n)
+        return _sts(task, embed, n_boot, seed, level)
     if task.kind == "probe":
-        if task.data.labels is None:
-            raise UserError(f"{task.name} has no labels: a probe needs a 'label' column.")
-        p = classification_probe(embed(task.data.texts), task.data.labels, folds=folds, seed=seed, n_boot=n_boot)
-        return Score(task.name, task.metric, p.accuracy, *p.ci, p.n)
+        return _probe(task, embed, n_boot, seed, level, folds)
     if task.kind == "retrieval":
-        b = task.data
-        r = retrieval(b, embed(list(b.queries.values())), embed(list(b.corpus.values())), n_boot=n_boot, seed=seed)
-        return Score(task.name, task.metric, r.ndcg10, *r.ci, r.n)
+        from analysis.eval.retrieval import score_retrieval
+
+        return score_retrieval(task.data, embed, n_boot=n_boot, seed=seed, level=level, name=task.name)
+    if task.kind == "classification":
+        from analysis.eval.classification import score_classification
+
+        return score_classification(task.data, embed, n_boot=n_boot, seed=seed, level=level, name=task.name)
+    if task.kind == "clustering":
+        from analysis.eval.clustering import score_clustering
+
+        return score_clustering(task.data, embed, n_boot=n_boot, seed=seed, level=level, name=task.name)
+    if task.kind == "longdoc":
+        from analysis.eval.longdoc import score_longdoc
+
+        return score_longdoc(task.data, embed, n_boot=n_boot, seed=seed, level=level, name=task.name)
     raise ValueError(f"unknown task kind {task.kind!r}")
 
 
-def load_task(spec: str) -> Task:
-    """A task from a command-line name: a registry id (pairs or labelled texts), `sts:FILE` (STS-B format or a
-    sentence1, sentence2, score table), `probe:FILE` (text and label columns), `beir:FOLDER`, or a bare path (a
-    folder is BEIR, a file is read as pairs if it has a score, else as labelled texts). All of it: `select_task`
-    takes a sample (or the first N)."""
+def run_task(task: Task, embed: Callable[[list[str]], np.ndarray], *, n_boot: int = 1000, seed: int = 0,
+             folds: int = 5) -> Score:
+    """`score_task` for an embedder that treats queries and documents alike: `embed(texts) -> (len(texts), d)`."""
+    return score_task(task, lambda texts, role: embed(texts), n_boot=n_boot, seed=seed, folds=folds)
+
+
+def _sts(task: Task, embed, n_boot: int, seed: int, level: float) -> Score:
+    from analysis.eval.sts import score_pairs
+
+    pairs = task.data
+    s = score_pairs(pairs, lambda texts: embed(texts, "document"), n_boot=n_boot, seed=seed, level=level)
+    return Score(task.name, "Spearman", float(s.spearman), *s.ci, s.n_pairs, kind="sts", unit="pairs",
+                 metrics={"Spearman": float(s.spearman)}, items=s.cosines,
+                 ids=tuple(f"{a}\t{b}" for a, b in zip(pairs.left, pairs.right)),
+                 gold=np.asarray(pairs.scores, dtype=np.float64), seconds=s.seconds)
+
+
+def _probe(task: Task, embed, n_boot: int, seed: int, level: float, folds: int) -> Score:
+    """The cross-validated probe; its value is the mean over folds (the per-text correctness is its items)."""
+    import time
+
+    from analysis.eval.probe import classification_probe
+
+    if task.data.labels is None:
+        raise UserError(f"{task.name} has no labels: a probe needs a 'label' column.")
+    start = time.perf_counter()
+    emb = embed(task.data.texts, "document")
+    seconds = time.perf_counter() - start
+    p = classification_probe(emb, task.data.labels, folds=folds, seed=seed, n_boot=n_boot, level=level)
+    return Score(task.name, "accuracy", p.accuracy, *p.ci, p.n, kind="probe", unit="texts",
+                 metrics={"accuracy": p.accuracy, "accuracy std over folds": p.std, "majority": p.majority},
+                 items=p.correct.astype(np.float64), ids=tuple(task.data.texts), seconds=seconds,
+                 detail={"folds": folds, "classes": p.n_classes})
+
+
+# ---- tasks by name -------------------------------------------------------------------------------------------------
+def load_task(spec: str, *, tokenizer=None, max_length: int | None = None) -> Task:
+    """A task from a command-line name:
+
+    * a registry id: its default family (`Dataset.tasks[0]`: STS for pairs, retrieval for SciFact, MTEB's
+      classification for Banking77, the probe for other labelled sets);
+    * `FAMILY:ID`: a registry set under another of its families (`clustering:banking77-report`), or `nano:ID` for a
+      seeded nano retrieval set (NANO: 50 queries, their positives and 1,000 random distractors);
+    * `sts:FILE` (STS-B format or sentence1, sentence2, score), `probe:FILE`, `classification:FILE`,
+      `clustering:FILE` (text and label columns), `beir:FOLDER`, or a bare path (a folder is BEIR, a file is read as
+      pairs if it has a score, else as labelled texts for the probe);
+    * `longdoc:passkey`, `longdoc:needle`, `longdoc:scifact`: long-document retrieval generated for the model's
+      tokenizer (`tokenizer`, `max_length` required; `analysis.data.longdoc`).
+
+    All of it: `select_task` takes a sample (or the first N)."""
     spec = spec.strip()
+    family, sep, rest = spec.partition(":")
     if spec in datasets.ids():
-        d = datasets.get(spec)
-        if d.kind not in KIND_OF:
-            raise UserError(f"{spec} has no scores or labels to benchmark: use one of {', '.join(_task_ids())}.")
-        return Task(d.short, KIND_OF[d.kind], d.load())
-    kind, sep, path = spec.partition(":")
-    if not sep or kind not in ("sts", "probe", "beir"):
-        kind, path = "", spec
-    p = Path(path).expanduser()
-    if kind == "beir" or (not kind and p.is_dir()):
+        return _registry_task(datasets.get(spec), None)
+    if sep and family == "longdoc":
+        return _longdoc_task(rest, tokenizer, max_length)
+    if sep and family == "nano" and rest in datasets.ids():
+        return nano_task(_registry_task(datasets.get(rest), "retrieval"))
+    if sep and family in KINDS and rest in datasets.ids():
+        return _registry_task(datasets.get(rest), family)
+    if not sep or family not in FILE_KINDS:
+        family, rest = "", spec
+    p = Path(rest).expanduser()
+    if family == "beir" or (not family and p.is_dir()):
         return Task(f"BEIR {p.name}", "retrieval", load_beir(p))
-    if not kind and not p.exists():
+    if not family and not p.exists():
         raise UserError(f"Unknown data set {spec!r}: use one of {', '.join(_task_ids())}, or sts:FILE, "
                         "probe:FILE, beir:FOLDER.")
-    if kind == "sts":
+    if family == "sts":
         return Task(p.name, "sts", read_sts(p))
-    if kind == "probe":
+    if family in ("probe", "classification", "clustering"):
         texts = read_texts(p)
         if texts.labels is None:
-            raise UserError(f"{p.name} has no 'label' column: a probe needs one.")
-        return Task(p.name, "probe", texts)
+            raise UserError(f"{p.name} has no 'label' column: {family} needs one.")
+        return _labelled_task(p.name, family, texts)
     try:
         return Task(p.name, "sts", read_sts(p))
     except UserError:
@@ -112,20 +194,70 @@ def load_task(spec: str) -> Task:
         return Task(p.name, "probe", texts)
 
 
+def _registry_task(d, family: str | None) -> Task:
+    if not d.tasks:
+        raise UserError(f"{d.id} has no scores, labels or judgements to benchmark: use one of "
+                        f"{', '.join(_task_ids())}.")
+    family = family or d.tasks[0]
+    if family not in d.tasks:
+        raise UserError(f"{d.id} cannot be scored as {family}: it is scored as {' or '.join(d.tasks)}.")
+    name = d.short if family == d.tasks[0] else f"{d.short}, {family}"  # one set, two families: two columns
+    if family == "classification" and d.train_split is not None:
+        from analysis.eval.classification import given
+
+        return Task(name, family, given(datasets.get(d.train_split).load(), d.load(), name))
+    if family in ("classification", "clustering"):
+        return _labelled_task(name, family, d.load())
+    return Task(name, family, d.load())
+
+
+def _labelled_task(name: str, family: str, texts: Texts) -> Task:
+    if family == "classification":
+        from analysis.eval.classification import held_out
+
+        return Task(name, family, held_out(texts))
+    return Task(name, family, texts)
+
+
+def nano_task(task: Task, n_queries: int = NANO["queries"], n_distractors: int = NANO["distractors"],
+              seed: int = NANO["seed"]) -> Task:
+    """A retrieval task cut to a nano set (`samples.nano_retrieval`): for interactive use, never for records."""
+    from analysis.data.samples import nano_retrieval
+
+    if task.kind != "retrieval":
+        raise UserError(f"{task.name} is not a retrieval task, so it has no nano version.")
+    data = nano_retrieval(task.data, n_queries, n_distractors, seed)
+    return Task(f"{task.name} nano ({len(data.queries)} queries, {len(data.corpus):,} documents, seed {seed})",
+                "retrieval", data)
+
+
+def _longdoc_task(which: str, tokenizer, max_length: int | None) -> Task:
+    from analysis.data import longdoc
+
+    if tokenizer is None or max_length is None:
+        raise UserError("A long-document task is generated for a model's tokenizer: load the model first.")
+    data = longdoc.generate(which, tokenizer, max_length=max_length)
+    return Task(data.name, "longdoc", data)
+
+
 def _task_ids() -> list[str]:
-    return [d.id for d in datasets.REGISTRY if d.kind in KIND_OF]
+    return [d.id for d in datasets.REGISTRY if d.tasks]
 
 
 def select_task(task: Task, *, sample: int | None = None, limit: int | None = None, seed: int = 0) -> tuple[Task, dict]:
     """(task, report): the task on what `samples.select` picks of its data (pairs stratified by genre, labelled texts
-    by label; a retrieval task's judged queries at random, every document kept), renamed so the Benchmark page and
-    the `bench` command name (and so cache) the same cell alike: "STS-B dev (500 stratified by genre, seed 0)"."""
+    by label, a retrieval set's judged queries at random with every document kept, a classification task's
+    evaluation side by label), renamed so the Benchmark page and the `bench` command name (and so cache) the same
+    cell alike: "STS-B dev (500 stratified by genre, seed 0)". A long-document task is generated at its size:
+    it is taken whole."""
     from analysis.data.samples import select
 
-    if task.kind == "retrieval":
-        b = task.data
-        ids, report = select(Texts(b.name, list(b.queries)), sample=sample, limit=limit, seed=seed)
-        data = replace(b, queries={q: b.queries[q] for q in ids.texts}, qrels={q: b.qrels[q] for q in ids.texts})
+    if task.kind == "classification":
+        test, report = select(task.data.test, sample=sample, limit=limit, seed=seed)
+        data = replace(task.data, test=test)
+    elif task.kind == "longdoc":
+        data, report = task.data, {"how": "all", "n": task.data.n_items(), "of": task.data.n_items(), "seed": None,
+                                   "genres": None, "warning": None, "rows": list(range(task.data.n_items()))}
     else:
         data, report = select(task.data, sample=sample, limit=limit, seed=seed)
     if report["how"] == "all":
@@ -137,11 +269,20 @@ def select_task(task: Task, *, sample: int | None = None, limit: int | None = No
 
 # ---- one benchmark cell as a cache entry (the Benchmark page and the `bench` command share entries) ---------------
 def score_record(score: Score) -> tuple[dict[str, np.ndarray], dict]:
-    """A Score as (arrays, meta) for a cache entry."""
-    return {"score": np.array([score.value, score.lo, score.hi])}, {"metric": score.metric, "n": score.n,
-                                                                       "task": score.task}
+    """A Score as (arrays, meta) for a cache entry, its per-unit values included (so a stored cell can be compared)."""
+    arrays = {"score": np.array([score.value, score.lo, score.hi])}
+    if score.items is not None:
+        arrays["items"] = np.asarray(score.items, dtype=np.float64)
+    if score.gold is not None:
+        arrays["gold"] = np.asarray(score.gold, dtype=np.float64)
+    return arrays, {"metric": score.metric, "n": score.n, "task": score.task, "kind": score.kind, "unit": score.unit,
+                    "metrics": score.metrics, "ids": list(score.ids), "detail": score.detail,
+                    "seconds": score.seconds}
 
 
 def score_from_record(arrays: dict, meta: dict) -> Score:
     value, lo, hi = (float(v) for v in arrays["score"])
-    return Score(meta["task"], meta["metric"], value, lo, hi, int(meta["n"]))
+    return Score(meta["task"], meta["metric"], value, lo, hi, int(meta["n"]), kind=meta.get("kind", ""),
+                 unit=meta.get("unit", ""), metrics=meta.get("metrics", {}), items=arrays.get("items"),
+                 ids=tuple(meta.get("ids", ())), gold=arrays.get("gold"), detail=meta.get("detail", {}),
+                 seconds=float(meta.get("seconds", 0.0)))

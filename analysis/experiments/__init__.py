@@ -31,6 +31,7 @@ EXPERIMENTS: dict[str, str] = {  # in the order docs/RESULTS.md shows them
     "compression": "analysis.experiments.compression",
     "compression_people": "analysis.experiments.compression_people",
     "compression_training": "analysis.experiments.compression_training",
+    "compression_probe": "analysis.experiments.compression_probe",
 }
 
 

@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import math
 import numbers
+import time
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
@@ -27,8 +28,8 @@ from analysis.core.forward import Captured, attention_backend, resolve_layer, ru
 from analysis.core.vectors import l2_normalize
 from analysis.core.pooling import pool, token_mask
 from analysis.core import budgets
-from analysis.core.tokens import (MAX_COPIES, PLACEHOLDER, Batch, Encoded, batches_by_length, check_texts, collate,
-                             encode_texts)
+from analysis.core.tokens import (MAX_COPIES, PLACEHOLDER, TOKEN_BUDGET, Batch, Encoded, batches_by_length,
+                                  batches_in_order, check_texts, collate, encode_texts)
 from analysis.core.trace import Trace
 
 
@@ -86,6 +87,19 @@ def check_params(method: str, params):
                 why = ": without it every text gets the same prompt" if n == 0 else ""
                 _fail(method, f.name, f"must contain {PLACEHOLDER} {want}, not {n} times{why}.")
     return params
+
+
+@dataclass(frozen=True)
+class BatchDone:
+    """One finished forward pass of `encode`, for a caller that keeps vectors as they come (`cache.vectors` stores
+    them in shards, so an interrupted corpus resumes) or estimates the time left from the tokens done."""
+
+    indices: list[int]  # positions in the texts given to `encode`
+    vectors: np.ndarray  # (B, d) float32, exactly the rows `encode` returns (normalised when asked)
+    tokens: list[int]  # each text's tokens as the method ran it (template included)
+    truncated: list[bool]  # each text was cut to the model's limit
+    seconds: float  # wall time of this batch
+    tokens_total: int  # tokens of every text of the call, so tokens done / tokens_total is the fraction done
 
 
 @dataclass(frozen=True)
@@ -206,18 +220,24 @@ class EmbeddingMethod:
         attention: bool = False,
         padding_side: str = "right",
         progress: Callable[[int, int], None] | None = None,
+        max_tokens: int | None = TOKEN_BUDGET,
+        on_batch: Callable[[BatchDone], None] | None = None,
     ):
         """Embed texts.
 
         Args:
             backbone: a loaded `Backbone`.
             texts: list of non-empty strings (a single string is accepted).
-            batch_size: texts per forward pass; batches group texts of similar length.
+            batch_size: at most this many texts per forward pass; batches group texts of similar length.
             normalize: L2-normalise the embeddings.
             trace: also return a `Trace` with every layer's states (at most 64 texts).
             attention: with `trace`, capture attention weights too (switches to the eager backend).
             padding_side: "right" or "left"; results do not depend on it.
             progress: called as progress(done, total) after each batch.
+            max_tokens: at most this many padded tokens per forward pass (texts x the longest), so long documents
+                run a few at a time (`analysis.core.tokens.batches_by_length`); None: `batch_size` alone. Results do
+                not depend on it.
+            on_batch: called with a `BatchDone` after each batch (before `progress`).
 
         Returns:
             (n, d) float32 array in input order, or (array, Trace) when `trace` is set.
@@ -227,8 +247,13 @@ class EmbeddingMethod:
         if trace:
             texts = check_texts(texts)
             budgets.check("trace_texts", len(texts), "texts in one trace (every layer's states are kept)")
+        done = None
+        if on_batch is not None:  # the rows as returned: normalised here, row by row, as below
+            def done(step: BatchDone) -> None:
+                vectors = step.vectors[:, 0]  # (B, d)
+                on_batch(dataclasses.replace(step, vectors=l2_normalize(vectors, axis=1) if normalize else vectors))
         out, tr = self._loop(backbone, texts, "all" if trace else [layer], layer, batch_size, padding_side,
-                             progress, trace, attention)
+                             progress, trace, attention, max_tokens=max_tokens, on_batch=done)
         emb = out[:, 0]
         if normalize:
             emb = l2_normalize(emb, axis=1)
@@ -244,16 +269,19 @@ class EmbeddingMethod:
         padding_side: str = "right",
         progress: Callable[[int, int], None] | None = None,
         readout: str | None = None,
+        max_tokens: int | None = TOKEN_BUDGET,
     ) -> np.ndarray:
         """Raw (un-normalised) readouts at several hidden-state indices: (n, len(layers), d), or
         (n, L+1, d) for "all". One forward pass per batch for all layers. `readout` ("last", "mean", "hybrid")
-        replaces the method's own readout, keeping its prompt and intervention (intrinsic-dimension states)."""
+        replaces the method's own readout, keeping its prompt and intervention (intrinsic-dimension states).
+        `max_tokens` bounds each batch's padded tokens, as in `encode`."""
         self.check(backbone)
-        out, _ = self._loop(backbone, texts, layers, None, batch_size, padding_side, progress, False, False, readout)
+        out, _ = self._loop(backbone, texts, layers, None, batch_size, padding_side, progress, False, False, readout,
+                            max_tokens=max_tokens)
         return out
 
     def _loop(self, backbone, texts, layers, readout_layer, batch_size, padding_side, progress, trace, attention,
-              readout=None):
+              readout=None, *, max_tokens=TOKEN_BUDGET, on_batch=None):
         texts = check_texts(texts)
         L = backbone.facts.n_layers
         wanted = list(range(L + 1)) if layers == "all" else [resolve_layer(L, l) for l in layers]
@@ -268,10 +296,12 @@ class EmbeddingMethod:
         tr = Trace(texts=[]) if trace else None
         backend = attention_backend(backbone, "eager") if attention and not self.needs_eager else contextlib.nullcontext()
         done = 0
-        groups = batches_by_length([len(e) for e in items], batch_size) if not trace else \
-            [list(range(i, min(i + batch_size, len(texts)))) for i in range(0, len(texts), batch_size)]
+        lengths = [len(e) for e in items]
+        groups = batches_by_length(lengths, batch_size, max_tokens) if not trace else \
+            batches_in_order(list(range(len(texts))), lengths, batch_size, max_tokens)  # a trace keeps input order
         with torch.inference_mode(), backbone.lock, backend:
             for idx in groups:
+                began = time.perf_counter()
                 batch = self.collate(backbone, [items[i] for i in idx], padding_side)
                 cap = self.forward(backbone, batch, wanted, attention=attention, trace=trace)
                 keep = [readout_layer] if readout_layer is not None else wanted
@@ -283,6 +313,10 @@ class EmbeddingMethod:
                     tr.texts.extend(texts[i] for i in idx)  # trace groups keep input order
                     self.trace_batch(backbone, batch, cap, tr)
                 done += len(idx)
+                if on_batch is not None:
+                    on_batch(BatchDone(list(idx), result[idx], [lengths[i] for i in idx],
+                                       [bool(items[i].truncated) for i in idx], time.perf_counter() - began,
+                                       sum(lengths)))
                 if progress is not None:
                     progress(done, len(texts))
         return result, tr

@@ -3,12 +3,13 @@ Causal2Vec in particular, is compared with. It does not use the loaded decoder a
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from analysis.core.errors import UserError
-from analysis.methods.base import EmbeddingMethod
+from analysis.methods.base import BatchDone, EmbeddingMethod
 from analysis.core.tokens import check_texts
 
 
@@ -31,8 +32,9 @@ class SentenceEncoderMethod(EmbeddingMethod):
         return load_encoder().dim
 
     def encode(self, backbone, texts, *, batch_size: int = 16, normalize: bool = True, trace: bool = False,
-               attention: bool = False, padding_side: str = "right", progress=None):
-        """(n, 384) float32; `backbone` is accepted for the common signature and not used."""
+               attention: bool = False, padding_side: str = "right", progress=None, max_tokens=None, on_batch=None):
+        """(n, 384) float32; `backbone` and `max_tokens` (the encoder reads at most 256 tokens a text) are accepted
+        for the common signature and not used; `on_batch` gets each batch (its token counts are not known: 0)."""
         from analysis.models.minilm import load_encoder
 
         if trace:
@@ -42,7 +44,12 @@ class SentenceEncoderMethod(EmbeddingMethod):
         out = []
         step = max(batch_size, 32)
         for i in range(0, len(texts), step):
-            out.append(enc.embed(texts[i : i + step], normalize=normalize).numpy())
+            began = time.perf_counter()
+            out.append(enc.embed(texts[i : i + step], normalize=normalize).numpy().astype(np.float32))
+            if on_batch is not None:
+                n = len(out[-1])
+                seconds = time.perf_counter() - began
+                on_batch(BatchDone(list(range(i, i + n)), out[-1], [0] * n, [False] * n, seconds, 0))
             if progress is not None:
                 progress(min(i + step, len(texts)), len(texts))
         return np.concatenate(out).astype(np.float32)

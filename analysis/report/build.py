@@ -4,24 +4,32 @@
     report = build(backbone, pairs, plan)                      # every number, as a JSON-able dict
 
 The work is the plan's (`analysis.report.plan`), in order: the ID trajectory (KV-Embedding's `layers=auto` needs
-it), the quality table, the cost of each method, the layer map, the mechanism summaries, the recommendation.
-Embeddings, the window, sweep cells and the soft-token curve come through `Hooks`, so an application can serve
-them from its cache and an interrupted report resumes from every finished cell (`local_hooks` computes
-everything here and stores nothing). A stop request (`should_stop()`) or Ctrl-C ends the run with a partial
-report: each unfinished section is None and `missing` says why.
+it), the quality table, the cost of each method, the mechanism summaries, the layer map (last: it takes what time
+is left, cell by cell), then the recommendation. Embeddings, the window, sweep cells and the soft-token curve come
+through `Hooks`, so an application can serve them from its cache and a report run again resumes from every
+finished method and cell (`local_hooks` computes everything here and stores nothing).
+
+Every section may end up missing or partial, and the report says which and why instead of failing: the budget
+is enforced by the clock (`analysis.report.clock`: each method, task score, cell and summary starts only when it
+still fits), a stop request (`should_stop()`) or Ctrl-C stops the run where it is, and a method that fails is left
+out with its error while the others go on. A missing section is None; `missing` {section: reason} names every
+section that is missing or partial, `complete` is true only when it is empty, and the recommendation is always
+made from what was measured, saying what it cannot answer and why.
 
 Report JSON (schema 1; `KEYS`, `SECTION_KEYS` and `ROW_KEYS` list the keys, `problems(report)` checks them):
     schema, created, model {identity, name, title, n_layers, n_params, device, dtype}, data {name, n_pairs,
     n_texts, ...the caller's sample fields}, settings {seed, n_boot, budget_minutes, executor},
     plan (`Plan.as_dict()`), spent_seconds {section: s}, complete, interrupted, missing {section: reason},
     quality {best, methods [{label, name, params, trained, cached, seconds, spearman, ci, difference_to_best,
-        difference_ci, p}], n_pairs, n_boot, seed, bootstrap, tasks [{task, metric, label, value, ci, n}]},
+        difference_ci, p}], n_pairs, n_boot, seed, bootstrap, tasks [{task, metric, label, value, ci, n}],
+        not_measured {label or "task: label": reason} (absent in reports made before it)},
     cost {baseline, texts, repeats, rows [{label, seconds, ratio, peak_mb}]},
     layers {id_trajectory [ID per hidden state], selection {rule, start, end, layers, reason}, rule_windows
         {rule: {start, end}}, map {cells [{start, width, bias, rerotate, layers, spearman}], grid, prompt_only,
         best, id_window {layers, spearman, rank_among_cells, gap_to_best, cell}} | None, computed, cached},
-    mechanism {prefix_mass {texts, layers, mass [per decoder layer]}, soft_tokens {ks, spearman, ci} | None},
-    recommendation {best, best_per_cost, not_different, id_rule {trusted, reason}, reasons [sentences]}.
+    mechanism {prefix_mass {texts, layers, mass [per decoder layer]} | None, soft_tokens {ks, spearman, ci} | None},
+    recommendation {best, best_per_cost, not_different, id_rule {trusted, reason}, reasons [sentences]}; best,
+        best_per_cost and trusted are None where the report cannot say.
 """
 
 from __future__ import annotations
@@ -32,11 +40,11 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Callable
 
-import numpy as np
-
 from analysis.report import plan as planning
 from analysis.report import sections
+from analysis.report.clock import INTERRUPTED, Budget
 from analysis.report.recommend import recommend
+from analysis.report.steps import Steps
 
 SCHEMA = 1
 KEYS = ("schema", "created", "model", "data", "settings", "plan", "spent_seconds", "complete", "interrupted",
@@ -53,7 +61,7 @@ ROW_KEYS = {"quality": ("label", "name", "params", "trained", "cached", "seconds
             "cost": ("label", "seconds", "ratio", "peak_mb")}
 DEFAULT_TASKS = ("polarity",)  # `eval.tasks.load_task` names: a probe on 200 built-in sentences, always present
 KV_BASE = {"prompt": "document", "pooling": "hybrid"}  # the sweep command's and the Layer explorer's cells
-INTERRUPTED = "the run was interrupted before this section finished; run it again to resume from the cache"
+STEPS = ("quality", "cost", "mechanism", "layers")  # the order of the work: the layer map takes what time is left
 
 
 def problems(report) -> list[str]:
@@ -104,7 +112,8 @@ def local_hooks(backbone, pairs, *, batch_size: int = 16) -> Hooks:
         def on_cell(result):
             scores[result.cell] = result.spearman
             if progress is not None:
-                progress(len(scores), len(cells), {"cell": result.cell.label()})
+                progress(len(scores), len(cells), {"cell": result.cell.label(), "cached": False,
+                                                   "seconds": result.seconds})
 
         runner.score_local(backbone, pairs, cells, base=KV_BASE, batch_size=batch_size, on_cell=on_cell,
                            on_prefix=lambda rho, s: ref.update(rho=rho), should_stop=should_stop)
@@ -155,9 +164,12 @@ def prepare(backbone, pairs, *, budget_minutes: float, batch_size: int = 16, sec
 
 def build(backbone, pairs, plan: planning.Plan, *, hooks: Hooks | None = None, seed: int = 0, n_boot: int = 1000,
           batch_size: int = 16, about: dict | None = None, progress: Callable[[float, str], None] | None = None,
-          should_stop: Callable[[], bool] | None = None) -> dict:
+          should_stop: Callable[[], bool] | None = None, started: float | None = None,
+          clock: Callable[[], float] | None = None) -> dict:
     """The report (module docstring) as a JSON-able dict. `progress(fraction of the estimate, message)`;
-    `about`: extra fields for "data" and "settings" ({"data": {...}, "settings": {...}})."""
+    `about`: extra fields for "data" and "settings" ({"data": {...}, "settings": {...}}); `started`: when the
+    budget began on `clock` (`analysis.report.clock.now` unless given; default: now), so a command counts its
+    model load and timing probe too."""
     hooks = hooks or local_hooks(backbone, pairs, batch_size=batch_size)
     about = about or {}
     f = backbone.facts
@@ -171,119 +183,37 @@ def build(backbone, pairs, plan: planning.Plan, *, hooks: Hooks | None = None, s
                             **about.get("settings", {})},
                   plan=plan.as_dict(), spent_seconds={}, complete=False, interrupted=False,
                   missing=dict(plan.skipped))
+    budget = Budget(plan.budget_seconds, started=started, asked_to_stop=should_stop, clock=clock)
     total = max(sum(plan.estimate.values()), 1e-9)
     done = {"s": 0.0}
-    began = time.perf_counter()
 
     def tell(section: str, message: str, within: float = 0.0):
         if progress is not None:
             progress(min(1.0, (done["s"] + within * plan.estimate.get(section, 0.0)) / total), message)
 
-    def over_budget() -> bool:
-        return time.perf_counter() - began > plan.budget_seconds
-
-    steps = [("quality", lambda: _quality(backbone, pairs, plan, hooks, report, seed, n_boot, tell, should_stop)),
-             ("cost", lambda: _cost(backbone, pairs, plan, batch_size, should_stop)),
-             ("layers", lambda: _layers(backbone, plan, hooks, report, tell, should_stop)),
-             ("mechanism", lambda: _mechanism(backbone, pairs, plan, hooks, report))]
-    try:
-        for section, step in steps:
-            if section in plan.skipped:
-                continue
-            if section != "quality" and over_budget():
-                report["missing"][section] = (f"the budget of {plan.budget_seconds / 60:g} min ran out before this "
-                                              "section (raise --budget-minutes)")
-                continue
-            sections.stop_if(should_stop)
-            tell(section, f"{section}: starting")
-            started = time.perf_counter()
-            report[section] = step()
-            report["spent_seconds"][section] = round(time.perf_counter() - started, 2)
-            done["s"] += plan.estimate.get(section, 0.0)
-    except (sections.Stopped, KeyboardInterrupt):
-        report["interrupted"] = True
-        for section in planning.SECTIONS:
-            unfinished = report[section] is None or (section == "layers" and report[section]["map"] is None)
-            if unfinished and section not in report["missing"]:
-                report["missing"][section] = INTERRUPTED
-        return report
-    report["recommendation"] = recommend(report["quality"], report["cost"], report["layers"])
+    work = Steps(backbone, pairs, plan, hooks, report, budget, tell, seed=seed, n_boot=n_boot, batch_size=batch_size)
+    for section in STEPS:
+        if section in plan.skipped:
+            continue
+        why = budget.stop_reason(work.first_unit(section))
+        if why:
+            report["missing"][section] = why
+            continue
+        tell(section, f"{section}: starting")
+        began = time.perf_counter()
+        try:
+            report[section] = getattr(work, section)()
+        except KeyboardInterrupt:  # Ctrl-C: keep what is finished, start nothing more
+            budget.interrupted = True
+            report["missing"][section] = INTERRUPTED
+        except sections.Stopped as stop:  # a section that cannot be kept in part (the cost rounds)
+            report["missing"][section] = str(stop)
+        except Exception as err:  # noqa: BLE001 -- a section that fails must not lose the others
+            report["missing"][section] = sections.failure(err)
+        report["spent_seconds"][section] = round(time.perf_counter() - began, 2)
+        done["s"] += plan.estimate.get(section, 0.0)
+    report["interrupted"] = budget.interrupted
+    report["recommendation"] = recommend(report["quality"], report["cost"], report["layers"], report["missing"])
     report["complete"] = not report["missing"]
-    tell("recommendation", "done")
+    tell("recommendation", "done" if report["complete"] else "done; missing: " + ", ".join(report["missing"]))
     return report
-
-
-def _quality(backbone, pairs, plan, hooks, report, seed, n_boot, tell, should_stop) -> dict:
-    """The quality table. KV-Embedding's window comes first (the method needs it), so the layers section's
-    trajectory is filled in here and every method of the plan is made ready to run (`_ready`)."""
-    from analysis.core.errors import UserError
-
-    tell("quality", "ID trajectory (KV-Embedding's layers=auto)")
-    try:
-        sel, ids = hooks.window()
-    except UserError as err:  # too few defined ID estimates on this model: the report goes on without KV-Embedding
-        reason = f"KV-Embedding's window cannot be chosen on this model: {str(err).rstrip('.')}"
-        plan.skipped["layers"] = report["missing"]["layers"] = reason
-        plan.methods = {k: m for k, m in plan.methods.items() if m.name != "kv_embedding"}
-    else:
-        report["layers"] = {"id_trajectory": ids, "selection": sel.as_dict(),
-                            "rule_windows": sections.rule_windows(ids, backbone.facts.n_layers), "map": None,
-                            "computed": 0, "cached": 0}  # the map is added by the layers step
-        plan.methods = {k: _ready(backbone, m, sel) for k, m in plan.methods.items()}
-    order = list(plan.methods)
-    table = sections.quality(pairs, plan.methods, hooks.encode, n_boot=n_boot, seed=seed,
-                             trained=plan.trained, should_stop=should_stop,
-                             progress=lambda label: tell("quality", f"quality: {label}",
-                                                         order.index(label) / len(order)))
-    tell("quality", "quality: " + (", ".join(t.name for t in plan.tasks) or "no other tasks"), 0.9)
-    table["tasks"] = sections.tasks(plan.tasks, plan.methods, hooks.encode, n_boot=n_boot, seed=seed,
-                                    should_stop=should_stop)
-    return table
-
-
-def _ready(backbone, method, sel):
-    """KV-Embedding's `layers=auto` resolved to the window already computed (not computed again)."""
-    needs = getattr(method, "needs_window", None)
-    return method.with_window(backbone, sel.layers) if needs is not None and needs(backbone) else method
-
-
-def _cost(backbone, pairs, plan, batch_size, should_stop) -> dict:
-    texts = pairs.unique_texts()[:planning.TIMING_TEXTS]
-    return sections.cost(backbone, plan.methods, texts, repeats=planning.TIMING_REPEATS, batch_size=batch_size,
-                         should_stop=should_stop)
-
-
-def _layers(backbone, plan, hooks, report, tell, should_stop) -> dict:
-    from analysis.report.sections import layer_map
-    from analysis.sweep.windows import Cell
-
-    layers = report["layers"]  # the trajectory, from the quality step
-    L = backbone.facts.n_layers
-    sel = SimpleNamespace(**layers["selection"])
-    sel.layers = tuple(sel.layers)
-    id_cell = Cell(sel.start, len(sel.layers), 1.0) if sel.layers else None  # the paper's bias
-    work = list(dict.fromkeys(plan.cells + ([id_cell] if id_cell is not None else [])))
-
-    def on_cell(n, total, info):
-        tell("layers", f"layer map: cell {n}/{total} ({info['cell']})", n / max(total, 1))
-
-    run = hooks.sweep(work, on_cell, should_stop)
-    if any(c not in run.scores for c in work):
-        raise sections.Stopped()
-    layers.update(map=layer_map(plan.cells, run.scores, L, sel, id_cell, run.prompt_only),
-                  computed=run.computed, cached=run.cached)
-    return layers
-
-
-def _mechanism(backbone, pairs, plan, hooks, report) -> dict:
-    from analysis.data.corpora import Pairs
-
-    kv = next((m for m in plan.methods.values() if m.name == "kv_embedding"), None)
-    out = {"prefix_mass": None, "soft_tokens": None}
-    if kv is not None:
-        out["prefix_mass"] = sections.prefix_mass(backbone, kv, pairs.unique_texts()[:planning.MECHANISM_TEXTS])
-    if plan.soft_curve:
-        idx = np.unique(np.linspace(0, len(pairs) - 1, min(planning.SOFT_PAIRS, len(pairs))).astype(int))
-        few = Pairs(pairs.name, [pairs.left[i] for i in idx], [pairs.right[i] for i in idx], pairs.scores[idx])
-        out["soft_tokens"] = sections.soft_curve(hooks.soft_curve(few, list(planning.SOFT_KS)))
-    return out

@@ -26,6 +26,8 @@ from pathlib import Path
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from analysis.report.clock import RESUME
+
 TITLES = {"recommendation": "Recommendation", "quality": "Quality: STS Spearman per method",
           "cost": "Cost: time as a ratio to the plain forward, and peak memory",
           "layers": "Layers: intrinsic dimension and the KV-Embedding layer map",
@@ -69,7 +71,8 @@ def render(report: dict, *, shared_plotly: bool = False) -> str:
     for section in ORDER:
         body.append(f'<section id="{section}"><h2>{TITLES[section]}</h2>')
         if section in report["missing"]:
-            body.append(f'<div class="missing"><b>Missing:</b> {_e(report["missing"][section])}.</div>')
+            state = "Missing" if report.get(section) is None else "Incomplete"
+            body.append(f'<div class="missing"><b>{state}:</b> {_e(report["missing"][section])}.</div>')
         if report.get(section) is not None:
             body.append(SECTION_HTML[section](report[section], report, figures))
         body.append("</section>")
@@ -96,8 +99,9 @@ def shared_plotly_text() -> str:
 
 def _header(r: dict) -> str:
     m, d, plan = r["model"], r["data"], r["plan"]
-    state = ("complete" if r["complete"] else "PARTIAL: " + "; ".join(
-        f"{k} missing ({v})" for k, v in r["missing"].items()))
+    state = ("complete" if r["complete"] else "INCOMPLETE" + (" (interrupted)" if r["interrupted"] else "") + ": "
+             + "; ".join(f"{k} {'missing' if r.get(k) is None else 'incomplete'} ({v})"
+                         for k, v in r["missing"].items()) + f". To fill the gaps: {RESUME}")
     spent = sum(r["spent_seconds"].values())
     return (f"<h1>Which method, which layers, at what cost: {_e(m['title'])}</h1>"
             f"<p>{_e(m['identity'])}: {m['n_layers']} layers, {m['n_params'] / 1e6:.0f} M parameters, "
@@ -116,9 +120,12 @@ def _sample(d: dict) -> str:
 def _recommendation(rec: dict, r: dict, figures) -> str:
     items = "".join(f"<li>{_e(x)}</li>" for x in rec["reasons"])
     trust = {True: "yes", False: "no", None: "unknown"}[rec["id_rule"]["trusted"]]
-    return (f'<p class="best">Best: {_e(rec["best"])}. Best per unit of cost: {_e(rec["best_per_cost"] or "unknown")}'
-            f'. ID rule to be trusted here: {trust}. Not significantly different from the best: '
-            f'{_e(", ".join(rec["not_different"]) or "none")}.</p><ul>{items}</ul>')
+    tested = any(x["p"] is not None and math.isfinite(x["p"]) for x in (r["quality"] or {}).get("methods", []))
+    tied = (f'Not significantly different from the best: {_e(", ".join(rec["not_different"]) or "none")}' if tested
+            else "No difference to the best was tested")
+    return (f'<p class="best">Best: {_e(rec["best"] or "unknown")}. Best per unit of cost: '
+            f'{_e(rec["best_per_cost"] or "unknown")}. ID rule to be trusted here: {trust}. {tied}.</p>'
+            f"<ul>{items}</ul>")
 
 
 def _quality(q: dict, r: dict, figures) -> str:
@@ -218,9 +225,9 @@ def _mechanism(s: dict, r: dict, figures) -> str:
                    f"re-routed decoder layers {pm['layers']} (zero elsewhere). Per layer: "
                    f"{', '.join(f'{v:.3f}' for v in pm['mass'])}.</p>")
     st = s["soft_tokens"]
-    if st is None:
+    if st is None and not r["plan"]["soft_curve"]:
         out.append('<p class="note">Soft tokens\' K curve: no trained adapter for this model.</p>')
-    else:
+    elif st is not None:
         fig = go.Figure(go.Scatter(x=st["ks"], y=st["spearman"], mode="lines+markers",
                                    error_y=dict(type="data", symmetric=False,
                                                 array=[hi - v for v, (_, hi) in zip(st["spearman"], st["ci"])],

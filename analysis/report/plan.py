@@ -1,13 +1,16 @@
 """What a model report will compute within its time budget, and what that is estimated to cost, before any work.
 
-The unit of cost is one plain forward of one text of the sample (measured on this machine, in this run, by
-`calibrate`): every section's estimate is a number of such forwards times the measured seconds. The quality
-table is what a report is for, so a budget that cannot hold it is refused in one sentence; the other sections
-are planned in order (cost, layers, mechanism) and the layer map is sized to what is left, from the finest grid
-down to a coarse one. A section that does not fit is left out with its reason, never silently.
+The unit of cost is one plain forward of one text of the sample, timed on this machine at the start of the run
+(`calibrate`: texts from across the sample, the median of a few passes, so one disturbed pass does not set it):
+every section's estimate is a number of such forwards times the measured seconds. The quality table is what a
+report is for, so a budget that cannot hold it is refused in one sentence; the layer map is sized to the time the
+estimate leaves, from the finest grid down to a coarse one. Nothing else is left out for time here: the estimate
+is a guide shown before the run, and the budget is enforced by the clock while it runs (`clock`), unit by unit,
+so a machine slower than its probe ends the run early with what is missing named, never late. Only what cannot
+run at all (a layer map past the per-request limits) is left out here, with its reason.
 
     plan = make_plan(backbone, methods, n_texts=980, budget_minutes=30, seconds_per_text=0.02)
-    plan.estimate   # {"quality": s, "cost": s, "layers": s, "mechanism": s}; plan.skipped: {section: reason}
+    plan.estimate   # {"quality": s, "cost": s, "mechanism": s, "layers": s}; plan.skipped: {section: reason}
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from analysis.core import budgets
 from analysis.core.errors import UserError
@@ -63,6 +68,10 @@ class Plan:
     trained: set = field(default_factory=set)  # labels of methods with trained weights
     tasks: list = field(default_factory=list)  # probe and retrieval `eval.tasks.Task`s scored beside STS
 
+    def cell_seconds(self) -> float:
+        """One layer-map cell's estimated seconds (the map's prompt-only pass counted as one more cell)."""
+        return self.estimate.get("layers", 0.0) / (len(self.cells) + 1)
+
     def as_dict(self) -> dict:
         return {"methods": list(self.methods), "trained": sorted(self.trained), "cells": len(self.cells),
                 "tasks": [t.name for t in self.tasks],
@@ -73,16 +82,34 @@ class Plan:
 
 
 def calibrate(backbone, texts: list[str], batch_size: int = 16) -> float:
-    """Seconds of one plain forward of one text (`last`), timed on up to TIMING_TEXTS of `texts` after one
-    warm-up batch (the first call pays for lazy initialisation)."""
+    """Seconds of one plain forward of one text (`last`): TIMING_TEXTS texts spread over `texts` (a sorted sample's
+    first texts may all be short), timed TIMING_REPEATS times after one warm-up pass (the first call pays for lazy
+    initialisation); the median pass, so one pass disturbed by another job does not set the estimate."""
     from analysis.methods import get_method
 
-    probe = list(texts[:TIMING_TEXTS])
+    idx = np.unique(np.linspace(0, len(texts) - 1, min(TIMING_TEXTS, len(texts))).astype(int))
+    probe = [texts[i] for i in idx]
     method = get_method("last")
     method.encode(backbone, probe[:2], batch_size=batch_size)
-    began = time.perf_counter()
-    method.encode(backbone, probe, batch_size=batch_size)
-    return max((time.perf_counter() - began) / max(len(probe), 1), 1e-6)
+    passes = []
+    for _ in range(TIMING_REPEATS):
+        began = time.perf_counter()
+        method.encode(backbone, probe, batch_size=batch_size)
+        passes.append(time.perf_counter() - began)
+    return max(float(np.median(passes)) / max(len(probe), 1), 1e-6)
+
+
+def method_seconds(method, n_texts: int, seconds_per_text: float) -> float:
+    """One method's estimated seconds over `n_texts` texts."""
+    return RELATIVE_COST.get(method.name, 2.0) * n_texts * seconds_per_text
+
+
+def prefix_mass_seconds(seconds_per_text: float) -> float:
+    return MECHANISM_TEXTS * 3.0 * seconds_per_text  # eager attention: about 3 forwards
+
+
+def soft_curve_seconds(n_pairs: int, seconds_per_text: float) -> float:
+    return 2 * min(SOFT_PAIRS, n_pairs) * RELATIVE_COST["soft_tokens"] * max(SOFT_KS) / 5 * seconds_per_text  # K to 8
 
 
 def quality_forwards(methods: dict, n_texts: int) -> float:
@@ -111,28 +138,23 @@ def make_plan(backbone, methods: dict, *, n_texts: int, n_pairs: int, budget_min
     left = budget - plan.estimate["quality"]
     timing = (1 + sum(RELATIVE_COST.get(m.name, 2.0) for m in methods.values())) * TIMING_TEXTS * TIMING_REPEATS
     plan.estimate["cost"] = timing * seconds_per_text
-    soft = 2 * min(SOFT_PAIRS, n_pairs) * RELATIVE_COST["soft_tokens"] * max(SOFT_KS) / 5  # K up to 8, not 5
-    mechanism = MECHANISM_TEXTS * 3.0 + (soft if soft_curve else 0.0)  # eager attention: about 3 forwards
-    plan.estimate["mechanism"] = mechanism * seconds_per_text
-    for section in ("cost", "mechanism"):  # small and fixed: in when they fit
-        if plan.estimate[section] > left:
-            plan.skipped[section] = "the budget ran out before this section (raise --budget-minutes)"
-            plan.estimate.pop(section)
-        else:
-            left -= plan.estimate[section]
+    plan.estimate["mechanism"] = prefix_mass_seconds(seconds_per_text) + (
+        soft_curve_seconds(n_pairs, seconds_per_text) if soft_curve else 0.0)
+    left -= plan.estimate["cost"] + plan.estimate["mechanism"]
+    fitting = []  # grids within the per-request limits, finest first
     for starts, widths, biases in ladder(L):
         try:
             cells = windows.grid(L, starts, widths, biases)
         except UserError:  # more cells than one request may hold (`core.budgets`): a coarser grid
             continue
-        within = (len(cells) + 1 <= budgets.limit("grid_cells")  # + 1: the ID window's own cell
-                  and runner.cost(cells, L) * n_texts <= budgets.limit("sweep_text_forwards"))
-        seconds = runner.cost(cells, L) * n_texts * RELATIVE_COST["kv_embedding"] * seconds_per_text
-        if within and seconds <= left:
-            plan.cells, plan.estimate["layers"] = cells, seconds
-            break
-    else:
-        plan.skipped["layers"] = ("even the coarsest layer map (a start every quarter of the depth) does not fit "
-                                  "the time left after the quality table or the per-request limits (raise "
-                                  "--budget-minutes; --no-budgets lifts the limits)")
+        if (len(cells) + 1 <= budgets.limit("grid_cells")  # + 1: the ID window's own cell
+                and runner.cost(cells, L) * n_texts <= budgets.limit("sweep_text_forwards")):
+            fitting.append((cells, runner.cost(cells, L) * n_texts * RELATIVE_COST["kv_embedding"] * seconds_per_text))
+    if not fitting:
+        plan.skipped["layers"] = ("even the coarsest layer map (a start every quarter of the depth) is past the "
+                                  "per-request limits (--no-budgets lifts them)")
+        return plan
+    # the finest grid the estimate says fits; else the coarsest, which the clock stops where the time runs out (its
+    # finished cells stay in the cache, so the same command run again goes on from there)
+    plan.cells, plan.estimate["layers"] = next(((c, t) for c, t in fitting if t <= left), fitting[-1])
     return plan

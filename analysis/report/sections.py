@@ -18,16 +18,22 @@ NOT_DIFFERENT_P = 0.05  # two-sided level of the paired test: "not significantly
 
 
 def quality(pairs, methods: dict, encode, *, n_boot: int, seed: int, trained: set,
-            progress=None, should_stop=None) -> dict:
-    """Every method's Spearman with its interval, and its paired difference to the best (same resampled pairs).
+            progress=None, stop=None) -> dict:
+    """Every method's Spearman with its interval, and its paired difference to the best (same resampled pairs),
+    and `not_measured` {label: why}: the methods left out (its `methods` are empty when none was measured).
 
     `encode(method, texts) -> (emb (n, d), info {"cached", "seconds"})`; `progress(label)` before each method;
-    `should_stop()` is checked between methods (raises `Stopped`)."""
+    `stop(label) -> reason or None` before each method: a reason ends the table there, the methods measured so far
+    kept. A method that fails is left out with its error, and the others go on. The paired test runs only when
+    there is one to run (`n_boot` > 0 and at least `MIN_COMPARE_PAIRS` pairs); without it, no interval and no p."""
     from analysis.eval.sts import compare_cosines, score_pairs, spearman
 
-    cosines, runs = {}, {}
+    cosines, runs, missing = {}, {}, {}
     for label, method in methods.items():
-        stop_if(should_stop)
+        why = stop(label) if stop is not None else None
+        if why:
+            missing.update({k: why for k in methods if k not in cosines and k not in missing})
+            break
         if progress is not None:
             progress(label)
         info = {}
@@ -37,47 +43,88 @@ def quality(pairs, methods: dict, encode, *, n_boot: int, seed: int, trained: se
             info.update(meta)
             return emb
 
-        cosines[label] = score_pairs(pairs, embed, n_boot=0).cosines  # intervals below, on shared resamples
+        try:
+            cosines[label] = score_pairs(pairs, embed, n_boot=0).cosines  # intervals below, on shared resamples
+        except Exception as err:  # noqa: BLE001 -- one method's failure must not lose the others' results
+            missing[label] = failure(err)
+            continue
         runs[label] = {"name": method.name, "params": asdict(method.params), "trained": label in trained,
                        "cached": bool(info.get("cached")), "seconds": round(float(info.get("seconds", 0.0)), 3)}
+    if not cosines:
+        return {"best": None, "methods": [], "not_measured": missing}
     gold = np.asarray(pairs.scores, dtype=np.float64)
     rho = {k: spearman(c, gold) for k, c in cosines.items()}
     best = max(rho, key=lambda k: -np.inf if np.isnan(rho[k]) else rho[k])
-    table = compare_cosines(cosines, gold, n_boot=n_boot, seed=seed, versus=best)
+    skip = why_untested(n_boot, len(pairs))
+    boot = 0 if skip else n_boot
+    table = compare_cosines(cosines, gold, n_boot=boot, seed=seed, versus=best)
     versus = {d["b"]: d for d in table["differences"]}
     rows = []
     for row in table["methods"]:
         d = versus.get(row["method"])
         rows.append({"label": row["method"], **runs[row["method"]], "spearman": row["spearman"],
                      "ci": list(row["ci"]), "difference_to_best": None if d is None else -d["difference"],
-                     "difference_ci": None if d is None else [-d["ci"][1], -d["ci"][0]],
-                     "p": None if d is None else d["p"]})
+                     "difference_ci": None if d is None or not boot else [-d["ci"][1], -d["ci"][0]],
+                     "p": None if d is None or not boot else d["p"]})
     return {"best": best, "methods": rows, "n_pairs": table["n_pairs"], "n_boot": n_boot, "seed": seed,
-            "bootstrap": table["bootstrap"]}
+            "bootstrap": f"no paired test ({skip}): no intervals and no p-values" if skip else table["bootstrap"],
+            "not_measured": missing}
 
 
-def tasks(tasks: list, methods: dict, encode, *, n_boot: int, seed: int, should_stop=None) -> list[dict]:
+def why_untested(n_boot: int, n_pairs: int) -> str | None:
+    """Why no paired test is run on `n_pairs` pairs with `n_boot` replicates, as a clause (None: one is run)."""
+    from analysis.eval.sample_size import MIN_COMPARE_PAIRS
+
+    if n_boot <= 0:
+        return "--n-boot 0"
+    if n_pairs < MIN_COMPARE_PAIRS:
+        return f"{n_pairs} pairs, fewer than the {MIN_COMPARE_PAIRS} a paired comparison needs"
+    return None
+
+
+def tasks(tasks: list, methods: dict, encode, *, n_boot: int, seed: int, stop=None) -> tuple[list[dict], dict]:
     """Every method on each probe or retrieval task (`eval.tasks.run_task`: accuracy or nDCG@10 with its
-    interval), its texts embedded through `encode` like the STS sample's."""
+    interval), its texts embedded through `encode` like the STS sample's: (rows, {"task: label": why not}).
+    `stop(task, label)` as in `quality`."""
     from analysis.eval.tasks import run_task
 
-    rows = []
+    rows, missing, stopped = [], {}, None
     for task in tasks:
         for label, method in methods.items():
-            stop_if(should_stop)
-            s = run_task(task, lambda texts, method=method: encode(method, texts)[0], n_boot=n_boot, seed=seed)
+            name = f"{task.name}: {label}"
+            stopped = stopped or (stop(task, label) if stop is not None else None)
+            if stopped:
+                missing[name] = stopped
+                continue
+            try:
+                s = run_task(task, lambda texts, method=method: encode(method, texts)[0], n_boot=n_boot, seed=seed)
+            except Exception as err:  # noqa: BLE001 -- as in `quality`
+                missing[name] = failure(err)
+                continue
             rows.append({"task": task.name, "metric": s.metric, "label": label, "value": s.value,
                          "ci": [s.lo, s.hi], "n": s.n})
-    return rows
+    return rows, missing
+
+
+def failure(err: Exception) -> str:
+    """A failed method's reason, one line: a UserError's own sentence, else the exception's type and first line."""
+    from analysis.core.errors import UserError
+
+    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    text = text if isinstance(err, UserError) else f"{type(err).__name__}: {text}".rstrip(": ")
+    return f"failed: {text[:300]}"
 
 
 class Stopped(Exception):
-    """The run was asked to stop (`should_stop()`); the report keeps what is finished."""
+    """The run was asked to stop, or its budget ran out (the message says which); the report keeps what is
+    finished."""
 
 
 def stop_if(should_stop) -> None:
-    if should_stop is not None and should_stop():
-        raise Stopped()
+    """Raise `Stopped` when `should_stop()` gives a reason (a sentence) or True."""
+    why = should_stop() if should_stop is not None else None
+    if why:
+        raise Stopped(why if isinstance(why, str) else "the run was asked to stop")
 
 
 def peak_memory_mb(fn, device: str = "cpu") -> float:
@@ -124,25 +171,34 @@ def _trim() -> None:
 
 
 def cost(backbone, methods: dict, texts: list[str], *, repeats: int, batch_size: int = 16,
-         should_stop=None) -> dict:
+         should_stop=None) -> tuple[dict, dict]:
     """Each method's time on `texts` as a ratio to the plain forward (`last`) timed in the same rounds
-    (`interleaved_medians`: load changes hit every configuration alike), and its peak memory."""
+    (`interleaved_medians`: load changes hit every configuration alike), and its peak memory: (the section,
+    {label: why it is not in it}). A method that fails its warm-up pass is left out with its error; a stop
+    (`should_stop()` between rounds) raises `Stopped`, since timings of part of the rounds compare nothing."""
     from analysis.core.timing import interleaved_medians
     from analysis.methods import get_method
 
     plain = "plain forward"
     configs = {plain: get_method("last"), **methods}
     run = {label: (lambda m=m: m.encode(backbone, texts, batch_size=batch_size)) for label, m in configs.items()}
-    for fn in run.values():  # warm-up: lazy initialisation (merged adapters, MiniLM) is not the method's cost
+    missing = {}
+    for label, fn in list(run.items()):  # warm-up: lazy initialisation (merged adapters, MiniLM) is not the cost
         stop_if(should_stop)
-        fn()
+        try:
+            fn()
+        except Exception as err:  # noqa: BLE001 -- one method's failure must not lose the others' timings
+            if label == plain:
+                raise
+            missing[label] = failure(err)
+            del run[label]
     medians = interleaved_medians(run, repeats, after_round=lambda _: stop_if(should_stop))
     rows = []
     for label, fn in run.items():
         stop_if(should_stop)
         rows.append({"label": label, "seconds": medians[label], "ratio": medians[label] / medians[plain],
                      "peak_mb": round(peak_memory_mb(fn, backbone.facts.device), 1)})
-    return {"baseline": plain, "texts": len(texts), "repeats": repeats, "rows": rows}
+    return {"baseline": plain, "texts": len(texts), "repeats": repeats, "rows": rows}, missing
 
 
 def rule_windows(ids, n_layers: int) -> dict:

@@ -1,16 +1,20 @@
 """Options and steps shared by the commands: --model/--device/--dtype on every command (`add_model_arguments`),
 --method/--param/--batch-size/--no-cache for those that embed texts with a method (`embed`, `sts`, ...),
---sample/--limit/--seed for those that read pairs or texts (`add_sample_arguments`, `choose`), building
+--sample/--limit/--seed for those that read pairs or texts (`add_sample_arguments`, `choose`, which also holds
+the choice to the per-request budgets), the check of an output path before any work (`check_writable`), building
 the method, loading the model, and encoding through the compute cache with warnings turned into one stderr line
 each."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import sys
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -51,14 +55,49 @@ def reported(report: dict) -> dict:
 
 def choose(args, data, check=None):
     """(chosen, fields): the pairs or texts --sample/--limit/--seed pick (`analysis.data.samples.select`) and
-    what to report about them (`reported`). `check(chosen)` runs before any warning is printed, so a choice that
-    cannot be used gives its one error line and nothing else."""
+    what to report about them (`reported`). `check(chosen)` and the per-request budgets (`check_request`) run
+    before any warning is printed, so a choice that cannot be used gives its one error line and nothing else."""
     from analysis.data.samples import select
 
     chosen, report = select(data, **picks(args))
     if check is not None:
         check(chosen)
+    check_request(chosen)
     return chosen, reported(report)
+
+
+def check_request(chosen) -> None:
+    """What a command will embed, against the per-request budgets before any model loads (a file was already read
+    only up to the byte budget, `analysis.core.intake`): pairs by their number and their sentences' characters,
+    texts by their number and characters. The sentence says how to choose fewer."""
+    from analysis.core import budgets, intake
+
+    name = f"{chosen.name} (choose fewer with --sample N or --limit N)"
+    if hasattr(chosen, "unique_texts"):  # similarity pairs
+        budgets.check("pairs", len(chosen), f"the number of pairs in {name}")
+        intake.check_chars(chosen.unique_texts(), chosen.name)
+    else:
+        intake.check_sizes(chosen.texts, name)
+
+
+def check_writable(path: Path, flag: str) -> Path:
+    """`path` can be written, checked before any work: its folder exists and takes a new file there (one is created
+    and removed: the one test that cannot be fooled, since a folder under /proc passes an access check and then
+    refuses files), and it is not itself a folder. Returns the path."""
+    if path.is_dir():
+        raise UserError(f"{flag} {str(path)!r:.80} is a folder; give a file name.")
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{flag}: {str(folder)!r:.80} is a file, not a folder.")
+    if not folder.is_dir():
+        raise UserError(f"{flag}: the folder {str(folder)!r:.80} does not exist.")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name[:40]}.", suffix=".write-check", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise UserError(f"{flag}: {str(path)!r:.80} cannot be written ({err.strerror or err}).") from None
+    return path
 
 
 def add_boot_argument(parser) -> None:
@@ -190,56 +229,40 @@ def params_dict(method) -> dict:
     return dataclasses.asdict(method.params)
 
 
-class _FixedBatch:
-    """A method seen by the cache with a fixed batch size. The batch size is left out of the cache key on
-    purpose: results do not depend on it (tested to 1e-4), so the app and the command line share entries."""
-
-    def __init__(self, method, batch_size: int):
-        self.method, self.batch_size = method, batch_size
-        self.name, self.params = method.name, method.params
-        self.seconds = None  # time of our own encode call, if the cache made one
-
-    def encode(self, backbone, texts, **kwargs):
-        start = time.perf_counter()
-        emb = self.method.encode(backbone, texts, batch_size=self.batch_size, **kwargs)
-        self.seconds = time.perf_counter() - start
-        return emb
-
-
 def encode(args, backbone, method, texts: list[str]) -> tuple[np.ndarray, dict]:
     """Embed `texts`; returns (emb (n, d) float32, {"seconds", "cached", "warnings"}).
 
     `seconds` is the time the embeddings took to compute; on a cache hit, the time recorded when they were
-    computed (the lookup itself is in `lookup_seconds`). Warnings (e.g. truncation) go to stderr as one
-    `warning: ...` line each, on hits too."""
-    progress = _stderr_progress(method.name) if sys.stderr.isatty() else None
-    fixed = _FixedBatch(ready(args, backbone, method), args.batch_size)
+    computed (the lookup itself is in `lookup_seconds`). The batch size is not in the cache key (results do not
+    depend on it: tested), so the app and the command line share entries. Warnings (e.g. truncation) go to stderr
+    as one `warning: ...` line each, on hits too."""
+    from cache import cached_encode, default_store
+
+    progress = stderr_progress(method.name)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if args.no_cache:
-            emb, hit, meta = fixed.encode(backbone, texts, progress=progress), False, {}
-        else:
-            from cache import cached_encode, default_store
-
-            emb, meta, hit = cached_encode(default_store(), backbone, fixed, texts, progress=progress)
+        emb, meta, hit = cached_encode(None if args.no_cache else default_store(), backbone,
+                                       ready(args, backbone, method), texts, batch_size=args.batch_size,
+                                       progress=progress)
     wall = time.perf_counter() - start
-    if progress is not None:
-        print(file=sys.stderr)
     messages = list(dict.fromkeys([str(w.message) for w in caught] + list(meta.get("warnings") or [])))
     for m in messages:
         print(f"warning: {m}", file=sys.stderr)
-    # Our own encode time when we computed (the cache's record may be another process's that won the race to
-    # store the same entry); on a hit, the time recorded when the entry was computed.
-    seconds = fixed.seconds if fixed.seconds is not None else float(meta.get("seconds", wall))
-    info = {"seconds": seconds, "cached": hit, "warnings": messages}
+    info = {"seconds": float(meta.get("seconds", wall)), "cached": hit, "warnings": messages}
     if hit:
         info["lookup_seconds"] = wall
     return np.asarray(emb, dtype=np.float32), info
 
 
-def _stderr_progress(label: str):
-    def progress(done: int, total: int) -> None:
-        print(f"\r{label}: {done}/{total} texts", end="", file=sys.stderr, flush=True)
+def stderr_progress(label: str):
+    """The command line's `progress(done, total, message)` (`cache.progress`): one line on stderr, rewritten in
+    place, ended when the work is done; None when stderr is not a terminal (a log gets no progress lines)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def progress(done: int, total: int, message: str = "") -> None:
+        print(f"\r{label}: {message or f'{done}/{total}'}\033[K", end="\n" if done >= total else "", file=sys.stderr,
+              flush=True)
 
     return progress

@@ -40,8 +40,8 @@ def add_arguments(parser) -> None:
 
 def run(args):
     from cli.commands._common import check_boot, configure_methods, encode, load_model, picks, reported
-    from analysis.eval.tasks import load_task, run_task, score_from_record, score_record, select_task
-    from cache.keys import BENCH, bench_parts
+    from analysis.eval.tasks import load_task, select_task
+    from cache.compute import bench_cell
 
     methods = list(configure_methods(args.methods, args.param).values())
     check_boot(args)
@@ -66,24 +66,11 @@ def run(args):
         backbone = load_model(args, name)
         for method in methods:
             for task, report in zip(tasks, reports):
-                def compute(method=method, task=task):
-                    seconds = []
+                def embed(texts, method=method):
+                    emb, info = encode(args, backbone, method, texts)  # its warnings printed, as every command's
+                    return emb, info["seconds"]
 
-                    def embed(texts):
-                        emb, info = encode(args, backbone, method, texts)
-                        seconds.append(info["seconds"])
-                        return emb
-
-                    arrays, meta = score_record(run_task(task, embed, n_boot=args.n_boot, seed=args.seed))
-                    return arrays, {**meta, "encode_seconds": sum(seconds)}
-
-                if store is None:
-                    arrays, meta = compute()
-                else:
-                    entry, _ = store.get_or_compute(bench_parts(backbone.identity, method, task, n_boot=args.n_boot,
-                                                                seed=args.seed), compute, namespace=BENCH)
-                    arrays, meta = entry.arrays, entry.meta
-                s = score_from_record(arrays, meta)
+                s, meta, _ = bench_cell(store, backbone, method, task, n_boot=args.n_boot, seed=args.seed, embed=embed)
                 rows.append({"model": name, "method": method.name, "params": _params_text(method), "data": task.name,
                              "metric": s.metric, "score": _num(s.value), "ci_low": _num(s.lo),
                              "ci_high": _num(s.hi), "n": s.n, "seconds": _num(meta.get("encode_seconds", math.nan)),

@@ -12,7 +12,8 @@ from cli.commands._common import (METHODS_PARAM_HELP, add_boot_argument, add_mod
 
 HELP = ("Compare methods on the same STS pairs: each method's Spearman with a 95% bootstrap interval, and for each "
         "pair of methods the difference with a paired bootstrap interval and p-value (the same resampled pairs for "
-        "both methods, so 'A beats B' is tested, not read off two separate intervals).")
+        "both methods, so 'A beats B' is tested, not read off two separate intervals). At least 10 pairs: fewer "
+        "have too few distinct resamples for an interval to mean anything.")
 
 
 def add_arguments(parser) -> None:
@@ -31,6 +32,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> dict:
     from analysis.data.datasets import pairs_of
+    from analysis.eval.sample_size import check_comparable
     from analysis.eval.sts import check_pairs, compare_cosines, score_pairs
     from cli.commands._common import check_boot, choose, configure_methods, encode, load_model, params_dict
 
@@ -40,7 +42,7 @@ def run(args) -> dict:
     check_boot(args)
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}.")
-    pairs, picked = choose(args, pairs_of(args.data), check_pairs)
+    pairs, picked = choose(args, pairs_of(args.data), lambda p: (check_comparable(len(p), p.name), check_pairs(p)))
     backbone = load_model(args)
     cosines, runs = {}, {}
     for label, method in methods.items():

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cli.commands._common import (add_method_arguments, add_sample_arguments, encode, load_model, method_from_args,
-                                  params_dict, picks, reported)
+from cli.commands._common import (add_method_arguments, add_sample_arguments, check_request, check_writable, encode,
+                                  load_model, method_from_args, params_dict, picks, reported)
 from analysis.core.errors import UserError
 
 HELP = "Embed the texts of a file or a built-in set with a method; save an (n, d) float32 .npy."
@@ -27,12 +27,15 @@ def add_arguments(parser) -> None:
 
 def run(args) -> dict:
     from analysis.data.datasets import texts_of
-
-    method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
-    output = _check_output(Path(args.output))
     from analysis.data.samples import select
 
-    chosen, report = select(texts_of(args.input), **picks(args))
+    method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
+    output = Path(args.output)
+    if output.suffix != ".npy":
+        raise UserError(f"--output must be a .npy file, got {str(output)!r:.80}.")
+    check_writable(output, "--output")
+    chosen, report = select(texts_of(args.input), **picks(args))  # the file read up to the byte budget
+    check_request(chosen)  # 100,000 one-line texts are one sentence here, not minutes of work
     texts = chosen.texts
     backbone = load_model(args)
     emb, info = encode(args, backbone, method, texts)
@@ -51,19 +54,6 @@ def run(args) -> dict:
         # row i of the array is input text rows[i] (0-based, file order), so a sample can be matched to its texts
         **({"rows": report["rows"]} if report["how"] != "all" else {}),
     }
-
-
-def _check_output(output: Path) -> Path:
-    """The --output path, or one sentence saying why it cannot be written (before any model loads)."""
-    if output.is_dir():
-        raise UserError(f"--output {output} is a folder; give a file name ending in .npy.")
-    if output.suffix != ".npy":
-        raise UserError(f"--output must be a .npy file, got {output}.")
-    if not output.parent.is_dir():
-        raise UserError(f"The folder of --output does not exist: {output.parent}.")
-    if not os.access(output.parent, os.W_OK | os.X_OK) or (output.exists() and not os.access(output, os.W_OK)):
-        raise UserError(f"--output {output} cannot be written here (no write permission).")
-    return output
 
 
 def _count_truncated(backbone, method, texts) -> int:

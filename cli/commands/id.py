@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 
-from cli.commands._common import add_method_arguments, add_sample_arguments, choose, load_model, method_from_args, ready
+from cli.commands._common import (add_method_arguments, add_sample_arguments, choose, load_model, method_from_args,
+                                  ready, stderr_progress)
 from analysis.data.datasets import ids, texts_of
 from analysis.core.errors import UserError
 
@@ -45,23 +46,11 @@ def run(args) -> dict:
     backbone = load_model(args)
     method = ready(args, backbone, method)
     start = time.perf_counter()
+    from cache import default_store
+    from cache.compute import trajectory
 
-    def compute():
-        df = idm.trajectory(backbone, method, texts, args.readout, bootstrap=args.bootstrap, seed=args.seed,
-                            batch_size=args.batch_size)
-        return idm.to_arrays(df), {"seconds": time.perf_counter() - start}
-
-    if args.no_cache:
-        arrays, hit = compute()[0], False
-    else:
-        from cache import default_store
-        from cache.keys import INTRINSIC_DIM, trajectory_parts
-
-        entry, hit = default_store().get_or_compute(
-            trajectory_parts(backbone, method, texts, args.readout, args.bootstrap, args.seed), compute,
-            namespace=INTRINSIC_DIM)
-        arrays = entry.arrays
-    df = idm.from_arrays(arrays)
+    df, _, hit = trajectory(None if args.no_cache else default_store(), backbone, method, texts, args.readout,
+                            args.bootstrap, args.seed, batch_size=args.batch_size, progress=stderr_progress("id"))
     sel = idm.select_window(df["id"].to_numpy(), backbone.facts.n_layers)
     rows = df.to_dict(orient="records")  # NaN (an undefined layer) is written as null by __main__.to_json
     return {

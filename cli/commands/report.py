@@ -5,7 +5,6 @@ model's report (which method, which layers, at what cost) as a standalone HTML f
 from __future__ import annotations
 
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -45,17 +44,16 @@ def add_arguments(parser) -> None:
 
 def check_flags(args) -> tuple[Path, list]:
     """Every flag that needs no model, before any work: (the output path, the tasks); the budget, the executor."""
+    from analysis.core import budgets
     from analysis.eval.tasks import load_task
 
-    from cli.commands._common import check_boot
+    from cli.commands._common import check_boot, check_writable
 
     out = Path(args.out)
     if out.suffix.lower() != ".html":
         raise UserError(f"--out must name an .html file (its .json goes beside it), not {args.out!r:.60}.")
-    if not out.parent.resolve().is_dir():
-        raise UserError(f"--out: the folder {str(out.parent)!r:.80} does not exist.")
-    if out.is_dir() or not os.access(out.parent.resolve(), os.W_OK):
-        raise UserError(f"--out: {args.out!r:.80} cannot be written here.")
+    check_writable(out, "--out")
+    check_writable(out.with_suffix(".json"), "--out's .json")
     if not (math.isfinite(args.budget_minutes) and args.budget_minutes > 0):
         raise UserError(f"--budget-minutes must be a positive number of minutes, not {args.budget_minutes}.")
     if args.executor not in ("local", "ray"):
@@ -76,18 +74,23 @@ def check_flags(args) -> tuple[Path, list]:
     if bad:
         raise UserError(f"--tasks: {bad[0]} is an STS set; give it as --data (--tasks holds probe and retrieval "
                         "tasks).")
+    for t in tasks:  # every method embeds each task's texts: the request's texts budget holds for them too
+        budgets.check("texts", t.n_texts(), f"the number of texts of --tasks {t.name}")
     return out, tasks
 
 
 def run(args) -> dict:
     from analysis.data.datasets import pairs_of
     from analysis.eval.sts import check_pairs
+    from analysis.report import clock
     from analysis.report.build import build, prepare
+    from analysis.report.clock import RESUME
     from analysis.report.html import save
     from cache import default_store
     from cache.report import report_hooks
     from cli.commands._common import choose, load_model
 
+    started = clock.now()  # the budget covers the whole command: loading the model and the timing probe too
     out, tasks = check_flags(args)
     pairs, picked = choose(args, pairs_of(args.data), check_pairs)
     backbone = load_model(args)
@@ -95,20 +98,31 @@ def run(args) -> dict:
     estimate = plan.as_dict()
     say(f"estimate: {estimate['estimate_total_seconds'] / 60:.1f} min of {args.budget_minutes:g} "
         f"({', '.join(f'{k} {v:.0f} s' for k, v in estimate['estimate_seconds'].items())})"
-        + "".join(f"; {k} left out: {v}" for k, v in plan.skipped.items()))
+        + "".join(f"; {k} left out: {v}" for k, v in plan.skipped.items())
+        + ("; more than the budget: the run stops when the time is up, says what is missing, and the same command "
+           "goes on from the cache" if estimate["estimate_total_seconds"] > plan.budget_seconds else ""))
     store = None if args.no_cache else default_store()
     hooks = report_hooks(store, backbone, pairs, batch_size=args.batch_size, executor=args.executor,
                          address=args.address, model=args.model)
     about = {"data": {"requested": str(args.data), **picked},
              "settings": {"executor": args.executor, "command": command_line(args)}}
     report = build(backbone, pairs, plan, hooks=hooks, seed=args.seed, n_boot=args.n_boot,
-                   batch_size=args.batch_size, about=about, progress=lambda f, m: say(f"[{f:4.0%}] {m}"))
-    html_path, json_path = save(report, out, shared_plotly=args.shared_plotly)
+                   batch_size=args.batch_size, about=about, progress=lambda f, m: say(f"[{f:4.0%}] {m}"),
+                   started=started)
+    try:
+        html_path, json_path = save(report, out, shared_plotly=args.shared_plotly)
+    except OSError as err:  # the folder went away or filled up during the run; the work itself is in the cache
+        raise UserError(f"--out: the report could not be written to {str(out)!r:.80} ({err.strerror or err}); the "
+                        "same command writes it from the cache.") from None
     if report["interrupted"]:
         raise UserError(f"Interrupted: the partial report in {html_path} says which sections are missing; the same "
                         "command resumes from the cache.")
+    if not report["complete"]:
+        say(f"warning: the report is incomplete ({', '.join(report['missing'])} missing or partial; {html_path} says "
+            f"why): {RESUME}.")
     return {"html": str(html_path), "json": str(json_path), "model": backbone.identity, "complete": report["complete"],
             "missing": report["missing"], "recommendation": report["recommendation"],
+            "seconds": round(clock.now() - started, 1), "budget_seconds": plan.budget_seconds,
             "spent_seconds": report["spent_seconds"], "estimate_seconds": estimate["estimate_seconds"]}
 
 

@@ -149,29 +149,21 @@ def run(args) -> dict:
     cells = windows.grid(L, starts, widths, biases, REROTATE[args.rerotate])
 
     from cache import auto_window, default_store
+    from cache.compute import sts_score
     from cache.sweep import cached_sweep
 
     store = None if args.no_cache else default_store()
-    method = get_method("kv_embedding", **base)
-    if store is None:
-        from analysis.inspect.intrinsic_dim import auto_trajectory
-
-        sel, ids = auto_trajectory(backbone, method.prompt_only())
-    else:
-        sel, ids = auto_window(store, backbone, method)
+    sel, ids = auto_window(store, backbone, get_method("kv_embedding", **base))
     id_cell = windows.Cell(sel.start, len(sel.layers), 1.0) if sel.layers else None  # the paper's bias
     work = cells + ([id_cell] if id_cell is not None and id_cell not in cells else [])
 
-    def progress(done, total, info):
-        eta = info.get("eta_seconds")
-        tail = "cached" if info["cached"] else f"{info['seconds']:.1f} s" + (
-            f", about {_duration(eta)} left" if eta is not None else "")
-        print(f"[{done}/{total}] {info['cell']}: rho={info['spearman']:.4f} ({tail})", file=sys.stderr, flush=True)
+    def progress(done, total, message):
+        print(f"[{done}/{total}] {message}", file=sys.stderr, flush=True)
 
     print(f"{len(work)} cell(s) on {len(pairs)} pairs, executor {args.executor}", file=sys.stderr, flush=True)
     result = cached_sweep(store, backbone, pairs, work, base=base, executor=args.executor, address=args.address,
                           model=args.model, batch_size=args.batch_size, memory_mb=args.memory_mb, progress=progress)
-    promptEOL = _promptEOL(store, backbone, pairs, args.batch_size)
+    promptEOL = sts_score(store, backbone, pairs, get_method("prompteol"), batch_size=args.batch_size)[0]  # one pass
     refs = {"prompt only": result.prompt_only, "PromptEOL": promptEOL}
     rows = [{**asdict(c), "layers": list(c.layers(L)), "spearman": result.scores[c]} for c in cells]
     id_score = result.scores.get(id_cell) if id_cell is not None else None
@@ -185,26 +177,3 @@ def run(args) -> dict:
         "computed": result.computed, "cached": result.cached, "floor_forwards": round(result.floor, 3),
         "seconds": round(time.perf_counter() - began, 3),
     }
-
-
-def _promptEOL(store, backbone, pairs, batch_size: int) -> float:
-    """PromptEOL's Spearman on the same pairs (one full forward), under the page's cache key."""
-    import numpy as np
-
-    from analysis.sweep import windows
-    from analysis.methods import get_method
-    from cache.keys import STS_SCORE, sts_score_parts
-
-    method = get_method("prompteol")
-
-    def compute():
-        return {"spearman": np.array([windows.spearman_of(backbone, method, pairs, batch_size=batch_size)])}, {}
-
-    if store is None:
-        return float(compute()[0]["spearman"][0])
-    entry, _ = store.get_or_compute(sts_score_parts(backbone, pairs, method), compute, namespace=STS_SCORE)
-    return float(entry.arrays["spearman"][0])
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"

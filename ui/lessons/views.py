@@ -112,7 +112,7 @@ def id_curve(choice: str):
         bar = st.progress(0.0, text="The intrinsic dimension of every hidden state (once per model)…")
         try:
             found = cache.auto_window(store(), backbone, kv,
-                                      lambda done, total: bar.progress(min(done / max(total, 1), 1.0)))
+                                      lambda done, total, _: bar.progress(min(done / max(total, 1), 1.0)))
         finally:
             bar.empty()
     sel, ids = found

@@ -1,0 +1,180 @@
+"""The model report's sections as steps (`build` runs them in its order): each measures through the report's hooks
+(so an application serves it from its cache), starts each unit of its work only when the budget's clock says it
+still fits (`clock.Budget`), and records in the report's `missing` what it left out and why: a method that failed,
+the methods the time did not reach, the cells of the layer map still to compute. A step returns its section, or
+None when nothing of it was measured.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import numpy as np
+
+from analysis.report import plan as planning
+from analysis.report import sections
+
+
+class Steps:
+    """The steps of one run: `quality`, `cost`, `mechanism`, `layers`, each a method returning its section."""
+
+    def __init__(self, backbone, pairs, plan, hooks, report, budget, tell, *, seed, n_boot, batch_size):
+        self.backbone, self.pairs, self.plan, self.hooks, self.report = backbone, pairs, plan, hooks, report
+        self.budget, self.tell, self.seed, self.n_boot, self.batch_size = budget, tell, seed, n_boot, batch_size
+        self.spt = plan.seconds_per_text
+        self.encode = self._measured(hooks.encode)
+
+    def _measured(self, encode):
+        """`encode` that tells the budget how long each computed (not cached) call took against its estimate."""
+        def run(method, texts):
+            emb, info = encode(method, texts)
+            if not info.get("cached"):
+                self.budget.measured(planning.method_seconds(method, len(texts), self.spt), info.get("seconds", 0.0))
+            return emb, info
+        return run
+
+    def first_unit(self, section: str) -> float:
+        """Estimated seconds of a section's first unit: what must fit for the section to start at all."""
+        if section == "quality":
+            return 0.0  # the plan refused a budget the quality table does not fit; the methods are checked one by one
+        if section == "layers":
+            return 2 * self.plan.cell_seconds()  # the map's prompt-only pass and one cell
+        if section == "mechanism":
+            return planning.prefix_mass_seconds(self.spt) if self._kv() is not None else self._soft_seconds()
+        return self.plan.estimate.get(section, 0.0)
+
+    def quality(self) -> dict | None:
+        """The quality table. KV-Embedding's window comes first (the method needs it), so the layers section's
+        trajectory is filled in here and every method of the plan is made ready to run (`_ready`)."""
+        from analysis.core.errors import UserError
+
+        plan, report = self.plan, self.report
+        self.tell("quality", "ID trajectory (KV-Embedding's layers=auto)")
+        try:
+            sel, ids = self.hooks.window()
+        except UserError as err:  # too few defined ID estimates on this model: the report goes on without KV-Embedding
+            reason = f"KV-Embedding's window cannot be chosen on this model: {str(err).rstrip('.')}"
+            plan.skipped["layers"] = report["missing"]["layers"] = reason
+            plan.methods = {k: m for k, m in plan.methods.items() if m.name != "kv_embedding"}
+        else:
+            report["layers"] = {"id_trajectory": ids, "selection": sel.as_dict(),
+                                "rule_windows": sections.rule_windows(ids, self.backbone.facts.n_layers),
+                                "map": None, "computed": 0, "cached": 0}  # the map is added by the layers step
+            plan.methods = {k: _ready(self.backbone, m, sel) for k, m in plan.methods.items()}
+        order = list(plan.methods)
+        n_texts = len(self.pairs.unique_texts())
+        table = sections.quality(
+            self.pairs, plan.methods, self.encode, n_boot=self.n_boot, seed=self.seed, trained=plan.trained,
+            progress=lambda label: self.tell("quality", f"quality: {label}", order.index(label) / len(order)),
+            stop=lambda label: self.budget.stop_reason(planning.method_seconds(plan.methods[label], n_texts, self.spt)))
+        measured = {r["label"]: plan.methods[r["label"]] for r in table["methods"]}
+        table["tasks"] = []
+        if measured and plan.tasks:
+            self.tell("quality", "quality: " + ", ".join(t.name for t in plan.tasks), 0.9)
+            table["tasks"], left_out = sections.tasks(
+                plan.tasks, measured, self.encode, n_boot=self.n_boot, seed=self.seed,
+                stop=lambda task, label: self.budget.stop_reason(
+                    planning.method_seconds(measured[label], task.n_texts(), self.spt)))
+            table["not_measured"].update(left_out)
+        if table["not_measured"]:
+            report["missing"]["quality"] = left_out_summary(table["not_measured"], len(order))
+        return table if measured else None
+
+    def cost(self) -> dict:
+        measured = {r["label"] for r in (self.report["quality"] or {}).get("methods", [])}
+        methods = {k: m for k, m in self.plan.methods.items() if k in measured}  # what the table could compare
+        texts = self.pairs.unique_texts()[:planning.TIMING_TEXTS]
+        began = time.perf_counter()
+        table, failed = sections.cost(self.backbone, methods, texts, repeats=planning.TIMING_REPEATS,
+                                      batch_size=self.batch_size, should_stop=self.budget.stop_reason)  # once past it
+        self.budget.measured(self.plan.estimate["cost"], time.perf_counter() - began)
+        if failed:
+            self.report["missing"]["cost"] = "; ".join(f"{k} {v}" for k, v in failed.items())
+        return table
+
+    def mechanism(self) -> dict:
+        from analysis.data.corpora import Pairs
+
+        kv, out, left_out = self._kv(), {"prefix_mass": None, "soft_tokens": None}, {}
+        parts = {}
+        if kv is not None:
+            parts["prefix mass"] = ("prefix_mass", planning.prefix_mass_seconds(self.spt), lambda: sections.prefix_mass(
+                self.backbone, kv, self.pairs.unique_texts()[:planning.MECHANISM_TEXTS]))
+        if self.plan.soft_curve:
+            pairs = self.pairs
+            idx = np.unique(np.linspace(0, len(pairs) - 1, min(planning.SOFT_PAIRS, len(pairs))).astype(int))
+            few = Pairs(pairs.name, [pairs.left[i] for i in idx], [pairs.right[i] for i in idx], pairs.scores[idx])
+            parts["soft-token K curve"] = ("soft_tokens", self._soft_seconds(), lambda: sections.soft_curve(
+                self.hooks.soft_curve(few, list(planning.SOFT_KS))))
+        for name, (key, estimate, measure) in parts.items():
+            why = self.budget.stop_reason(estimate)
+            if why:
+                left_out[name] = why
+                continue
+            began = time.perf_counter()
+            try:
+                out[key] = measure()
+            except Exception as err:  # noqa: BLE001 -- one summary's failure must not lose the other
+                left_out[name] = sections.failure(err)
+            else:
+                self.budget.measured(estimate, time.perf_counter() - began)
+        if left_out:
+            self.report["missing"]["mechanism"] = "; ".join(f"{k}: {v}" for k, v in left_out.items())
+        return out if any(v is not None for v in out.values()) or not parts else None
+
+    def layers(self) -> dict:
+        from analysis.sweep.windows import Cell
+
+        layers = self.report["layers"]  # the trajectory, from the quality step
+        if layers is None:
+            raise sections.Stopped("the ID trajectory was not computed (the quality section did not get that far)")
+        L = self.backbone.facts.n_layers
+        sel = SimpleNamespace(**layers["selection"])
+        sel.layers = tuple(sel.layers)
+        id_cell = Cell(sel.start, len(sel.layers), 1.0) if sel.layers else None  # the paper's bias
+        work = list(dict.fromkeys(self.plan.cells + ([id_cell] if id_cell is not None else [])))
+        per_cell = self.plan.cell_seconds()
+        last = {"why": None}  # the stop's reason, asked before every cell
+
+        def on_cell(n, total, info):
+            if not info.get("cached", True):
+                self.budget.measured(per_cell, info.get("seconds", 0.0))
+            self.tell("layers", f"layer map: cell {n}/{total} ({info['cell']})", n / max(total, 1))
+
+        def stop():
+            last["why"] = self.budget.stop_reason(per_cell)
+            return last["why"]
+
+        run = self.hooks.sweep(work, on_cell, stop)
+        layers.update(computed=run.computed, cached=run.cached)
+        done = sum(c in run.scores for c in work)
+        if done < len(work):
+            why = last["why"] or "the sweep ended early"
+            self.report["missing"]["layers"] = (f"the layer map has {done} of {len(work)} cells, each stored in the "
+                                                f"cache: {why}")
+            return layers
+        layers["map"] = sections.layer_map(self.plan.cells, run.scores, L, sel, id_cell, run.prompt_only)
+        return layers
+
+    def _kv(self):
+        return next((m for m in self.plan.methods.values() if m.name == "kv_embedding"), None)
+
+    def _soft_seconds(self) -> float:
+        return planning.soft_curve_seconds(len(self.pairs), self.spt) if self.plan.soft_curve else 0.0
+
+
+def left_out_summary(not_measured: dict, n_methods: int) -> str:
+    """One sentence part for `missing["quality"]`: which methods (and task scores) were left out, grouped by why."""
+    by_reason: dict = {}
+    for what, why in not_measured.items():
+        by_reason.setdefault(why, []).append(what)
+    methods = sum(":" not in k for k in not_measured)
+    head = f"{methods} of {n_methods} methods not measured" if methods else "task scores missing"
+    return head + ": " + "; ".join(f"{', '.join(whats)} ({why})" for why, whats in by_reason.items())
+
+
+def _ready(backbone, method, sel):
+    """KV-Embedding's `layers=auto` resolved to the window already computed (not computed again)."""
+    needs = getattr(method, "needs_window", None)
+    return method.with_window(backbone, sel.layers) if needs is not None and needs(backbone) else method
