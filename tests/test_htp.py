@@ -11,7 +11,7 @@ import torch
 from analysis.core.errors import UserError
 from analysis.core.forward import hooks, run
 from analysis.methods import get_method
-from analysis.methods.token_prepending import GLOBAL, LOCAL, TOKEN
+from analysis.methods._rewiring import GLOBAL, LOCAL, TOKEN
 from analysis.core.partition import sentence_starts, token_blocks
 from analysis.models.tiny import tiny_backbone
 
@@ -107,7 +107,7 @@ def test_a_tokenizer_with_its_own_bos_gets_no_second_one():
 
     from tokenizers import processors
 
-    from analysis.methods.token_prepending import start_token
+    from analysis.core.tokens import start_token
 
     tok = copy.deepcopy(tiny_backbone("llama").tokenizer)  # a copy: the tiny backbones are shared
     assert start_token(tok) == tok.bos_token

@@ -155,3 +155,24 @@ def test_the_folder_rule_reports_a_violation(graph):
     fake = {**graph, "analysis.methods.last": graph["analysis.methods.last"] | {"analysis.training.loop"}}
     with pytest.raises(AssertionError):
         test_folders_import_only_folders_below(fake)
+
+
+def _method_module(module: str) -> bool:
+    """A method's own module (auto-discovered): not the package, `base`, or a shared helper named `_...`."""
+    parts = module.split(".")
+    return (len(parts) == 3 and parts[:2] == ["analysis", "methods"] and parts[2] != "base"
+            and not parts[2].startswith("_"))
+
+
+def test_methods_never_import_each_other(graph):
+    """What two methods share moves down (`methods.base`, a `methods._helper`, or `core`), so editing one method
+    never changes another's code version, and so its cached results."""
+    bad = [f"{mod} imports {t}" for mod, targets in graph.items() if _method_module(mod)
+           for t in targets if _method_module(t) and t != mod]
+    assert bad == []
+
+
+def test_the_method_rule_reports_a_violation(graph):
+    fake = {**graph, "analysis.methods.htp": graph["analysis.methods.htp"] | {"analysis.methods.token_prepending"}}
+    with pytest.raises(AssertionError):
+        test_methods_never_import_each_other(fake)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from analysis.methods import get_method
-from analysis.methods.token_prepending import LOCAL
+from analysis.methods._rewiring import LOCAL
 
 TEXTS = ["A cat sat on the mat. The dog ran away.", "Hello world!"]
 

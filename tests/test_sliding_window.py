@@ -127,7 +127,7 @@ def test_disabled_rewiring_is_vanilla_on_a_sliding_model(gemma3):
 
 
 def test_exit_depth_is_relative_to_the_model():
-    from analysis.methods.token_prepending import parse_depth, resolve_depth
+    from analysis.methods._rewiring import parse_depth, resolve_depth
 
     assert resolve_depth("7/32", 32) == 7 and resolve_depth("7/32", 30) == 7 and resolve_depth("7/32", 18) == 4
     assert resolve_depth("25%", 8) == 2 and resolve_depth("0.5", 18) == 9 and resolve_depth("7", 18) == 7

@@ -8,7 +8,7 @@ import torch
 from analysis.core.errors import UserError
 from analysis.core.forward import hooks, run
 from analysis.methods import get_method
-from analysis.methods.token_prepending import LOCAL, embedding_stats
+from analysis.methods._rewiring import LOCAL, embedding_stats
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Hello world!", "A bank by the river was steep."]
 

@@ -5,7 +5,7 @@ text token can attend to a summary of the whole text despite the causal mask. No
 
 Layout (one row): [start?] [instruction] [C] [text tokens] [EOS]. The start token (the model's BOS, else its EOS)
 is put in front only when the tokenizer adds none and there is no instruction, so C never sits at position 0
-(the attention sink; see `token_prepending.start_token`). C enters through `inputs_embeds` at its position
+(the attention sink; see `core.tokens.start_token`). C enters through `inputs_embeds` at its position
 (`Causal2VecBatch.c_pos`, valid for either padding side).
 
 Readouts (`readout`): concat = [final state of C ; final state of EOS] (the paper's answer to last-token recency
@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from analysis.core.errors import UserError
 from analysis.core.forward import Captured, run
 from analysis.methods.base import EmbeddingMethod, param
-from analysis.methods.token_prepending import start_token
+from analysis.core.tokens import start_token
 from analysis.core.pooling import mean_pool, token_mask
 from analysis.core.tokens import Batch, Encoded, encode_texts
 from analysis.core.trace import Trace

@@ -39,7 +39,7 @@ class Echo(EmbeddingMethod):
 
     def prompt_template(self, tokenizer) -> str:
         if self.params.layout == "reference":
-            from analysis.methods.token_prepending import start_token
+            from analysis.core.tokens import start_token
 
             return start_token(tokenizer) + self.template
         return self.template

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.methods.base import param
-from analysis.methods.token_prepending import (EXIT_HELP, GLOBAL, LAYOUTS, LOCAL, Placed, RewiringMethod, insert_placeholders,
-                                               parse_depth)
+from analysis.methods._rewiring import (EXIT_HELP, GLOBAL, LAYOUTS, LOCAL, Placed, RewiringMethod,
+                                        insert_placeholders, parse_depth)
 from analysis.core.partition import PARTITIONS, token_blocks
 
 SUMMARIES = ("both", "local", "global", "none")
