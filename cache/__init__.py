@@ -29,7 +29,9 @@ _default: Store | None = None
 def default_store() -> Store:
     """The process-wide store for the default root (`analysis.core.paths.cache_root()`)."""
     global _default
-    fresh = Store()
+    from cache.seeds import seed_store
+
+    fresh = Store(seeds=seed_store())  # a miss asks the precomputed results shipped for the built-in models
     if _default is None or _default.root != fresh.root:  # the env var changed (tests, a second project)
         _default = fresh
     return _default

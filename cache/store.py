@@ -61,8 +61,13 @@ class Entry:
 class Store:
     """The cache under one root directory. Safe to share between threads and processes."""
 
-    def __init__(self, root: str | Path | None = None):
+    def __init__(self, root: str | Path | None = None, *, seeds: "Store | None" = None, read_only: bool = False):
+        """`seeds`: a read-only store of precomputed entries (`cache.seeds`) asked on a miss; an entry found there
+        is copied into this store and returned as a hit. `read_only`: never write or remove anything (a damaged
+        entry is a miss, left in place): the seeds themselves, which are package data."""
         self.root = Path(root).expanduser() if root is not None else cache_root()
+        self.seeds = seeds
+        self.read_only = read_only
         self._warned = False  # one warning per store when writing fails
 
     def path_for(self, key: str, namespace: str = "default") -> Path:
@@ -76,15 +81,29 @@ class Store:
         one that ``validate(entry)`` rejects by raising ValueError (e.g. a hand-edited record)."""
         path = self.path_for(key, namespace)
         if not path.is_dir():
-            return None
+            return self._seeded(key, namespace, validate)
         try:
             entry = _read(path, key)
             if validate is not None:
                 validate(entry)
             return entry
         except _BROKEN:
-            _discard(path)
+            if not self.read_only:
+                _discard(path)
+            return self._seeded(key, namespace, validate)
+
+    def _seeded(self, key: str, namespace: str, validate) -> Entry | None:
+        """The seeds' entry for `key`, copied into this store first (so the next read is local), or None."""
+        if self.seeds is None:
             return None
+        entry = self.seeds.get(key, namespace, validate)
+        if entry is None:
+            return None
+        path = self.seeds.path_for(key, namespace)
+        with contextlib.suppress(*_BROKEN):
+            parts = json.loads((path / META).read_text(encoding="utf-8")).get("parts")
+            return self.put(key, entry.arrays, entry.meta, parts=parts, namespace=namespace)
+        return entry
 
     def put(self, key: str, arrays: dict[str, np.ndarray], meta: dict | None = None,
             parts: dict | None = None, namespace: str = "default") -> Entry:
@@ -96,6 +115,8 @@ class Store:
         Raises:
             TypeError: an object-dtype array (storable only by pickling), or non-JSON-like meta/parts.
         """
+        if self.read_only:
+            raise PermissionError(f"the store at {self.root} is read-only")
         final = self.path_for(key, namespace)
         arrays = _check_arrays(arrays)
         meta = jsonable(dict(meta or {}))

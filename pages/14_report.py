@@ -1,8 +1,9 @@
 """Model report
 
-Which method, which layers, at what cost, on the model chosen in the sidebar: the same report as `python -m
-analysis report`, with its cost estimate before it starts, a progress bar while it runs, resumed from the cache
-when it was stopped, and its HTML and JSON to download.
+Which method, which layers, at what cost, on the model chosen in the sidebar. A built-in model opens on its
+published report (made by `bash scripts/reports.sh`, with its date and sample); *Make a new report* runs the same
+report as `python -m analysis report` on your choice of pairs, with its cost estimate before it starts, a progress
+bar while it runs, resumed from the cache when it was stopped, and its HTML and JSON to download.
 """
 
 import streamlit as st
@@ -10,11 +11,42 @@ import streamlit.components.v1 as components
 
 import ui
 from analysis.core import budgets
+from analysis.data import datasets
 from analysis.eval.tasks import load_task
+from analysis.experiments.records import recorded_report
 from analysis.report.build import DEFAULT_TASKS, build, prepare
 from analysis.report.html import dumps, render
 from cache.report import report_hooks
 from ui.reports import key_numbers
+
+REAL_PAIRS = "stsb-dev-report"  # a new report's default: pairs no trainer selected on, never the demo pairs
+FALLBACK_PAIRS = "lee"  # human-rated document pairs that ship with the tool, when STS-B is absent
+DEFAULT_SIZE = 500  # the published reports' sample
+
+
+def show(report: dict, name: str) -> None:
+    """A report: what is missing, its key numbers, the downloads and the report itself."""
+    if report["missing"]:
+        st.warning(ui.md("Partial report: " + "; ".join(f"{k}: {v}" for k, v in report["missing"].items()) + "."))
+    st.table({k: str(v) for k, v in key_numbers(report).items()})
+    page = render(report)
+    d1, d2 = st.columns(2)
+    d1.download_button("Download the HTML", page, file_name=f"{name}.html", mime="text/html", key="report_html")
+    d2.download_button("Download the JSON", dumps(report), file_name=f"{name}.json", mime="application/json",
+                       key="report_json")
+    components.html(page, height=1600, scrolling=True)
+
+
+def new_report_pairs():
+    """The pairs a new report runs on: STS-B dev's report part when it is in the data folder, else a sentence on
+    how to get it and the Lee corpus."""
+    real = datasets.get(REAL_PAIRS)
+    if real.present():
+        return ui.pairs_input("report", default=real.label, size=DEFAULT_SIZE)
+    st.info(ui.md(f"{real.missing()} Until then, a report can run on the Lee corpus or a file of yours; the "
+                  "demo pairs are too few for a recommendation to mean anything."))
+    return ui.pairs_input("report", default=datasets.get(FALLBACK_PAIRS).label, size=DEFAULT_SIZE)
+
 
 with ui.user_errors():
     st.title("Model report")
@@ -23,16 +55,29 @@ with ui.user_errors():
                "forward measured in the same run; the intrinsic-dimension window against a KV-Embedding layer map "
                "sized to the budget; where the re-routed prefix is read; and a recommendation with its reasons.")
     backbone = ui.get_backbone()
-    pairs = ui.pairs_input("report")
+    name = f"report-{backbone.facts.name.rstrip('/').split('/')[-1]}"
+    published = recorded_report(backbone.identity)
+    views = (["published", "new"] if published is not None else ["new"])
+    view = st.radio("Report", views, horizontal=True, key="report_view",
+                    format_func={"published": "Published report of this model", "new": "Make a new report"}.get)
+    if view == "published":
+        data, created = published["data"], published["created"][:10]
+        st.caption(ui.md(f"Recorded on {created} with `bash scripts/reports.sh`: {data['name']}, "
+                         f"{data['n_pairs']:,} pairs, budget {published['settings']['budget_minutes']:g} min. "
+                         "The numbers are the published ones, not recomputed; *Make a new report* runs it again "
+                         "on your choice of pairs."))
+        show(published, name)
+        st.stop()
+
+    pairs = new_report_pairs()
     c1, c2 = st.columns(2)
     budget = c1.number_input("Budget (minutes)", min_value=0.1, max_value=600.0, value=30.0, step=5.0,
                              key="report_budget")
     n_boot = c2.number_input("Bootstrap resamples", min_value=0, max_value=budgets.limit("bootstrap"), value=1000,
-                             step=100,
-                             key="report_boot")
+                             step=100, key="report_boot")
     probe = st.checkbox("Also a probe on the 200 built-in polarity sentences (accuracy per method)", value=True,
                         key="report_probe")
-    tasks = [load_task(name) for name in DEFAULT_TASKS] if probe else []
+    tasks = [load_task(task) for task in DEFAULT_TASKS] if probe else []
     timed = f"report_timing|{backbone.identity}"  # one timed forward per model and session, not one per rerun
     plan = prepare(backbone, pairs, budget_minutes=float(budget), seconds_per_text=st.session_state.get(timed),
                    tasks=tasks)
@@ -51,14 +96,4 @@ with ui.user_errors():
     stored = st.session_state.get("report_result")
     if stored is None or stored[0] != key:
         st.stop()
-    report = stored[1]
-    if report["missing"]:
-        st.warning(ui.md("Partial report: " + "; ".join(f"{k}: {v}" for k, v in report["missing"].items()) + "."))
-    st.table({k: str(v) for k, v in key_numbers(report).items()})
-    page = render(report)
-    name = f"report-{backbone.facts.name.rstrip('/').split('/')[-1]}"
-    d1, d2 = st.columns(2)
-    d1.download_button("Download the HTML", page, file_name=f"{name}.html", mime="text/html", key="report_html")
-    d2.download_button("Download the JSON", dumps(report), file_name=f"{name}.json", mime="application/json",
-                       key="report_json")
-    components.html(page, height=1600, scrolling=True)
+    show(stored[1], name)

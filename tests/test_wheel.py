@@ -111,3 +111,5 @@ def assert_the_app_starts(script: Path, work: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+    with socket.socket() as s:  # stopping the command stopped the server: nothing answers on its port any more
+        assert s.connect_ex(("127.0.0.1", port)) != 0, "the app's server outlived `embedscope app`"

@@ -15,6 +15,7 @@ from analysis.data.corpora import Pairs, Texts
 from analysis.data.files import read_sts, read_texts
 from analysis.data import samples
 from analysis.core.errors import UserError
+from ui.deviations import show as show_deviations
 from ui.text import md
 
 # The app's limits, from the one table in analysis/core/budgets.py (an app session runs under budgets.APP).
@@ -69,6 +70,7 @@ def method_picker(key: str, default=("prompteol",), multi: bool = True, only=Non
             except UserError as err:
                 st.error(md(err))
                 problems += 1
+        show_deviations(info.deviations, title=f"{info.title}: differences from the paper")
     if problems:
         st.error("Fix the parameters marked above to continue.")
         st.stop()
@@ -187,9 +189,10 @@ def _limit_texts(key: str, texts: Texts) -> Texts:
 
 # ---- pairs ---------------------------------------------------------------------------------------------
 
-def pairs_input(key: str, default: str = "Demo paraphrase pairs") -> Pairs:
+def pairs_input(key: str, default: str = "Demo paraphrase pairs", size: int | None = None) -> Pairs:
     """Similarity pairs with gold scores: a built-in set (Lee corpus, demo pairs, STS-B when present) or an
-    uploaded STS-B-format file / table with sentence1, sentence2, score."""
+    uploaded STS-B-format file / table with sentence1, sentence2, score; `size`: the sample's default size (default:
+    every pair, up to the per-request limit)."""
     source = st.radio("Pairs", ["set", "upload"], horizontal=True, key=f"{key}_source",
                       format_func={"set": "Built-in set", "upload": "Upload a file"}.get)
     if source == "set":
@@ -208,7 +211,7 @@ def pairs_input(key: str, default: str = "Demo paraphrase pairs") -> Pairs:
     # A seeded sample stratified by genre, never the first N: STS-B's files are sorted by genre.
     c1, c2 = st.columns([3, 1])
     size = c1.number_input(f"Pairs to use (of {n:,}): a seeded sample, stratified by genre where the set has one",
-                           min_value=1, max_value=min(n, MAX_PAIRS), value=min(n, MAX_PAIRS), step=100,
+                           min_value=1, max_value=min(n, MAX_PAIRS), value=min(n, MAX_PAIRS, size or n), step=100,
                            key=f"{key}_limit_{n}")
     seed = c2.number_input("Sample seed", 0, 2**31 - 1, 0, key=f"{key}_seed")
     name = pairs.name

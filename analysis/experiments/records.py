@@ -276,6 +276,24 @@ def folder() -> Path:
     return checkout if checkout.is_dir() else here / "recorded"
 
 
+def reports_folder() -> Path:
+    """Where the published model reports are: `docs/reports` in a checkout, the wheel's `recorded/reports/`."""
+    return folder().parent / "reports" if folder().name == "results" else folder() / "reports"
+
+
+def recorded_report(identity: str) -> dict | None:
+    """The published model report (`python -m analysis report`'s JSON) of the model with this identity, or None.
+    Matched by identity, not by name: a report is shown only for exactly the weights it measured."""
+    for path in sorted(reports_folder().glob("*.json")):
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        if isinstance(report, dict) and (report.get("model") or {}).get("identity") == identity:
+            return report
+    return None
+
+
 def write(record: Record, where=None) -> Path:
     """<where>/<id>.json (default: `folder()`), validated first, written atomically; NaN is refused (JSON has
     none: a measurement that produced one says so in a finding and stores null)."""

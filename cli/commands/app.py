@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-import subprocess
+import os
 import sys
 from pathlib import Path
 
@@ -31,7 +31,8 @@ def entry_script() -> Path:
 
 
 def run(args) -> None:
-    app = entry_script()  # run from its folder: Streamlit reads .streamlit/config.toml from the working folder
-    done = subprocess.run([sys.executable, "-m", "streamlit", "run", str(app), *args.streamlit_args], cwd=app.parent)
-    if done.returncode not in (0, -2, 130):  # Ctrl-C ends the server normally
-        raise UserError(f"Streamlit stopped with exit code {done.returncode}.")
+    """Become Streamlit (exec, not a child process): a stop signal to this process then reaches the server itself,
+    so stopping `embedscope app` never leaves a server running behind it."""
+    app = entry_script()
+    os.chdir(app.parent)  # Streamlit reads .streamlit/config.toml from the working folder
+    os.execv(sys.executable, [sys.executable, "-m", "streamlit", "run", str(app), *args.streamlit_args])

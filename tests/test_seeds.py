@@ -1,0 +1,77 @@
+"""Precomputed results shipped for the built-in models (`cache.seeds`, issue 38): a seed is found only for exactly
+the computation it is (its key), copied into the user's cache on first use, never damaged or served stale; the
+shipped seeds equal what the live computation gives, and match the code as it is now."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cache.seeds import SEEDS_ROOT, export, seed_store
+from cache.store import Store
+
+PARTS = {"model": "m", "texts": ["a"], "code": "v1"}
+
+
+def _seeds(tmp_path) -> Store:
+    made = Store(tmp_path / "made")
+    made.get_or_compute(PARTS, lambda: ({"x": np.arange(3.0)}, {"seconds": 1.0}), "auto_layers")
+    export(tmp_path / "made", tmp_path / "seeds", namespaces=("auto_layers",))
+    return Store(tmp_path / "seeds", read_only=True)
+
+
+def test_a_seed_is_copied_into_the_cache_and_read_as_a_hit(tmp_path):
+    store = Store(tmp_path / "cache", seeds=_seeds(tmp_path))
+    entry, hit = store.get_or_compute(PARTS, lambda: pytest.fail("computed although seeded"), "auto_layers")
+    assert hit and entry.arrays["x"].tolist() == [0.0, 1.0, 2.0]
+    assert Store(tmp_path / "cache").get_or_compute(PARTS, lambda: pytest.fail("not copied"), "auto_layers")[1]
+
+
+def test_another_key_is_computed_not_served_from_a_seed(tmp_path):
+    """An edit to the code that computes a result changes its key: the old seed is simply not found."""
+    store = Store(tmp_path / "cache", seeds=_seeds(tmp_path))
+    entry, hit = store.get_or_compute({**PARTS, "code": "v2"}, lambda: ({"x": np.ones(2)}, {}), "auto_layers")
+    assert not hit and entry.arrays["x"].tolist() == [1.0, 1.0]
+
+
+def test_a_damaged_seed_is_a_miss_and_stays_in_place(tmp_path):
+    seeds = _seeds(tmp_path)
+    data = next((tmp_path / "seeds").rglob("data.npz"))
+    data.write_bytes(b"garbage")
+    store = Store(tmp_path / "cache", seeds=seeds)
+    entry, hit = store.get_or_compute(PARTS, lambda: ({"x": np.zeros(1)}, {}), "auto_layers")
+    assert not hit and data.exists()  # package data is never removed
+    with pytest.raises(PermissionError):
+        seeds.put("k" * 64, {"x": np.zeros(1)})
+
+
+def test_export_keeps_small_entries_within_the_total(tmp_path):
+    made = Store(tmp_path / "made")
+    for i in range(3):
+        made.get_or_compute({"i": i}, lambda i=i: ({"x": np.zeros(100 * (i + 1))}, {}), "bench")
+    out = export(tmp_path / "made", tmp_path / "seeds", namespaces=("bench",), max_entry_bytes=1500,
+                 max_total_bytes=10_000)
+    assert out["entries"] == {"bench": 1}  # 800 and 1,600 bytes of data: only the first is small enough
+
+
+def test_seeds_can_be_switched_off(monkeypatch):
+    monkeypatch.setenv("EMBEDSCOPE_SEEDS", "0")
+    assert seed_store() is None
+
+
+@pytest.mark.real
+def test_the_shipped_window_is_the_live_one_and_matches_the_code(monkeypatch, tmp_path):
+    """KV-Embedding's layers=auto window for the default model (the Attention page's first visit spent 75% of its
+    86 s computing it) is shipped, is found for the code as it is now, and equals the live computation."""
+    from analysis.methods import get_method
+    from analysis.models.backbone import load_backbone
+    from cache.compute import auto_window
+
+    backbone = load_backbone("default")
+    kv = get_method("kv_embedding")
+    seeded = Store(tmp_path / "cache", seeds=seed_store())
+    shipped = auto_window(seeded, backbone, kv, compute=False)
+    assert shipped is not None, "cache/seeds/ does not match the code: run `python -m analysis seeds`"
+    live_selection, live_ids = auto_window(None, backbone, kv)
+    assert shipped[0] == live_selection
+    np.testing.assert_array_equal(np.asarray(shipped[1], dtype=float), np.asarray(live_ids, dtype=float))
