@@ -286,25 +286,28 @@ def put_sts_score(store, backbone, pairs, method, rho: float, seconds: float) ->
 # ---- one benchmark cell (BENCH): the Benchmark page and `bench`; Compare models reads them ----------------------
 def bench_cell(store, backbone, method, task, *, n_boot: int, seed: int = 0, embed: Callable | None = None,
                batch_size: int = 16, progress: Progress | None = None):
-    """(`analysis.eval.tasks.Score`, meta, hit) of `method` on `task`; meta has "encode_seconds".
+    """(`analysis.eval.tasks.Score`, meta, hit) of `method` on `task`, any family; meta has "encode_seconds".
 
-    `embed(texts) -> (emb, seconds)` embeds (the command line's, which prints its warnings); by default
-    `cached_encode` through the same store."""
-    from analysis.eval.tasks import run_task, score_from_record, score_record
+    Each side of the task is embedded by the method as that side (`method.as_role`: retrieval queries as queries,
+    everything else as documents), so a method whose paper embeds queries differently is scored that way and its two
+    sides are stored apart. `embed(side_method, texts) -> (emb, seconds)` embeds (the command line's, which prints its
+    warnings); by default `cached_encode` through the same store."""
+    from analysis.eval.tasks import score_from_record, score_record, score_task
 
     def compute(progress):
         seconds = []
 
-        def through(texts):
+        def through(texts, role):
+            side = method.as_role(role)
             if embed is not None:
-                emb, s = embed(texts)
+                emb, s = embed(side, texts)
             else:
-                emb, meta, _ = cached_encode(store, backbone, method, texts, batch_size=batch_size, progress=progress)
+                emb, meta, _ = cached_encode(store, backbone, side, texts, batch_size=batch_size, progress=progress)
                 s = float(meta.get("seconds", 0.0))
             seconds.append(s)
             return emb
 
-        arrays, meta = score_record(run_task(task, through, n_boot=n_boot, seed=seed))
+        arrays, meta = score_record(score_task(task, through, n_boot=n_boot, seed=seed))
         return arrays, {**meta, "encode_seconds": sum(seconds)}
 
     parts = keys.bench_parts(backbone.identity, method, task, n_boot=n_boot, seed=seed)

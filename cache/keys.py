@@ -97,22 +97,18 @@ def pairs_digest(pairs) -> str:
 
 
 def task_digest(task) -> str:
-    """Content hash of an `analysis.eval.tasks.Task`'s data."""
-    d = task.data
-    if task.kind == "sts":
-        content = [d.left, d.right, np.asarray(d.scores)]
-    elif task.kind == "probe":
-        content = [d.texts, d.labels]
-    else:
-        content = [d.corpus, d.queries, d.qrels]
-    return digest(task.kind, content)
+    """Content hash of an `analysis.eval.tasks.Task`'s data, any family (`Task.content`)."""
+    return digest(task.kind, task.content())
 
 
 def method_parts(backbone, method, *modules: str) -> dict:
-    """Model identity (name + revision or weights digest), method name and parameters, and the code version of
-    the method's module plus `modules` (what turns its embeddings into the result)."""
+    """Model identity (name + revision or weights digest), method name and parameters, the side it embeds when the
+    method embeds queries otherwise than documents (`EmbeddingMethod.role_key`: "query"; absent for documents and
+    symmetric methods, so their two sides share entries), and the code version of the method's module plus `modules`
+    (what turns its embeddings into the result)."""
+    side = getattr(method, "role_key", lambda: "")()
     return {"model": backbone.identity, "method": method.name, "params": method.params,
-            "code": code(type(method).__module__, *modules)}
+            **({"role": side} if side else {}), "code": code(type(method).__module__, *modules)}
 
 
 # ---- the parts of each kind of stored result ------------------------------------------------------------------

@@ -94,8 +94,9 @@ class Encoder:
         Args:
             inputs: a string, a list of strings (sentence-transformers), or an iterable of batches — dicts
                 with a "text" list, as MTEB's `DataLoader[BatchedInput]` yields them.
-            task_metadata, hf_split, hf_subset, prompt_type: MTEB's context. Ignored: the method's own
-                template is the prompt, and it is the same for queries and documents (symmetric).
+            task_metadata, hf_split, hf_subset: MTEB's context, ignored: the method's own template is the prompt.
+            prompt_type: MTEB's query or document side; a query is embedded as the method embeds queries (its role,
+                `analysis.methods.base`), anything else as a document.
             batch_size: texts per forward pass (default: the encoder's).
             show_progress_bar: print a text progress bar on stderr.
             normalize_embeddings: L2-normalise rows (cosine = dot product).
@@ -114,8 +115,9 @@ class Encoder:
             texts = [prompt + t for t in texts]
         if show_progress_bar and progress is None:
             progress = _stderr_progress
+        role = "query" if str(getattr(prompt_type, "value", prompt_type)) == "query" else "document"
         emb = self.method.encode(self.backbone, texts, batch_size=batch_size or self.batch_size,
-                                 normalize=normalize_embeddings, progress=progress)
+                                 normalize=normalize_embeddings, progress=progress, role=role)
         emb = np.asarray(emb, dtype=np.float32)  # (n, d)
         if single:
             emb = emb[0]
@@ -154,7 +156,7 @@ class Encoder:
             "max_tokens": facts.max_length,
             "similarity_fn_name": "cosine",
             "framework": ["PyTorch"],
-            "use_instructions": False,
+            "use_instructions": self.method.asymmetric(),
             "modalities": ["text"],
         })
 

@@ -8,11 +8,21 @@ dataclass whose fields carry their paper default and the reason for it (`param(d
     emb = m.encode(backbone, texts)                      # (n, d) float32, L2-normalised, input order
     emb, tr = m.encode(backbone, texts[:4], trace=True)  # plus named captures (analysis.core.trace)
     per_layer = m.encode_layers(backbone, texts)         # (n, L+1, d) raw readouts at every layer
+    q = m.encode(backbone, ["Who wrote it?"], role="query")   # a retrieval query, as the method embeds queries
+
+Queries and documents. Retrieval embeds its queries with the role "query" and everything else (its documents, and
+every text of a symmetric task: STS, classification, clustering) with the role "document". Most methods embed both
+alike; a method whose paper embeds queries differently (an instruction on queries: GIRCSE, Causal2Vec; a query
+prompt: KV-Embedding) overrides `asymmetric` and reads `self.role` where it builds its prompt, and says how in its
+docstring and the help of the parameter that controls it. `as_role(role)` is the method embedding that side (itself
+for documents); `role_key()` is what cache keys add for it (empty when the role changes nothing, so a symmetric
+method's two sides share every stored vector).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import math
 import numbers
@@ -47,6 +57,13 @@ def param(default, help: str, **meta):
 
 
 KINDS = ("layer", "template", "text")
+ROLES = ("query", "document")  # the sides of a retrieval task; symmetric tasks embed every text as a document
+
+
+def check_role(role: str) -> str:
+    if role not in ROLES:
+        raise UserError(f"A text is embedded as a query or a document, not {role!r:.40}.")
+    return role
 
 
 def _fail(method: str, name: str, message: str):
@@ -126,6 +143,7 @@ class EmbeddingMethod:
     pooling: ClassVar[str] = "last"  # default readout; a `pooling` field in Params overrides it
     mean_segments: ClassVar[tuple[int, ...] | None] = (1,)  # tokens averaged by mean pooling: the text
     needs_eager: ClassVar[bool] = False  # attention function must return weights (no sdpa) for this method
+    role: str = "document"  # the side this instance embeds (`as_role`); subclasses' prompts read it
 
     def __init__(self, params=None, **overrides):
         base = params if params is not None else self.Params()
@@ -153,6 +171,24 @@ class EmbeddingMethod:
                     resolve_layer(backbone.facts.n_layers, getattr(self.params, f.name))
                 except UserError as err:
                     raise UserError(f"{self.name}: {f.name}: {err}") from None
+
+    def asymmetric(self) -> bool:
+        """Whether this method, with these parameters, embeds a query otherwise than a document (see the module)."""
+        return False
+
+    def as_role(self, role: str) -> EmbeddingMethod:
+        """This method embedding `role` texts: itself when that changes nothing, else a shallow copy whose `role` is
+        set (so a resolved `layers=auto` window and loaded weights come along)."""
+        if check_role(role) == self.role or (not self.asymmetric() and self.role == "document"):
+            return self
+        other = copy.copy(self)
+        other.role = role
+        return other
+
+    def role_key(self) -> str:
+        """What a cache key adds for this instance's side: "" for documents and for a method that embeds queries as
+        documents, else the role, so the two sides never share a stored vector when they differ."""
+        return self.role if self.role != "document" and self.asymmetric() else ""
 
     @property
     def template(self) -> str:
@@ -222,6 +258,7 @@ class EmbeddingMethod:
         progress: Callable[[int, int], None] | None = None,
         max_tokens: int | None = TOKEN_BUDGET,
         on_batch: Callable[[BatchDone], None] | None = None,
+        role: str | None = None,
     ):
         """Embed texts.
 
@@ -238,10 +275,17 @@ class EmbeddingMethod:
                 run a few at a time (`analysis.core.tokens.batches_by_length`); None: `batch_size` alone. Results do
                 not depend on it.
             on_batch: called with a `BatchDone` after each batch (before `progress`).
+            role: "query" or "document" (see the module); None: this instance's own (`as_role`), a document unless
+                set.
 
         Returns:
             (n, d) float32 array in input order, or (array, Trace) when `trace` is set.
         """
+        if role is not None and self.as_role(role) is not self:  # (a subclass's encode has already run: base's)
+            return EmbeddingMethod.encode(self.as_role(role), backbone, texts, batch_size=batch_size,
+                                          normalize=normalize, trace=trace, attention=attention,
+                                          padding_side=padding_side, progress=progress, max_tokens=max_tokens,
+                                          on_batch=on_batch)
         self.check(backbone)
         layer = resolve_layer(backbone.facts.n_layers, self.params.layer)
         if trace:

@@ -19,6 +19,11 @@ the trainer (weights.safetensors + manifest.json; with LoRA weights the decoder 
 with `encoder_lora.*` weights, trained with `--encoder-lora-rank`, the encoder's into a copy of the encoder).
 Cache keys see the bridge's weights, all of them in its one file, through `bridge_digest` (filled in automatically).
 
+Queries and documents. Causal2Vec embeds as E5-Mistral does: "Instruct: <task>\nQuery: " before a query, and the
+symmetric tasks' instruction on every text of those. Here `instruction` (the one the bridge was trained with) goes
+before every document and every text of a symmetric task, and `query_instruction` before a retrieval query (empty:
+queries as documents). The contextual token reads the text alone either way (the encoder never sees an instruction).
+
 Trace names added (per text): `c2v.contextual_index` () int64, the position of C in the text's tokens.
 """
 
@@ -48,6 +53,8 @@ METHOD = "causal2vec"
 CONTEXTUAL = 125  # segment id of the contextual token (fits the int8 segments kept in traces)
 READOUTS = ("concat", "eos", "contextual", "mean", "direct")
 INIT_SEED = 0
+# A retrieval query's prefix when the task gives none: E5-Mistral's format, a generic retrieval instruction.
+QUERY_INSTRUCTION = "Instruct: Given a query, retrieve relevant documents that answer the query\nQuery: "
 # loaded bridges per backbone: freed with the backbone (a weak key), never keyed by a reusable id()
 _memo: "weakref.WeakKeyDictionary[object, dict[str, tuple]]" = weakref.WeakKeyDictionary()
 _memo_lock = threading.Lock()
@@ -92,7 +99,11 @@ class Causal2VecParams:
                          "eos, contextual, mean = ablations; direct = the paper's control: the plain decoder's EOS "
                          "state next to the encoder vector, no contextual token.", choices=list(READOUTS))
     instruction: str = param("auto", "Text before the contextual token. auto = the instruction the bridge was trained "
-                             "with (its manifest says; none for the untrained bridge and the direct control).")
+                             "with (its manifest says; none for the untrained bridge and the direct control). "
+                             "Documents and every text of a symmetric task get it.")
+    query_instruction: str = param(QUERY_INSTRUCTION, "Text before the contextual token of a retrieval query, in "
+                                   "E5-Mistral's 'Instruct: <task>\\nQuery: ' format as Causal2Vec instructs queries; "
+                                   "a generic retrieval instruction by default; empty = queries embedded as documents.")
     layer: int = param(-1, "Hidden state read out; the paper uses the final layer.")
     bridge_digest: str = param("", "Digest of the bridge weights, filled in automatically (cache keys).", hidden=True)
 
@@ -182,6 +193,8 @@ class Causal2Vec(EmbeddingMethod):
     mean_segments = (CONTEXTUAL, 1)
 
     def validate(self, params):
+        if "{text}" in params.query_instruction:
+            raise UserError("causal2vec: the query_instruction must not contain {text}; the text is added after it.")
         return dataclasses.replace(params, bridge_digest=self._digest(params),
                                    instruction=self._instruction(params))
 
@@ -249,11 +262,15 @@ class Causal2Vec(EmbeddingMethod):
             return loaded
 
     # ---- the embedding pipeline ---------------------------------------------------------------------------------
+    def asymmetric(self) -> bool:
+        return bool(self.params.query_instruction) and self.params.query_instruction != self.params.instruction
+
     def prompt_template(self, tokenizer) -> str:
-        """The prompt as tokenized, without C: [start?] instruction {text} EOS."""
+        """The prompt as tokenized, without C: [start?] instruction {text} EOS (a query's instruction for a query)."""
         p = self.params
-        lead = start_token(tokenizer) if not p.instruction else ""
-        return f"{lead}{p.instruction}{{text}}{tokenizer.eos_token or ''}"
+        instruction = p.query_instruction if self.role == "query" and self.asymmetric() else p.instruction
+        lead = start_token(tokenizer) if not instruction else ""
+        return f"{lead}{instruction}{{text}}{tokenizer.eos_token or ''}"
 
     def prepare(self, backbone, texts: list[str]) -> list[C2VEncoded]:
         tok = backbone.tokenizer

@@ -2,7 +2,8 @@
 Decoder-only LLMs"): in a few chosen layers, the key and value of the final token -- which has read the whole
 text -- are prepended as an extra attended position, so every token can see a summary of the sequence in the
 same forward pass. A compression prompt pushes the final token towards summarising, and the embedding is the
-average of last-token and mean pooling over the final layer.
+average of last-token and mean pooling over the final layer. The paper has a Query and a Context prompt: retrieval
+queries get the Query prompt, documents and every text of a symmetric task the one `prompt` names (Context).
 
 How it is wired (no modeling code copied, no second pass):
 * `kv_reroute` is a registered attention function (`transformers.AttentionInterface`) with a mask function of
@@ -108,8 +109,9 @@ class KVEmbeddingParams:
         "Re-rotate the re-routed key from the final token's rotary position to position 0 (n tokens -> 0..n-1). "
         "Off = the literal reading of the paper: the key keeps the final token's position.",
     )
-    prompt: str = param("document", "The paper's compression prompt for documents ('Context') or queries ('Query').",
-                        choices=("document", "query"))
+    prompt: str = param("document", "The paper's compression prompt for documents and every text of a symmetric task "
+                        "('Context') or the query one ('Query'); retrieval queries get the Query prompt, as the paper "
+                        "embeds queries and contexts.", choices=("document", "query"))
     template: str = param("", "Custom prompt with {text}; empty = the paper's compression prompt chosen by `prompt`.",
                           kind="template", optional=True)
     pooling: str = param("hybrid", "Readout over the final layer: the paper's hybrid (mean of last-token and mean "
@@ -246,7 +248,11 @@ class KVEmbedding(EmbeddingMethod):
 
     @property
     def template(self) -> str:
-        return self.params.template or PROMPTS[self.params.prompt]
+        return self.params.template or PROMPTS["query" if self.role == "query" else self.params.prompt]
+
+    def asymmetric(self) -> bool:
+        """Queries get the paper's Query prompt, documents `prompt`'s (a custom template serves both sides)."""
+        return not self.params.template and self.params.prompt != "query"
 
     _window: tuple[str, frozenset] | None = None  # (model identity, decoder layers) that layers=auto stands for
 

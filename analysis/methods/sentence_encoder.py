@@ -1,5 +1,6 @@
 """The small sentence encoder on its own (all-MiniLM-L6-v2, mean pooling): the reference every decoder method, and
-Causal2Vec in particular, is compared with. It does not use the loaded decoder at all."""
+Causal2Vec in particular, is compared with. It does not use the loaded decoder at all. It embeds queries and documents
+alike, as it was trained to (symmetric pairs)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,11 @@ class SentenceEncoderMethod(EmbeddingMethod):
         return load_encoder().dim
 
     def encode(self, backbone, texts, *, batch_size: int = 16, normalize: bool = True, trace: bool = False,
-               attention: bool = False, padding_side: str = "right", progress=None, max_tokens=None, on_batch=None):
-        """(n, 384) float32; `backbone` and `max_tokens` (the encoder reads at most 256 tokens a text) are accepted
-        for the common signature and not used; `on_batch` gets each batch (its token counts are not known: 0)."""
+               attention: bool = False, padding_side: str = "right", progress=None, max_tokens=None, on_batch=None,
+               role=None):
+        """(n, 384) float32; `backbone`, `max_tokens` (the encoder reads at most 256 tokens a text) and `role` (queries
+        and documents alike) are accepted for the common signature and not used; `on_batch` gets each batch (its token
+        counts are not known: 0)."""
         from analysis.models.minilm import load_encoder
 
         if trace:

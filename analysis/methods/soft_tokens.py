@@ -13,6 +13,14 @@ data, steps and contrastive loss, trained on the prompt's last state without gen
 `adapter=none` shows what generation alone does to the frozen model; a folder loads any PEFT adapter. `mode="hard"`
 feeds the argmax token instead (greedy decoding).
 
+Queries and documents. GIRCSE embeds every text of a symmetric task (STS, classification, clustering) as
+"Instruct: <the task's instruction>\nQuery: <text>", and in retrieval puts an instruction on the queries only
+(`embedding/instructions.py` of its code: SciFact's is "Given a scientific claim, retrieve documents that support or
+refute the claim"; the corpus side is bare text). Here a document, and every text of a symmetric task, gets
+`instruction`; a retrieval query gets `query_instruction` in the same format (empty: queries as documents). One
+difference is declared: GIRCSE's retrieval documents are bare text, ours carry `instruction` (the symmetric tasks
+need it and a document is embedded one way); `instruction=""` gives its bare documents, and bare symmetric texts too.
+
 Layout. `collate` appends K placeholder positions (segment `GENERATED`) right after each text's tokens, so
 pooling, traces and `encode_layers` see one ordinary padded batch (B, T+K). Generation itself works in
 *cache columns*: each row's prompt left-padded in columns 0..T-1 and step j in column T+j for every row;
@@ -47,6 +55,8 @@ GENERATED = 127  # segment id of generated positions (fits the int8 segments kep
 BATCH_SIZE = 64
 TOPN = 10  # most likely tokens recorded per step in traces
 DEFAULT_INSTRUCTION = "Represent this text."
+# A retrieval query's instruction when the task gives none (GIRCSE writes one per task, in E5-Mistral's wording).
+QUERY_INSTRUCTION = "Given a query, retrieve relevant documents that answer the query"
 POOLINGS = ("generated", "generated+text", "last_generated")
 
 
@@ -62,7 +72,12 @@ class SoftTokenParams:
                        min=0)
     instruction: str = param(DEFAULT_INSTRUCTION, "Task instruction placed before the text as "
                              "'Instruct: ...\\nQuery: <text>' (GIRCSE's format); a neutral default. Write an "
-                             "intention or emotion instruction to steer what the tokens express; empty = text only.")
+                             "intention or emotion instruction to steer what the tokens express; empty = text only. "
+                             "Documents and every text of a symmetric task get it.")
+    query_instruction: str = param(QUERY_INSTRUCTION, "Instruction on retrieval queries, in the same format, as "
+                                   "GIRCSE instructs queries only (its per-task wording, e.g. SciFact's 'Given a "
+                                   "scientific claim, retrieve documents that support or refute the claim'); a "
+                                   "generic one by default; empty = queries embedded as documents.")
     pooling: str = param("generated", "generated = mean of the K generated states (GIRCSE); generated+text = mean "
                          "over the text's tokens and the generated ones; last_generated = the K-th state only.",
                          choices=list(POOLINGS))
@@ -218,16 +233,22 @@ class SoftTokens(EmbeddingMethod):
     Params = SoftTokenParams
 
     def validate(self, params):
-        if PLACEHOLDER in params.instruction:
-            raise UserError(f"soft_tokens: the instruction must not contain {PLACEHOLDER}; the text is added after it.")
+        for name in ("instruction", "query_instruction"):
+            if PLACEHOLDER in getattr(params, name):
+                raise UserError(f"soft_tokens: the {name} must not contain {PLACEHOLDER}; the text is added after it.")
         from analysis.weights.adapters import adapter_spec
 
         # The key of cached results includes the params: record the adapter's content, not only its path.
         return dataclasses.replace(params, adapter=adapter_spec(params.adapter))
 
+    def asymmetric(self) -> bool:
+        return bool(self.params.query_instruction.strip()) and \
+            self.params.query_instruction.strip() != self.params.instruction.strip()
+
     @property
     def template(self) -> str:
-        instruction = self.params.instruction.strip()
+        p = self.params
+        instruction = (p.query_instruction if self.role == "query" and self.asymmetric() else p.instruction).strip()
         return f"Instruct: {instruction}\nQuery: {PLACEHOLDER}" if instruction else PLACEHOLDER
 
     # The base class uses these two for traces' pool_mask; readout_at is the single source of truth.
