@@ -11,6 +11,7 @@ import streamlit as st
 
 import ui
 from analysis.data import datasets
+from analysis.experiments.records import recorded_report
 from analysis.inspect import intrinsic_dim as idm
 from cache.compute import stored_trajectory
 from ui.traces import trajectory
@@ -28,6 +29,22 @@ def compute_trajectory(method, texts, readout, n_boot, run: bool):
     if not run and stored_trajectory(ui.store(), backbone, method, texts, readout, n_boot) is None:
         return None  # not computed yet: wait for the button
     return trajectory(backbone, method, texts, readout, n_boot)
+
+
+def recorded_curve(backbone) -> tuple[str, pd.DataFrame] | None:
+    """(label, trajectory) of the built-in model's published report: the states KV-Embedding's layers=auto rule
+    reads (its prompt, no re-routing, the final token) on the rule's own corpus, without bands; None for a model
+    without a published report."""
+    report = recorded_report(backbone.identity)
+    ids = ((report or {}).get("layers") or {}).get("id_trajectory")
+    if not ids:
+        return None
+    values = np.array([np.nan if v is None else v for v in ids], dtype=float)
+    df = pd.DataFrame({"layer": np.arange(len(values)), "id": values, "lo": np.nan, "hi": np.nan,
+                       "defined": np.isfinite(values), "n_unique": np.nan,
+                       "reason": np.where(np.isfinite(values), "", "undefined (duplicate points)")})
+    model = backbone.facts.title or backbone.facts.name
+    return f"Recorded {report['created'][:10]} · KV-Embedding prompt only · {model} · last", df
 
 
 def figure(curves: dict, windows: dict) -> go.Figure:
@@ -101,7 +118,12 @@ with ui.user_errors():
         st.info(f"Not computed yet: {', '.join(missing)} on {len(texts):,} texts — press **Compute** "
                 "(roughly a minute per thousand short texts on two CPU cores).")
     if not curves:
-        st.stop()
+        recorded = recorded_curve(backbone)
+        if recorded is None:
+            st.stop()
+        label, curves[label] = recorded
+        st.caption(ui.md(f"Shown until you compute: **{label}**, from this model's published report (not your "
+                         "texts or settings)."))
     for name, df in curves.items():
         windows[name] = idm.select_window(df["id"].to_numpy(), int(df["layer"].max()))
     if st.button("Keep these curves for comparison", key="id_keep",
