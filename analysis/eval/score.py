@@ -10,10 +10,12 @@ interval, never as two overlapping intervals).
     a = score_task(task, embed_a)            # analysis.eval.tasks
     b = score_task(task, embed_b)
     d = compare(a, b, n_boot=1000, seed=0)   # stats.Paired(difference, ci, p, n_boot): a minus b
+    table = compare_scores({"mean": a, "last": b}, versus="mean")   # several methods at once, as `compare` prints
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,3 +80,43 @@ def compare(a: Score, b: Score, *, n_boot: int = 1000, seed: int = 0, level: flo
         reps = spearman_replicates(np.stack([a.items, b.items]), a.gold, idx)  # (2, B)
         return paired_difference(reps[0], reps[1], a.value - b.value, level)
     return paired_mean_difference(a.items, b.items, n_boot, seed, level)
+
+
+def best_of(scores: dict) -> str:
+    """The label of the highest main metric (an undefined one never wins)."""
+    return max(scores, key=lambda k: -math.inf if not math.isfinite(scores[k].value) else scores[k].value)
+
+
+def compare_scores(scores: dict, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                   versus: str | None = None) -> dict:
+    """Several methods scored on one task, each with its interval, and their paired differences (`compare`).
+
+    Args:
+        scores: {label: Score}, every one on the same task and units.
+        versus: a label to compare every other method with (e.g. `best_of(scores)`); None: every pair, a before b.
+
+    Returns:
+        {"task", "kind", "metric", "unit", "n", "methods": [{"method", "value", "ci"}], "differences": [{"a", "b",
+        "difference" (a minus b), "ci", "p"}], "n_boot", "seed", "bootstrap" (what was resampled, how p reads)}: the
+        shape of `analysis.eval.sts.compare_cosines`, for any family.
+    """
+    labels = list(scores)
+    if not labels:
+        raise UserError("Nothing to compare: no method was scored.")
+    if versus is not None and versus not in scores:
+        raise UserError(f"{versus!r} is not among the compared methods {labels}.")
+    first = scores[labels[0]]
+    pairs = [(versus, k) for k in labels if k != versus] if versus is not None else \
+        [(a, b) for i, a in enumerate(labels) for b in labels[i + 1:]]
+    nan = (math.nan, math.nan)
+    differences = []
+    for a, b in pairs:
+        d = compare(scores[a], scores[b], n_boot=n_boot, seed=seed, level=level) if n_boot else None
+        differences.append({"a": a, "b": b, "difference": scores[a].value - scores[b].value,
+                            "ci": d.ci if d else nan, "p": d.p if d else math.nan})
+    unit = first.unit or "items"
+    return {"task": first.task, "kind": first.kind, "metric": first.metric, "unit": unit, "n": first.n,
+            "methods": [{"method": k, "value": s.value, "ci": s.ci} for k, s in scores.items()],
+            "differences": differences, "n_boot": n_boot, "seed": seed,
+            "bootstrap": f"paired percentile bootstrap over {unit} ({n_boot} resamples, seed {seed}): the same "
+                         f"resampled {unit} for every method; p = two-sided bootstrap p-value of no difference"}

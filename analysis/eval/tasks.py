@@ -68,6 +68,24 @@ class Task:
             return d.n_texts()
         return len(d.queries) + len(d.corpus)
 
+    def n_units(self) -> int:
+        """How many units its interval and a paired comparison resample (pairs, texts, judged queries, evaluation
+        texts, clustering experiments, (length, query) items), known before any embedding."""
+        d = self.data
+        if self.kind == "sts":
+            return len(d)
+        if self.kind == "probe":
+            return len(d.texts)
+        if self.kind == "classification":
+            return len(d.test)
+        if self.kind == "clustering":
+            from analysis.eval.clustering import N_EXPERIMENTS
+
+            return N_EXPERIMENTS
+        if self.kind == "longdoc":
+            return d.n_items()
+        return sum(1 for q in d.queries if d.qrels.get(q))
+
     def content(self) -> list:
         """JSON-able content that identifies the data (for cache keys)."""
         d = self.data
@@ -229,6 +247,17 @@ def nano_task(task: Task, n_queries: int = NANO["queries"], n_distractors: int =
     data = nano_retrieval(task.data, n_queries, n_distractors, seed)
     return Task(f"{task.name} nano ({len(data.queries)} queries, {len(data.corpus):,} documents, seed {seed})",
                 "retrieval", data)
+
+
+def needs_model(spec: str) -> bool:
+    """Whether the task `spec` names is made for a model's tokenizer (a long-document task), so it is loaded once the
+    model is (`model_task`); every other spec loads without one, so absent data is said before a model loads."""
+    return spec.strip().partition(":")[0] == "longdoc" and ":" in spec
+
+
+def model_task(spec: str, backbone) -> Task:
+    """`load_task(spec)` for `backbone`'s tokenizer and length limit."""
+    return load_task(spec, tokenizer=backbone.tokenizer, max_length=backbone.facts.max_length)
 
 
 def _longdoc_task(which: str, tokenizer, max_length: int | None) -> Task:

@@ -1,7 +1,9 @@
-"""`python -m analysis bench --methods last,prompteol --data lee,demo,polarity [--models default,gemma3-270m]
-[--format csv|json]`: the benchmark table (one row per model, method and data set: score with a bootstrap
-interval, and the method's encode time as a ratio to `last`, the vanilla forward of the raw texts, on the same
-model and texts, when `last` is among the methods)."""
+"""`python -m analysis bench --methods last,prompteol --data lee,scifact-report,clustering:banking77-report,longdoc:passkey
+[--models default,gemma3-270m] [--format csv|json]`: the benchmark table (one row per model, method and task: score
+with a bootstrap interval, and the method's encode time as a ratio to `last`, the vanilla forward of the raw texts, on
+the same model and texts, when `last` is among the methods). Every task family of `analysis.eval.tasks` is taken:
+STS, probe, retrieval (queries embedded as queries), MTEB's classification and clustering, long documents (generated
+for each model's tokenizer, so loaded once the model is)."""
 
 from __future__ import annotations
 
@@ -15,9 +17,11 @@ from analysis.core.errors import UserError
 from cli.commands._common import (METHODS_PARAM_HELP, add_boot_argument, add_model_arguments, add_run_arguments,
                                   add_sample_arguments)
 
-HELP = ("Benchmark methods on data sets: STS Spearman (lee, demo, stsb-dev, stsb-train, sts:FILE), probe accuracy "
-        "(polarity, topics, probe:FILE), retrieval nDCG@10 (beir:FOLDER); each score with a bootstrap interval. "
-        "Cells are cached and shared with the Benchmark page.")
+HELP = ("Benchmark methods on tasks of every family, each score with a bootstrap interval: STS Spearman (lee, demo, "
+        "stsb-dev, sts:FILE), probe accuracy (polarity, topics, probe:FILE), retrieval nDCG@10 (scifact-report, "
+        "nano:scifact-report, beir:FOLDER), MTEB classification accuracy (banking77-report, classification:FILE), "
+        "clustering V-measure (clustering:banking77-report, clustering:FILE), long-document nDCG@1 (longdoc:passkey, "
+        "longdoc:needle, longdoc:scifact). Cells are cached and shared with the Benchmark page.")
 
 DEFAULT_DATA = "lee,demo,polarity"
 
@@ -40,7 +44,7 @@ def add_arguments(parser) -> None:
 
 def run(args):
     from cli.commands._common import check_boot, configure_methods, encode, load_model, picks, reported
-    from analysis.eval.tasks import load_task, select_task
+    from analysis.eval.tasks import load_task, model_task, needs_model, select_task
     from cache.compute import bench_cell
 
     methods = list(configure_methods(args.methods, args.param).values())
@@ -50,8 +54,7 @@ def run(args):
     specs = [s.strip() for s in args.data.split(",") if s.strip()]
     if not specs:
         raise UserError("--data names no data set.")
-    picked = [select_task(load_task(s), **picks(args)) for s in specs]
-    tasks, reports = [t for t, _ in picked], [reported(r) for _, r in picked]
+    ready = {s: select_task(load_task(s), **picks(args)) for s in specs if not needs_model(s)}  # absent data: now
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     if not names:
         raise UserError("--models names no model.")
@@ -64,15 +67,17 @@ def run(args):
     rows = []
     for name in names:
         backbone = load_model(args, name)
+        picked = [ready[s] if s in ready else select_task(model_task(s, backbone), **picks(args)) for s in specs]
+        tasks, reports = [t for t, _ in picked], [reported(r) for _, r in picked]
         for method in methods:
             for task, report in zip(tasks, reports):
-                def embed(texts, method=method):
-                    emb, info = encode(args, backbone, method, texts)  # its warnings printed, as every command's
+                def embed(side, texts):
+                    emb, info = encode(args, backbone, side, texts)  # its warnings printed, as every command's
                     return emb, info["seconds"]
 
                 s, meta, _ = bench_cell(store, backbone, method, task, n_boot=args.n_boot, seed=args.seed, embed=embed)
                 rows.append({"model": name, "method": method.name, "params": _params_text(method), "data": task.name,
-                             "metric": s.metric, "score": _num(s.value), "ci_low": _num(s.lo),
+                             "family": task.kind, "metric": s.metric, "score": _num(s.value), "ci_low": _num(s.lo),
                              "ci_high": _num(s.hi), "n": s.n, "seconds": _num(meta.get("encode_seconds", math.nan)),
                              **report})
                 print(f"{name}: {method.name} on {task.name}: {s.metric} {s.value:.4f}", file=sys.stderr)

@@ -1,6 +1,8 @@
 """`python -m analysis compare --methods prompteol,last,deep=last --param deep.layer=20 --data stsb-dev --sample 500`:
-methods scored on the same pairs, each with its Spearman and interval, and every pair of methods with the paired
-bootstrap interval and p-value of their difference (the same resampled pairs for both)."""
+methods scored on the same units of one task, each with its score and interval, and every pair of methods with the
+paired bootstrap interval and p-value of their difference (the same resampled units for both): pairs for STS (Spearman
+recomputed per resample), queries for retrieval, evaluation texts for classification, experiments for clustering,
+(length, query) items for long documents (`analysis.eval.score.compare_scores`)."""
 
 from __future__ import annotations
 
@@ -10,10 +12,12 @@ from analysis.core.errors import UserError
 from cli.commands._common import (METHODS_PARAM_HELP, add_boot_argument, add_model_arguments, add_run_arguments,
                                   add_sample_arguments)
 
-HELP = ("Compare methods on the same STS pairs: each method's Spearman with a 95% bootstrap interval, and for each "
-        "pair of methods the difference with a paired bootstrap interval and p-value (the same resampled pairs for "
-        "both methods, so 'A beats B' is tested, not read off two separate intervals). At least 10 pairs: fewer "
-        "have too few distinct resamples for an interval to mean anything.")
+HELP = ("Compare methods on the same units of one task: each method's score with a 95% bootstrap interval, and for "
+        "each pair of methods the difference with a paired bootstrap interval and p-value (the same resampled pairs, "
+        "queries, texts or experiments for both methods, so 'A beats B' is tested, not read off two separate "
+        "intervals). Any task family: STS pairs, retrieval (scifact-report, nano:scifact-report), classification "
+        "(banking77-report), clustering (clustering:banking77-report), long documents (longdoc:passkey). At least 10 "
+        "units: fewer have too few distinct resamples for an interval to mean anything.")
 
 
 def add_arguments(parser) -> None:
@@ -23,8 +27,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="[LABEL.]KEY=VALUE",
                         help=METHODS_PARAM_HELP)
     parser.add_argument("--data", required=True, help="a built-in pair set (stsb-dev, sick, sts12 ... sts16, lee, "
-                        "demo) or an STS file (STS-B format, or sentence1, sentence2, score)")
-    add_sample_arguments(parser, "pairs")
+                        "demo) or an STS file (STS-B format, or sentence1, sentence2, score), or any task `bench` "
+                        "takes (scifact-report, clustering:banking77-report, longdoc:passkey, ...)")
+    add_sample_arguments(parser, "pairs (queries, evaluation texts)")
     add_boot_argument(parser)
     add_model_arguments(parser)
     add_run_arguments(parser)
@@ -34,6 +39,7 @@ def run(args) -> dict:
     from analysis.data.datasets import pairs_of
     from analysis.eval.sample_size import check_comparable
     from analysis.eval.sts import check_pairs, compare_cosines, score_pairs
+    from analysis.eval.tasks import load_task, needs_model
     from cli.commands._common import check_boot, choose, configure_methods, encode, load_model, params_dict
 
     methods = configure_methods(args.methods, args.param)  # cheap checks first: a typo should not wait for the model
@@ -42,6 +48,9 @@ def run(args) -> dict:
     check_boot(args)
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}.")
+    task = None if needs_model(args.data) else load_task(args.data)  # absent data: one sentence, before the model
+    if task is None or task.kind != "sts":
+        return compare_task(args, methods, task)
     pairs, picked = choose(args, pairs_of(args.data), lambda p: (check_comparable(len(p), p.name), check_pairs(p)))
     backbone = load_model(args)
     cosines, runs = {}, {}
@@ -62,3 +71,48 @@ def run(args) -> dict:
     for row in result["methods"]:
         row.update(runs[row["method"]])
     return {"model": backbone.identity, "data": str(args.data), **picked, **result}
+
+
+def compare_task(args, methods: dict, task) -> dict:
+    """The comparison on a task of another family (`task`; None: a long-document task, made for the model): every
+    method's cell through the benchmark's cache entries (`bench_cell`), then the paired differences of every pair."""
+    from analysis.eval.sample_size import MIN_COMPARE_PAIRS
+    from analysis.eval.score import compare_scores
+    from analysis.eval.tasks import model_task, select_task
+    from cache.compute import bench_cell
+    from cli.commands._common import encode, load_model, params_dict, picks, reported
+
+    if task is not None:
+        task, report = select_task(task, **picks(args))
+    backbone = load_model(args)
+    if task is None:
+        task, report = select_task(model_task(args.data, backbone), **picks(args))
+    if task.n_units() < MIN_COMPARE_PAIRS:
+        raise UserError(f"Comparing methods needs at least {MIN_COMPARE_PAIRS} units to resample, and {task.name} has "
+                        f"{task.n_units()}: choose more with --sample or --limit.")
+    store = None
+    if not args.no_cache:
+        from cache import default_store
+
+        store = default_store()
+    scores, runs = {}, {}
+    for label, method in methods.items():
+        info = {"seconds": 0.0, "cached": True}
+
+        def embed(side, texts, info=info):
+            emb, meta = encode(args, backbone, side, texts)
+            info["seconds"] += meta["seconds"]
+            info["cached"] = info["cached"] and meta["cached"]
+            return emb, meta["seconds"]
+
+        scores[label], meta, hit = bench_cell(store, backbone, method, task, n_boot=args.n_boot, seed=args.seed,
+                                              embed=embed, batch_size=args.batch_size)
+        runs[label] = {"name": method.name, "params": params_dict(method),
+                       "seconds": round(float(meta.get("encode_seconds", info["seconds"])), 3),
+                       "cached": bool(hit or info["cached"])}
+        took = "from the cache" if runs[label]["cached"] else f"{runs[label]['seconds']:.1f} s"
+        print(f"{label}: {task.metric} {scores[label].value:.4f} ({took})", file=sys.stderr, flush=True)
+    result = compare_scores(scores, n_boot=args.n_boot, seed=args.seed)
+    for row in result["methods"]:
+        row.update(runs[row["method"]])
+    return {"model": backbone.identity, "data": str(args.data), **reported(report), **result}
