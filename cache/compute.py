@@ -200,16 +200,16 @@ def auto_window(store, backbone, method, progress: Progress | None = None, *, co
     prompt = method.prompt_only()
     if store is None:
         return idm.auto_trajectory(backbone, prompt, counting(progress, "steps"))
-    L = backbone.facts.n_layers
+    L, width = backbone.facts.n_layers, idm.width_rule(prompt)
     parts = keys.auto_window_parts(backbone, prompt)
-    validate = lambda entry: idm.window_from_record(entry.arrays, entry.meta, L)  # noqa: E731 - raises ValueError
+    validate = lambda entry: idm.window_from_record(entry.arrays, entry.meta, L, width)  # noqa: E731 - may raise
     if not compute:
         entry = store.get(make_key(parts), keys.AUTO_LAYERS, validate)
-        return None if entry is None else idm.window_from_record(entry.arrays, entry.meta, L)
+        return None if entry is None else idm.window_from_record(entry.arrays, entry.meta, L, width)
     entry, _ = store.get_or_compute(
         parts, lambda: idm.window_record(*idm.auto_trajectory(backbone, prompt, counting(progress, "steps"))),
         keys.AUTO_LAYERS, validate)
-    return idm.window_from_record(entry.arrays, entry.meta, L)
+    return idm.window_from_record(entry.arrays, entry.meta, L, width)
 
 
 def needs_window(method, backbone) -> bool:

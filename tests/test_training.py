@@ -150,6 +150,15 @@ def test_early_stopping_keeps_best(tmp_path):
     assert r.steps_done == 15 and len(saved) == 2  # step 0 and step 5 improved
 
 
+def test_step_zero_is_never_the_result_when_not_selectable(tmp_path):
+    # known answer: the untrained start scores best (1.0), yet a trained system ships its best trained step (10)
+    r, _, saved = toy_run(tmp_path, "s0", steps=15, scores=[1.0, 0.5, 0.7, 0.6], select_start=False)
+    assert r.best_step == 10 and r.best_score == pytest.approx(0.7)
+    assert [e["step"] for e in r.curves["eval"]] == [0, 5, 10, 15]  # step 0 stays on the curve as its baseline
+    plain, _, _ = toy_run(tmp_path, "s1", steps=15, scores=[1.0, 0.5, 0.7, 0.6])
+    assert plain.best_step == 0  # the loop's own default still lets step 0 win
+
+
 def test_resume_continues_exactly(tmp_path):
     full, w_full, _ = toy_run(tmp_path, "full")
 

@@ -12,6 +12,7 @@ Pages stay short by going through this package (the only Streamlit code outside 
         st.caption(ui.md(texts.name)); fig.update_layout(title=ui.label(texts.name))  # user text shown as text
 """
 
+from ui import deviations
 from ui.compute import encode, encode_with_info, progress_bar, ready, shown, user_errors
 from ui.figures import show_figure
 from ui.inputs import MAX_CHARS, MAX_PAIRS, MAX_TEXTS, check_sizes, method_picker, pairs_input, text_input, upload_bytes
@@ -24,5 +25,5 @@ __all__ = [
     "method_picker", "text_input", "pairs_input", "MAX_TEXTS", "MAX_CHARS", "MAX_PAIRS",
     "encode", "encode_with_info", "shown", "progress_bar", "ready", "user_errors",
     "show_figure", "md", "label", "check_sizes", "upload_bytes",
-    "pages", "page_files",
+    "pages", "page_files", "deviations",
 ]

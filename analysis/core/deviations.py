@@ -25,11 +25,20 @@ class Deviation:
     here: str  # what this code does by default, the same way
     why: str  # the reason (scale, this machine, a bug in the reference code, ...)
     restore: str = ""  # the setting that restores the paper's choice ("" = none does)
+    source: str = "paper"  # what `paper` describes: "paper", or "source" for a system that follows a write-up
 
     def sentence(self) -> str:
-        """One line for help texts: "prompt: the paper ...; here ...; why. Paper's choice: prompt=paper"."""
-        back = f" The paper's choice: `{self.restore}`." if self.restore else " No setting restores it."
-        return f"{self.topic}: the paper {self.paper}; here {self.here} ({self.why}).{back}"
+        """One line for help texts: "prompt: the paper uses ...; this repository uses ... (why). The paper's choice:
+        `prompt=paper`."."""
+        back = f" The {self.source}'s choice: `{self.restore}`." if self.restore else " No setting restores it."
+        return f"{self.topic}: the {self.source} {self.paper}; this repository {self.here} ({self.why}).{back}"
+
+    def as_json(self) -> dict:
+        return {"topic": self.topic, "paper": self.paper, "here": self.here, "why": self.why,
+                "restore": self.restore or None, "source": self.source}
+
+
+HEADER = ("topic", "the paper", "here", "why", "restores it")
 
 
 def table_rows(deviations) -> list[tuple[str, str, str, str, str]]:

@@ -15,7 +15,9 @@ layers 1..L-1; decoder layer 0 reads bare token embeddings, whose final-token ke
 * "u-shape": the trajectory has a CLEAR U-SHAPE, tested explicitly as: among the candidates there is exactly one
   interior local minimum whose prominence (how far the curve rises on BOTH sides before it meets a lower value)
   is at least PROMINENCE = 25% of the ID range, and it is the global minimum l*. Window: l* .. min(L-1, l* + w),
-  w = floor(0.1 L).
+  w = floor(0.1 L) by the paper's Eq. 4 (`width="eq4"`, the default: 4 layers on SmolLM2's 30), or w = round(L / 4)
+  - 1 (`width="reported"`): the paper's own windows are 7-10 layers on its 28-36-layer backbones, about a quarter
+  of the depth, wider than its Eq. 4 gives them (`WIDTHS`, `window_width`).
 * "several-minima": otherwise (no clear U), the lowest-ID layer l* among the middle-to-late candidates, i.e.
   excluding the first floor(0.2 L) hidden states; window l* .. min(L-1, l* + w).
 * "flat": the ID range is below FLAT = 5% of the median ID, so the estimates carry no usable minimum; the
@@ -34,7 +36,19 @@ import numpy as np
 MIN_POINTS = 10  # TwoNN below this many distinct points is noise, so the estimate is reported as undefined
 PROMINENCE = 0.25  # fraction of the ID range a minimum must rise on both sides to count (clear U-shape test)
 FLAT = 0.05  # ID range below this fraction of the median ID = flat trajectory
-WIDTH_FRACTION, EXCLUDE_FRACTION = 0.1, 0.2  # the paper's floor(0.1 L) window and floor(0.2 L) exclusion
+WIDTH_FRACTION, EXCLUDE_FRACTION = 0.1, 0.2  # the paper's Eq. 4: floor(0.1 L) window and floor(0.2 L) exclusion
+REPORTED_SHARE = 0.25  # the paper's reported windows (7-10 layers of 28-36) span about a quarter of the depth
+WIDTHS = ("eq4", "reported")  # how wide the window after the minimum is: Eq. 4's rule, or the windows it reports
+
+
+def window_width(rule: str, n_layers: int) -> int:
+    """w, the layers the window spans after its first (the window is l* .. l* + w): floor(0.1 L) by Eq. 4, or
+    round(L / 4) - 1 so that the window holds about a quarter of the depth like the paper's reported windows."""
+    if rule == "eq4":
+        return int(np.floor(WIDTH_FRACTION * n_layers))
+    if rule == "reported":
+        return max(0, int(np.floor(REPORTED_SHARE * n_layers + 0.5)) - 1)  # round half up: 30 -> 8 layers
+    raise ValueError(f"unknown window width rule {rule!r}; choose one of {WIDTHS}")
 
 
 class Estimate(NamedTuple):
@@ -206,14 +220,15 @@ def _interior_minima(y: np.ndarray) -> list[tuple[int, float]]:
     return [(int(i), float(p)) for i, p in zip(peaks, props["prominences"])]
 
 
-def select_window(ids, n_layers: int) -> Selection:
+def select_window(ids, n_layers: int, width: str = "eq4") -> Selection:
     """Pick the re-routing window from an ID trajectory over hidden states 0..L (NaN/None = undefined).
-    The rules and the clear-U-shape test are in this module's docstring."""
+    The rules and the clear-U-shape test are in this module's docstring; `width` is one of `WIDTHS`."""
     L = int(n_layers)
     ids = np.array([np.nan if v is None else float(v) for v in ids], dtype=np.float64)
     if len(ids) != L + 1:
         raise ValueError(f"expected {L + 1} values (hidden states 0..{L}), got {len(ids)}")
-    width, exclude = int(np.floor(WIDTH_FRACTION * L)), int(np.floor(EXCLUDE_FRACTION * L))
+    rule_width = width
+    width, exclude = window_width(width, L), int(np.floor(EXCLUDE_FRACTION * L))
     cand = np.arange(1, L)  # hidden states 1..L-1 = inputs of decoder layers 1..L-1
     y = ids[cand]
     ok = np.isfinite(y)
@@ -243,11 +258,15 @@ def select_window(ids, n_layers: int) -> Selection:
     if len(minima) == 1 and minima[0][0] == global_min:
         return window(global_min, "u-shape", f"clear U-shape: one prominent minimum at hidden state {global_min} "
                       f"(rises {minima[0][1]:.1f} on both sides, >= {PROMINENCE:.0%} of the ID range "
-                      f"{span:.1f}); window {global_min}..{global_min}+floor(0.1*{L})")
+                      f"{span:.1f}); window {global_min}..{global_min}+{_WIDTH_TEXT[rule_width].format(L=L)}")
     best = late_min()
     found = ", ".join(str(l) for l, _ in minima) or "none interior"
     return window(best, "several-minima", f"no clear U-shape (prominent minima: {found}); lowest ID after "
                   f"excluding the first floor(0.2*{L})={exclude} hidden states is at {best}")
+
+
+_WIDTH_TEXT = {"eq4": "floor(0.1*{L})",
+               "reported": "round({L}/4)-1 (about a quarter of the depth, as the paper's reported windows)"}
 
 
 # ---- 'auto' for KV-Embedding ---------------------------------------------------------------------------------
@@ -274,11 +293,16 @@ def auto_trajectory(backbone, prompt_method, progress: Callable[[int, int], None
     memo = (backbone.identity, prompt_method.name, repr(prompt_method.params), code)
     if memo not in _AUTO:
         df = trajectory(backbone, prompt_method, auto_corpus(), "last", bootstrap=0, progress=progress)
-        sel = select_window(df["id"].to_numpy(), backbone.facts.n_layers)
+        sel = select_window(df["id"].to_numpy(), backbone.facts.n_layers, width_rule(prompt_method))
         if not sel.layers:
             raise UserError(f"layers=auto: no window could be chosen ({sel.reason}); give the layers explicitly.")
         _AUTO[memo] = (sel, [None if not np.isfinite(v) else float(v) for v in df["id"]])
     return _AUTO[memo]
+
+
+def width_rule(method) -> str:
+    """The window-width rule a method asks for (KV-Embedding's `width`; Eq. 4's for a method without one)."""
+    return getattr(method.params, "width", "eq4")
 
 
 def auto_window(backbone, prompt_method, progress: Callable[[int, int], None] | None = None) -> Selection:
@@ -292,13 +316,14 @@ def window_record(sel: Selection, ids) -> tuple[dict[str, np.ndarray], dict]:
     return arrays, {**sel.as_dict(), "layers": list(sel.layers), "corpus": AUTO_DESCRIPTION}
 
 
-def window_from_record(arrays, meta, n_layers: int) -> tuple[Selection, list[float | None]]:
-    """Inverse of `window_record`. Raises ValueError unless the stored selection is exactly what the rules pick
-    from the stored trajectory (a hand-edited or damaged record must be recomputed, never trusted)."""
+def window_from_record(arrays, meta, n_layers: int, width: str = "eq4") -> tuple[Selection, list[float | None]]:
+    """Inverse of `window_record`. Raises ValueError unless the stored selection is exactly what the rules (with the
+    `width` rule) pick from the stored trajectory (a hand-edited or damaged record must be recomputed, never
+    trusted)."""
     ids = np.asarray(arrays["ids"], dtype=np.float64)
     if ids.shape != (n_layers + 1,):
         raise ValueError(f"window record has {ids.shape} IDs for {n_layers + 1} hidden states")
-    expected = select_window(ids, n_layers)
+    expected = select_window(ids, n_layers, width)
     layers = meta.get("layers")
     if not isinstance(layers, list) or not all(type(l) is int for l in layers):
         raise ValueError(f"window record: layers {layers!r} are not a list of layer numbers")

@@ -6,13 +6,15 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
+import sys
 import threading
 from dataclasses import dataclass
 
 from analysis.core.errors import UserError
 from analysis.methods.base import EmbeddingMethod, ReadoutParams, param
 
-__all__ = ["EmbeddingMethod", "ReadoutParams", "param", "get_method", "list_methods", "method_class", "parse_params"]
+__all__ = ["EmbeddingMethod", "ReadoutParams", "param", "get_method", "list_methods", "method_class", "parse_params",
+           "deviations"]
 
 _REGISTRY: dict[str, type[EmbeddingMethod]] = {}
 
@@ -43,6 +45,7 @@ class MethodInfo:
     title: str
     summary: str
     params: list[dict]  # one dict per parameter: name, default, type, help and UI meta
+    deviations: tuple = ()  # the method's declared differences from its paper (`deviations`)
 
 
 def method_class(name: str) -> type[EmbeddingMethod]:
@@ -50,6 +53,12 @@ def method_class(name: str) -> type[EmbeddingMethod]:
     if name not in registry:
         raise UserError(f"Unknown method '{name}'. Available: {', '.join(sorted(registry))}.")
     return registry[name]
+
+
+def deviations(name: str) -> tuple:
+    """Method `name`'s declared differences from its paper: its module's `DEVIATIONS` (`analysis.core.deviations`;
+    empty for a baseline with no paper to differ from)."""
+    return tuple(getattr(sys.modules[method_class(name).__module__], "DEVIATIONS", ()))
 
 
 def get_method(name: str, **params) -> EmbeddingMethod:
@@ -68,7 +77,7 @@ def list_methods() -> list[MethodInfo]:
             {"name": f.name, "default": f.default, "type": type(f.default).__name__, **dict(f.metadata)}
             for f in dataclasses.fields(cls.Params)
         ]
-        out.append(MethodInfo(n, cls.title, cls.summary, fields))
+        out.append(MethodInfo(n, cls.title, cls.summary, fields, deviations(n)))
     return out
 
 

@@ -9,9 +9,10 @@ is put in front only when the tokenizer adds none and there is no instruction, s
 (`Causal2VecBatch.c_pos`, valid for either padding side).
 
 Readouts (`readout`): concat = [final state of C ; final state of EOS] (the paper's answer to last-token recency
-bias; 2d dimensions), eos, contextual (C's state only), mean (over C and the text tokens), and direct: the
-paper's control without a contextual token, the plain decoder's EOS state next to the encoder vector (each
-L2-normalised, d + 384 dimensions).
+bias; 2d dimensions), eos, contextual (C's state only), mean (over C and the text tokens), and direct: the frozen
+concatenation, the plain decoder's EOS state (no contextual token) next to the encoder vector (each L2-normalised,
+d + 384 dimensions). Nothing in it is trained, so it is not the paper's controls, which are trained with the same
+recipe (`DEVIATIONS`).
 
 The MLP ("bridge") comes from `bridge`: shipped (trained by `python -m analysis train causal2vec` and committed
 for the default model), untrained (its seeded initialisation, to see what training adds) or a folder written by
@@ -41,6 +42,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from analysis.core.deviations import Deviation
 from analysis.core.errors import UserError
 from analysis.core.forward import Captured, run
 from analysis.methods.base import EmbeddingMethod, param
@@ -53,6 +55,17 @@ METHOD = "causal2vec"
 CONTEXTUAL = 125  # segment id of the contextual token (fits the int8 segments kept in traces)
 READOUTS = ("concat", "eos", "contextual", "mean", "direct")
 INIT_SEED = 0
+
+DEVIATIONS = (  # the recipe's differences are the trainer's (analysis.training.causal2vec.DEVIATIONS)
+    Deviation("controls", paper="trains its controls with the same recipe: the LLM without the contextual token "
+              "(Table 2) and the plain concatenation of the encoder's and the LLM's embeddings (Table 4)",
+              here="offers readout=direct, the untrained concatenation: the frozen decoder's EOS state next to "
+                   "MiniLM's vector",
+              why="the frozen concatenation costs no training and shows what the decoder adds untrained; the "
+                  "trained controls are weights of their own",
+              restore="bridge=<a folder trained with `train causal2vec --control no-contextual` or `--control "
+                      "concat`>"),
+)
 # A retrieval query's prefix when the task gives none: E5-Mistral's format, a generic retrieval instruction.
 QUERY_INSTRUCTION = "Instruct: Given a query, retrieve relevant documents that answer the query\nQuery: "
 # loaded bridges per backbone: freed with the backbone (a weak key), never keyed by a reusable id()
@@ -96,8 +109,9 @@ class Causal2VecParams:
                         "adds), or the folder of a bridge trained with `python -m analysis train causal2vec`.",
                         options=bridge_choices)
     readout: str = param("concat", "concat = final states of the contextual token and of EOS side by side (paper); "
-                         "eos, contextual, mean = ablations; direct = the paper's control: the plain decoder's EOS "
-                         "state next to the encoder vector, no contextual token.", choices=list(READOUTS))
+                         "eos, contextual, mean = ablations; direct = the frozen concatenation: the plain decoder's "
+                         "EOS state next to the encoder vector, no contextual token, nothing trained (not the paper's "
+                         "trained controls).", choices=list(READOUTS))
     instruction: str = param("auto", "Text before the contextual token. auto = the instruction the bridge was trained "
                              "with (its manifest says; none for the untrained bridge and the direct control). "
                              "Documents and every text of a symmetric task get it.")

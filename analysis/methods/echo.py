@@ -12,9 +12,18 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from analysis.core.deviations import Deviation
 from analysis.methods.base import EmbeddingMethod, PromptParams, param
 
 LAYOUTS = ("clean", "reference")
+
+DEVIATIONS = (
+    Deviation("special tokens", paper="starts the prompt with the BOS token and ends it with an EOS token pooled with "
+              "the second copy (its reference code's README and templates)",
+              here="tokenizes the template exactly as written and pools the second copy's text tokens (layout=clean)",
+              why="the two extra tokens are a convention of the reference's tokenizers, not part of the method",
+              restore="layout=reference"),
+)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,26 @@ import numpy as np
 from analysis.methods.base import param
 from analysis.methods._rewiring import (EXIT_HELP, GLOBAL, LAYOUTS, LOCAL, Placed, RewiringMethod,
                                         insert_placeholders, parse_depth)
+from analysis.core.deviations import Deviation
 from analysis.core.partition import PARTITIONS, token_blocks
+
+DEVIATIONS = (
+    Deviation("summary source", paper="copies, for each block's summary tokens, the token after the block's last "
+              "text token (its reference parser's indexing)", here="copies the block's final text token "
+              "(layout=clean)", why="the block's own final token is the one that has read the block; the reference's "
+              "is a lone space between sentences on SmolLM2", restore="layout=reference"),
+    Deviation("sentence splitter", paper="splits sentences with spaCy in its reference code, which also appends '.' "
+              "to a sentence without one",
+              here="splits with pysbd and leaves the text as it is",
+              why="pysbd is pure Python with no model to download; an embedding of a text should embed that text",
+              restore=""),
+    Deviation("placeholder vectors", paper="adds <PST> and <B-PST> to the vocabulary with random embeddings",
+              here="draws two input vectors from the model's own embedding statistics at inserted positions",
+              why="a frozen model here does not grow its vocabulary", restore=""),
+    Deviation("exit layer", paper="uses Token Prepending's exit layer, tuned per backbone (7 of Llama-2-7B's 32)",
+              here="takes the same share of the depth, exit=7/32", why="no exit layer was tuned for these models",
+              restore="exit=7"),
+)
 
 SUMMARIES = ("both", "local", "global", "none")
 

@@ -32,6 +32,16 @@ state l: an intrinsic-dimension window over hidden states s..e maps to decoder l
 Trace capture (with `encode(..., trace=True)`): `kv.prefix_mass` (L, H, T) per text, the attention mass each
 query puts on the re-routed positions, per decoder layer and head (zero outside the set). With
 `attention=True`, `attention` has n + T columns in every layer, the n prefix columns first (zero outside the set).
+
+The paper's bidirectional ablation (`mask="bidirectional"`): the causal mask removed in every layer, so every token
+sees the whole text; padding stays hidden and a sliding-window layer keeps its window on both sides. It is one mask
+function (`_without_causality`) registered under two more backend names (`kv_bidirectional[_eager]`) with the same
+attention functions, so re-routing combines with it and the default (`mask="causal"`) runs exactly as before.
+
+Readout and window: the hybrid's mean half averages the text's tokens by default (`mean_over="text"`; the paper's
+Algorithm 1 averages every position, `mean_over="all"`), and `layers=auto`'s window spans floor(0.1 L) + 1 layers by
+the paper's Eq. 4 (`width="eq4"`; `width="reported"` spans about a quarter of the depth, like the windows the paper
+reports). `DEVIATIONS` lists what differs from the paper.
 """
 
 from __future__ import annotations
@@ -44,9 +54,11 @@ from dataclasses import dataclass, field
 import torch
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
-from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
+from transformers.masking_utils import (AttentionMaskInterface, bidirectional_mask_function, eager_mask, sdpa_mask,
+                                        sliding_window_bidirectional_mask_function)
 
 from analysis.inspect import intrinsic_dim
+from analysis.core.deviations import Deviation
 from analysis.core.errors import UserError
 from analysis.core.forward import attention_backend, run
 from analysis.methods.base import EmbeddingMethod, param
@@ -55,9 +67,13 @@ MAX_LAYER = 1023  # decoder layer numbers above this are refused while parsing (
 KWARG = "kv_reroute"  # the model keyword argument that carries a `Reroute`
 PREFIX_MASS = "kv.prefix_mass"  # trace capture: (L, H, T) attention mass on the re-routed prefix per text
 BACKEND, BACKEND_EAGER = "kv_reroute", "kv_reroute_eager"
+BIDIRECTIONAL, BIDIRECTIONAL_EAGER = "kv_bidirectional", "kv_bidirectional_eager"  # the same, causal mask removed
+MASKS = ("causal", "bidirectional")
+MEAN_OVER = ("text", "all")
 
 PROMPTS = {
     "document": 'Context: "{text}"\nCompress the context in one word:',
+    "paper": '"Context: {text}" Compress the context in one word:',  # the paper's prompt, word for word
     "query": 'Query: "{text}"\nCompress the query in one word:',
 }
 
@@ -109,15 +125,42 @@ class KVEmbeddingParams:
         "Re-rotate the re-routed key from the final token's rotary position to position 0 (n tokens -> 0..n-1). "
         "Off = the literal reading of the paper: the key keeps the final token's position.",
     )
-    prompt: str = param("document", "The paper's compression prompt for documents and every text of a symmetric task "
-                        "('Context') or the query one ('Query'); retrieval queries get the Query prompt, as the paper "
-                        "embeds queries and contexts.", choices=("document", "query"))
-    template: str = param("", "Custom prompt with {text}; empty = the paper's compression prompt chosen by `prompt`.",
+    prompt: str = param("document", "The compression prompt of documents and every text of a symmetric task: "
+                        "document = 'Context: \"{text}\"' and 'Compress the context in one word:' on a new line "
+                        "(this repository's default, not the paper's wording); paper = the paper's '\"Context: "
+                        "{text}\" Compress the context in one word:'; query = the Query prompt. Retrieval queries get "
+                        "the Query prompt, as the paper embeds queries and contexts.", choices=tuple(PROMPTS))
+    template: str = param("", "Custom prompt with {text}; empty = the compression prompt chosen by `prompt`.",
                           kind="template", optional=True)
     pooling: str = param("hybrid", "Readout over the final layer: the paper's hybrid (mean of last-token and mean "
                          "pooling) balances the summary token with the whole text; last and mean as options.",
                          choices=("hybrid", "last", "mean"))
+    mean_over: str = param("text", "Positions the mean half of the hybrid (and the mean readout) averages: text = the "
+                           "text's tokens only (this repository's default); all = every position, prompt included, "
+                           "as the paper's Algorithm 1.", choices=MEAN_OVER)
+    width: str = param("eq4", "How wide `layers=auto`'s window is: eq4 = floor(0.1 L) + 1 layers by the paper's Eq. 4 "
+                       "(4 of SmolLM2's 30); reported = about a quarter of the depth, round(L/4) layers (8 of 30), "
+                       "like the 7-10-layer windows the paper reports for its 28-36-layer backbones.",
+                       choices=intrinsic_dim.WIDTHS)
+    mask: str = param("causal", "causal = the model's own attention mask; bidirectional = the causal mask removed in "
+                      "every layer (the paper's ablation: every token sees the whole text, padding stays hidden).",
+                      choices=MASKS)
     layer: int = param(-1, "Hidden state read out; the paper pools the final layer.", kind="layer")
+
+
+DEVIATIONS = (
+    Deviation("prompt", paper="asks '\"Context: {text}\" Compress the context in one word:' (the quotes around "
+              "'Context: ' and the text, one line)", here="asks 'Context: \"{text}\"' then 'Compress the context in "
+              "one word:' on a new line", why="an earlier reading of the paper; it stays the default so that the "
+              "published records and stored windows keep their meaning", restore="prompt=paper"),
+    Deviation("mean readout", paper="averages every position in the mean half of its hybrid readout (Algorithm 1)",
+              here="averages the text's tokens only", why="the prompt's tokens are the same for every text and pull "
+              "every embedding towards one point", restore="mean_over=all"),
+    Deviation("window width", paper="defines the window as l* .. l* + floor(0.1 L) (Eq. 4) but reports windows of "
+              "7-10 layers on its 28-36-layer backbones", here="follows Eq. 4: 4 layers on SmolLM2's 30, 2 on Gemma 3 "
+              "270M's 18", why="the rule is what a new model can be given; the reported windows are offered too",
+              restore="width=reported"),
+)
 
 
 # ---- the attention function ----------------------------------------------------------------------------------
@@ -218,11 +261,27 @@ def _eager_reroute(module, query, key, value, attention_mask, **kwargs):
     return _kv_attention(module, query, key, value, attention_mask, eager=True, **kwargs)
 
 
+def _without_causality(make_mask):
+    """The mask function `make_mask` (sdpa's or eager's) with the causal part removed: every query sees every real
+    key, padding stays hidden, and a sliding-window layer (it is given `local_size`) keeps its window on both sides.
+    Never skipped to sdpa's `is_causal` shortcut, which would put the causal mask back."""
+
+    def mask(*args, mask_function=None, local_size=None, allow_is_causal_skip=True, **kwargs):
+        pattern = sliding_window_bidirectional_mask_function(local_size) if local_size else bidirectional_mask_function
+        return make_mask(*args, mask_function=pattern, allow_is_causal_skip=False, **kwargs)
+
+    return mask
+
+
 AttentionInterface.register(BACKEND, _sdpa_reroute)
 AttentionInterface.register(BACKEND_EAGER, _eager_reroute)
+AttentionInterface.register(BIDIRECTIONAL, _sdpa_reroute)
+AttentionInterface.register(BIDIRECTIONAL_EAGER, _eager_reroute)
 # The mask functions must be registered too, or transformers builds no causal mask at all for these names.
 AttentionMaskInterface.register(BACKEND, sdpa_mask)
 AttentionMaskInterface.register(BACKEND_EAGER, eager_mask)
+AttentionMaskInterface.register(BIDIRECTIONAL, _without_causality(sdpa_mask))
+AttentionMaskInterface.register(BIDIRECTIONAL_EAGER, _without_causality(eager_mask))
 
 
 # ---- the method ----------------------------------------------------------------------------------------------
@@ -233,6 +292,17 @@ class KVEmbedding(EmbeddingMethod):
     Params = KVEmbeddingParams
     pooling = "hybrid"
     bench_reference = {"layers": "none"}  # the benchmark compares against the prompt-only forward
+
+    @property
+    def mean_segments(self):
+        """The text's tokens, or every position (`mean_over="all"`, the paper's Algorithm 1)."""
+        return None if self.params.mean_over == "all" else (1,)
+
+    def backend(self, attention: bool = False) -> str:
+        """The registered attention backend this configuration runs under (eager when attention maps are kept)."""
+        if self.params.mask == "bidirectional":
+            return BIDIRECTIONAL_EAGER if attention else BIDIRECTIONAL
+        return BACKEND_EAGER if attention else BACKEND
 
     def validate(self, params):
         try:
@@ -317,7 +387,7 @@ class KVEmbedding(EmbeddingMethod):
     def forward(self, backbone, batch, layers, attention: bool = False, trace: bool = False):
         masses = {} if trace else None  # prefix masses cost an extra softmax per layer: only when tracing
         cfg = self.reroute(backbone, batch, weights=attention, masses=masses)
-        with attention_backend(backbone, BACKEND_EAGER if attention else BACKEND):
+        with attention_backend(backbone, self.backend(attention)):
             cap = run(backbone, batch, layers, attention=attention, **{KWARG: cfg})
         if masses is not None:
             B, T = batch.input_ids.shape

@@ -3,6 +3,8 @@ under causal attention."""
 
 from analysis.methods.base import EmbeddingMethod, ReadoutParams
 
+DEVIATIONS = ()  # a baseline readout: no paper's recipe to differ from (`analysis.core.deviations`)
+
 
 class LastToken(EmbeddingMethod):
     name = "last"

@@ -3,6 +3,8 @@ position contributes, so early tokens are not squashed, but early tokens never s
 
 from analysis.methods.base import EmbeddingMethod, ReadoutParams
 
+DEVIATIONS = ()  # a baseline readout: no paper's recipe to differ from (`analysis.core.deviations`)
+
 
 class MeanPooling(EmbeddingMethod):
     name = "mean"

@@ -3,10 +3,19 @@ to summarise the sentence in one word and read the state that would predict that
 
 from dataclasses import dataclass
 
+from analysis.core.deviations import Deviation
 from analysis.methods.base import EmbeddingMethod, PromptParams, param
 
 
 TEMPLATE = 'This sentence : "{text}" means in one word:"'
+
+DEVIATIONS = (
+    Deviation("in-context example", paper="reaches its best training-free scores with a demonstration in the prompt "
+              "(PromptEOL with in-context learning: an example sentence and its one word before the text)",
+              here="uses the bare PromptEOL prompt, no demonstration",
+              why="the demonstration was searched per backbone on STS-B; none was searched for these models",
+              restore="template=<the prompt with a demonstration before the text>"),
+)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ import numpy as np
 
 from analysis.core.errors import UserError
 from analysis.methods.base import BatchDone, EmbeddingMethod
+
+DEVIATIONS = ()  # a reference, not a paper's method: nothing to differ from (`analysis.core.deviations`)
 from analysis.core.tokens import check_texts
 
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from analysis.core.deviations import Deviation
 from analysis.core.errors import UserError
 from analysis.core.forward import Captured, resolve_layer, run
 from analysis.core.vectors import l2_normalize
@@ -58,6 +59,17 @@ DEFAULT_INSTRUCTION = "Represent this text."
 # A retrieval query's instruction when the task gives none (GIRCSE writes one per task, in E5-Mistral's wording).
 QUERY_INSTRUCTION = "Given a query, retrieve relevant documents that answer the query"
 POOLINGS = ("generated", "generated+text", "last_generated")
+
+DEVIATIONS = (  # the training recipe's differences are the trainer's (analysis.training.gircse.DEVIATIONS)
+    Deviation("instruction", paper="gives every task its own instruction, 'Instruct: <task>\\nQuery:<text>' (no "
+              "space after 'Query:' in its reference code)", here="uses one neutral instruction, 'Represent this "
+              "text.', with a space after 'Query:'", why="the shipped adapters were trained with it, and one "
+              "instruction keeps one cache entry per text", restore="instruction=<the task's instruction>"),
+    Deviation("retrieval documents", paper="embeds retrieval documents as bare text (instructions on queries only)",
+              here="puts `instruction` before documents too", why="a document is embedded one way here, and the "
+              "symmetric tasks need the instruction", restore="instruction= (bare documents, and bare symmetric "
+              "texts too)"),
+)
 
 
 @dataclass(frozen=True)

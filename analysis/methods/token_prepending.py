@@ -56,7 +56,26 @@ from analysis.core.partition import tokenize_with_offsets
 from analysis.core.tokens import PLACEHOLDER
 from analysis.methods._rewiring import (EXIT_HELP, LAYOUTS, LOCAL, Placed, RewiringMethod, insert_placeholders,
                                         parse_depth)
+from analysis.core.deviations import Deviation
 from analysis.methods.base import param
+
+DEVIATIONS = (
+    Deviation("placeholder position", paper="puts its <PST> token before the opening quote of "
+              "'This sentence : <PST> \"{text}\" ...', which splits the prompt's tokens there (a lone-space token "
+              "before it on byte-level BPE tokenizers)", here="inserts the placeholder immediately before the text's "
+              "first token, so the prompt is tokenized exactly as PromptEOL's (layout=clean)",
+              why="a clean comparison with PromptEOL: the same tokens plus one position; the two give cosines of "
+              "0.94-0.97 on SmolLM2", restore="layout=reference"),
+    Deviation("placeholder vector", paper="adds <PST> to the vocabulary with a random embedding",
+              here="draws the placeholder's input vector once from the per-dimension mean and spread of the model's "
+                   "own input embeddings (seeded) at an inserted position",
+              why="a frozen model here does not grow its vocabulary, and from layer `start` on the state is "
+                  "overwritten anyway", restore=""),
+    Deviation("exit layer", paper="tunes its exit layer per backbone (7 of Llama-2-7B's 32 decoder layers)",
+              here="takes the same share of the depth, exit=7/32 (7 of SmolLM2's 30, 4 of Gemma 3 270M's 18)",
+              why="no exit layer was tuned for these models; a share carries the paper's setting to any depth",
+              restore="exit=7"),
+)
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ class SuffixRunner:
         the states at the starts. Idempotent."""
         if self._groups is not None:
             return
-        from analysis.methods.kv_embedding import BACKEND, KWARG
+        from analysis.methods.kv_embedding import KWARG
 
         began = time.perf_counter()
         bb, method = self.backbone, self._reference
@@ -113,7 +113,7 @@ class SuffixRunner:
                     group.states[l] = h
             return hook
 
-        with torch.inference_mode(), bb.lock, attention_backend(bb, BACKEND):
+        with torch.inference_mode(), bb.lock, attention_backend(bb, method.backend()):
             for rows in batches_by_length([len(e) for e in items], self.batch_size):
                 batch = method.collate(bb, [items[i] for i in rows], "right")
                 group = _Group(rows, batch)
@@ -166,7 +166,7 @@ class SuffixRunner:
     # ---- one cell: decoder layers s..L-1 ------------------------------------------------------------------
     def embed(self, cell: Cell) -> np.ndarray:
         """(n, d) L2-normalised embeddings of the text set under `cell`, equal to a full forward."""
-        from analysis.methods.kv_embedding import BACKEND, KWARG
+        from analysis.methods.kv_embedding import KWARG
 
         if cell.start not in self.starts:
             raise ValueError(f"start {cell.start} was not prepared (starts: {self.starts})")
@@ -174,7 +174,7 @@ class SuffixRunner:
         bb, method = self.backbone, cell_method(cell, self.L, **self.base)
         blocks = bb.decoder.layers
         out = np.zeros((len(self.texts), bb.facts.hidden_size), dtype=np.float32)
-        with torch.inference_mode(), bb.lock, attention_backend(bb, BACKEND):
+        with torch.inference_mode(), bb.lock, attention_backend(bb, method.backend()):
             for group in self._groups:
                 cfg = method.reroute(bb, group.batch)
                 h = group.states[cell.start]

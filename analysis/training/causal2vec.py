@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.core.deviations import Deviation
 from analysis.training.options import RunOptions, option
 
 NAME = "causal2vec"
@@ -36,6 +37,27 @@ HIGH = 4.0  # STS-B gold >= 4 ("mostly equivalent"): the positives for InfoNCE
 LOW = 1.0  # STS-B gold <= 1 ("not equivalent, maybe same topic"): the hard negatives
 INSTRUCTION = "Instruct: Retrieve semantically similar text.\nQuery: "  # E5-Mistral's STS instruction, as Causal2Vec
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+DEVIATIONS = (
+    Deviation("training data", paper="trains on publicly available retrieval datasets (queries, positives and mined "
+              "hard negatives)", here="trains on STS-B train: pairs scored >= 4 are positives, one STS-B source per "
+              "batch, 8 of that source's sentences from pairs scored <= 1 as hard negatives",
+              why="offline on this machine, and STS is what this repository measures the system on", restore=""),
+    Deviation("batch, schedule and length", paper="trains with large batches over its whole data under its own "
+              "learning-rate schedule", here="takes 180 steps of 16 pairs (and 8 hard negatives), AdamW at 3e-4 with "
+              "19 warm-up steps then cosine decay to a tenth",
+              why="a step takes about 33 s on this CPU: 180 steps are the shipped run's 1.6 hours",
+              restore="--batch-size N --steps N --lr X (the warm-up and cosine schedule stay)"),
+    Deviation("encoder training", paper="fine-tunes its lightweight BERT-style encoder together with the LLM",
+              here="keeps MiniLM-L6 frozen (the shipped bridge)", why="the shipped recipe measured first what the "
+              "decoder side adds; a LoRA on the encoder was then measured once", restore="--encoder-lora-rank 8"),
+    Deviation("LoRA rank", paper="uses rank 64 on its 1.3-1.5B backbones", here="uses rank 16 on q/k/v/o",
+              why="scaled to a 135M model whose step time barely depends on the rank", restore="--lora-rank 64"),
+    Deviation("instruction format", paper="puts the instruction in its backbone's own instruction (chat) format, "
+              "with the model's instruction tokens", here="prefixes plain text, 'Instruct: <task>\\nQuery: ', no chat "
+              "template", why="plain text keeps one recipe for every model, instruction-tuned or not",
+              restore="--instruction '<the instruction in the model's chat format>'"),
+)
 
 
 @dataclass(frozen=True)

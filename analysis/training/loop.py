@@ -66,6 +66,7 @@ class TrainConfig:
     resume: bool = False
     min_lr_ratio: float = 0.1  # cosine decay ends at this fraction of lr (not 0: the last steps still learn)
     eval_at_start: bool = True  # the step-0 score is the untrained baseline every curve should start from
+    select_start: bool = True  # the step-0 weights may be the best; False: only trained steps are (step 0 is logged)
     max_minutes: float = math.inf  # stop cleanly (checkpoint written) once training has run this long
 
 
@@ -145,6 +146,10 @@ def train(
             raise NonFiniteError(f"training stopped at step {step}: the validation score is {score} (a learning rate "
                                  f"or temperature out of range?); the best weights so far are in {out / BEST}.")
         state["eval"].append({"step": step, **{k: float(v) for k, v in scores.items()}})
+        if step == 0 and not config.select_start:  # the curve's baseline: kept only until a trained step is scored
+            state.update(best_step=0, best_score=-math.inf)
+            save(out / BEST)
+            return False
         if score > state["best_score"]:
             state.update(best_score=score, best_step=step, bad_evals=0)
             save(out / BEST)
@@ -210,6 +215,8 @@ def train(
                 _save_checkpoint(out / CHECKPOINT, named, opt, state)
                 write_log()
                 break
+    if state["best_step"] == 0 and not config.select_start and state["step"] > 0:
+        run_eval(state["step"])  # stopped before any trained step was scored: the last one is the result
     write_log()
     trained = state["step"] - first_step
     seconds = state["wall"] - wall_before

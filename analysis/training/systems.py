@@ -7,10 +7,13 @@ A system is one module registered in `SYSTEMS` with:
     setup(config, backbone, **data) -> Job    # the trainable tensors, loss, data stream, validation, final numbers
     load(folder, backbone)           # the trained system back from an artefact folder
     ship_place(hyperparameters)      # optional: where a run ships, below the model's shipped folder ("" = there)
+    DEVIATIONS                       # what its recipe does otherwise than its paper (`analysis.core.deviations`)
 
 `run(name, config)` does the rest the same way for all of them: checks the settings and the output folder before
 any work, trains with `analysis.training.loop`, writes the best weights so far as a partial artefact at every
-improvement, restores the best weights at the end, computes the final numbers, writes the artefact with a schema-1
+improvement (among the trained steps only: the step-0 weights, the untrained or warm start, are logged as the curve's
+baseline but never shipped as a result; a GIRCSE ablation once shipped its step 0, the frozen model under another
+name), restores the best weights at the end, computes the final numbers, writes the artefact with a schema-1
 manifest (`analysis.weights.manifest`), and copies it into the shipped artefacts only with `--ship`; `install`
 ships a finished run's folder later, to the same place. Adding a fourth system is its module plus one line in
 `SYSTEMS`.
@@ -59,6 +62,11 @@ def system(name: str):
     return importlib.import_module(SYSTEMS[name])
 
 
+def deviations(name: str) -> tuple:
+    """System `name`'s declared differences from its paper's recipe (its module's `DEVIATIONS`)."""
+    return tuple(system(name).DEVIATIONS)
+
+
 def run(name: str, config, *, backbone=None, progress=None, **data) -> dict:
     """Train system `name` with `config`; returns the summary (the CLI's JSON line). `backbone` defaults to
     `config.model`; `data` reaches the system's setup (tests pass small data and stand-in encoders)."""
@@ -105,6 +113,7 @@ def run(name: str, config, *, backbone=None, progress=None, **data) -> dict:
     cfg = TrainConfig(steps=config.steps, batch_size=config.batch_size, grad_accum=config.grad_accum, lr=config.lr,
                       weight_decay=job.weight_decay, eval_every=config.eval_every, patience=config.patience,
                       seed=config.seed, out_dir=str(work), resume=config.resume, max_minutes=config.max_minutes,
+                      select_start=False,
                       warmup_steps=job.warmup_steps if job.warmup_steps is not None else min(20, config.steps // 10 + 1))
     result = train(cfg, parameters=job.parameters, loss_fn=job.loss_fn, batches=job.batches, evaluate=job.evaluate,
                    save=lambda target: write(target), progress=progress, log_extra={"system": name, **job.data})

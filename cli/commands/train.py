@@ -10,13 +10,18 @@ HELP = ("Train the weights of a trained system (causal2vec, gircse, compression)
 
 
 def add_arguments(parser) -> None:
+    import argparse
+
     from analysis.core.options import add_options
-    from analysis.training.systems import SYSTEMS, system
+    from analysis.training.systems import SYSTEMS, deviations, system
 
     sub = parser.add_subparsers(dest="system", required=True, metavar="SYSTEM")
     for name in SYSTEMS:
         module = system(name)
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        lines = [f"- {d.sentence()}" for d in deviations(name)]
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP,
+                           epilog="Differences from the paper's recipe:\n" + "\n".join(lines) if lines else None,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         add_options(p, module.Config)
 
 
