@@ -247,7 +247,10 @@ def test_every_method_gets_parameter_widgets():
     assert not at.exception, at.exception
     assert not errors(at)
     assert at.session_state["out"] == [m.name for m in list_methods()]
-    assert len(at.expander) == len(list_methods())
+    declared = [m for m in list_methods() if m.deviations]  # each also gets its "differences from the paper"
+    assert len(at.expander) == len(list_methods()) + len(declared)
+    assert sorted(e.label for e in at.expander if e.label.endswith("differences from the paper")) == \
+        sorted(f"{m.title}: differences from the paper" for m in declared)
 
 
 def test_shown_runs_once_and_keeps_warnings():
