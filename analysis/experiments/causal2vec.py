@@ -2,8 +2,10 @@
 
 Configurations, all with the instruction the bridge was trained with: the trained system's concat / EOS / contextual
 readouts, the same readouts with the untrained bridge and no LoRA, the frozen concatenation (the plain decoder's EOS
-state next to the encoder vector, nothing trained: not the paper's Table 2 control, which trains the same recipe
-without the contextual token), the encoder alone, PromptEOL, and the earlier MLP-only bridge (a shipped ablation).
+state next to the encoder vector, nothing trained), the encoder alone, PromptEOL, and the earlier MLP-only bridge (a
+shipped ablation). The paper's controls, when they are shipped (`train causal2vec --control ... --ship`, trained with
+the system's recipe and budget): the same recipe without the contextual token (Table 2, its EOS state) and the plain
+concatenation of the two embeddings trained (Table 4); the claims then include the system against each.
 Each with a 95% bootstrap interval; the claims as paired differences overall and per genre. Cost: ratios to the
 plain forward of the same texts, timed interleaved in this run, on sentences and on the Lee corpus' documents.
 
@@ -27,6 +29,8 @@ HELP = ("Causal2Vec's readouts, untrained bridge, frozen concatenation, encoder 
         "--variant judges another training run against the shipped system.")
 READOUTS = {"concat": "concat", "eos": "EOS", "contextual": "contextual"}
 FROZEN_CONCAT = "frozen concatenation"
+NO_C, TRAINED_CONCAT = "no-C control (Table 2)", "trained concatenation (Table 4)"  # the paper's trained controls
+CONTROLS = {"no-contextual": (NO_C, "eos"), "concat": (TRAINED_CONCAT, "direct")}  # folder -> (row, its readout)
 CLAIMS = [  # (A, B, what A > B would show)
     ("trained concat", "trained contextual", "the decoder's reading of the text adds to C alone"),
     ("trained concat", FROZEN_CONCAT, "the trained system beats the frozen decoder's EOS next to the encoder vector"),
@@ -34,6 +38,9 @@ CLAIMS = [  # (A, B, what A > B would show)
     ("trained concat", "encoder alone", "the system beats its encoder"),
     ("trained concat", "PromptEOL", "the system beats the decoder's best training-free method"),
     ("trained concat", "MLP-only concat", "the paper's recipe beats the earlier MLP-only bridge"),
+    ("trained concat", NO_C, "the contextual token beats the same recipe without it (the paper's Table 2)"),
+    ("trained concat", TRAINED_CONCAT, "the system beats the plain concatenation of the two embeddings trained with "
+                                       "the same recipe (the paper's Table 4)"),
 ]
 
 
@@ -44,6 +51,8 @@ class Config:
     model: str = option("default", "the decoder the bridge was trained for")
     bridge: str = option("shipped", "the trained system: shipped, or a run name / folder")
     ablation: str = option("shipped/ablations/mlp-only", "the MLP-only bridge ('' leaves its rows out)")
+    controls: str = option("shipped/ablations", "where the paper's trained controls are (<place>/no-contextual, "
+                           "<place>/concat; absent ones are left out, '' leaves both out)")
     variant: str = option("", "LABEL=WEIGHTS: judge this training run against the shipped system instead")
     speed_n: int = option(256, "sentences timed for the cost table (0 = no cost table)", min=0)
     speed_long: int = option(64, "Lee-corpus documents timed for the cost table", min=0)
@@ -95,6 +104,9 @@ def measure(config: Config, hooks, progress) -> Measured:
             weights[shown_weights(config.ablation)] = old
             ablation = readouts("MLP-only", bridge=str(old))
             methods.update({k: ablation[k] for k in ("MLP-only concat", "MLP-only contextual")})
+        for spec, (label, how) in trained_controls(facts, config.controls).items():
+            weights[shown_weights(spec)] = folder = weights_folder(ID, facts, spec)
+            methods[label] = get_method("causal2vec", bridge=str(folder), readout=how)
     cos, took = heldout_sts.cosines(hooks, backbone, methods, pairs, progress)
     n_texts = len(heldout_sts.texts_of(pairs))
     scores, _ = heldout_sts.score_table("scores", f"Spearman on {len(pairs)} held-out pairs ({n_texts} sentences), "
@@ -109,10 +121,32 @@ def measure(config: Config, hooks, progress) -> Measured:
         progress(len(methods), len(methods) + 1, "cost")
         tables.append(cost_table(backbone, str(trained), heldout_sts.texts_of(pairs), config))
     findings = [heldout_sts.verdict(meaning, a, b, overall[a, b]) for a, b, meaning in claims if (a, b) in overall]
+    missing = [label for label, _ in CONTROLS.values() if label not in methods]
+    if not config.variant and config.controls and missing:
+        findings.append(f"Not measured, since not trained for this model: {', '.join(missing)} (`python -m analysis "
+                        "train causal2vec --control no-contextual --ship` and `--control concat --ship`, the system's "
+                        "recipe and budget).")
     return Measured(data=f"{pairs.name}: STS-B dev pairs that no checkpoint or setting was selected on",
                     sample=sample, models=[model_entry(backbone, weights)], tables=tables, findings=findings,
                     extra={"seconds": took, "trained_by": _trained_by(weights)}, variant=label,
                     title=f"Causal2Vec: {label} against the shipped recipe" if label else "")
+
+
+def trained_controls(facts, place: str) -> dict[str, tuple[str, str]]:
+    """{weights spec: (row label, readout)} of the paper's controls found under `place` for this model."""
+    from analysis.experiments.provenance import weights_folder
+
+    if not place:
+        return {}
+    out = {}
+    for name, row in CONTROLS.items():
+        spec = f"{place.rstrip('/')}/{name}"
+        try:
+            weights_folder(ID, facts, spec)
+        except UserError:
+            continue  # not trained for this model (yet): its claim is left out, the record says which are there
+        out[spec] = row
+    return out
 
 
 def cost_table(backbone, bridge: str, texts: list[str], config: Config) -> Table:

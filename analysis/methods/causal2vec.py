@@ -12,7 +12,10 @@ Readouts (`readout`): concat = [final state of C ; final state of EOS] (the pape
 bias; 2d dimensions), eos, contextual (C's state only), mean (over C and the text tokens), and direct: the frozen
 concatenation, the plain decoder's EOS state (no contextual token) next to the encoder vector (each L2-normalised,
 d + 384 dimensions). Nothing in it is trained, so it is not the paper's controls, which are trained with the same
-recipe (`DEVIATIONS`).
+recipe: `python -m analysis train causal2vec --control no-contextual` (Table 2: the decoder's LoRA on its EOS state,
+no contextual token) or `--control concat` (Table 4: the same LoRA on the plain concatenation of its EOS state and the
+encoder's vector). A control's folder as `bridge` runs its LoRA without C (`CONTROLS`): readout eos for either,
+direct for the concatenation it was trained on.
 
 The MLP ("bridge") comes from `bridge`: shipped (trained by `python -m analysis train causal2vec` and committed
 for the default model), untrained (its seeded initialisation, to see what training adds) or a folder written by
@@ -54,6 +57,7 @@ from analysis.core.trace import Trace
 METHOD = "causal2vec"
 CONTEXTUAL = 125  # segment id of the contextual token (fits the int8 segments kept in traces)
 READOUTS = ("concat", "eos", "contextual", "mean", "direct")
+CONTROLS = ("no-contextual", "concat")  # the paper's trained controls (Tables 2 and 4): no contextual token in either
 INIT_SEED = 0
 
 DEVIATIONS = (  # the recipe's differences are the trainer's (analysis.training.causal2vec.DEVIATIONS)
@@ -209,14 +213,36 @@ class Causal2Vec(EmbeddingMethod):
     def validate(self, params):
         if "{text}" in params.query_instruction:
             raise UserError("causal2vec: the query_instruction must not contain {text}; the text is added after it.")
+        control = self.control(params)
+        if control and params.readout in ("concat", "contextual"):
+            raise UserError(f"causal2vec: this bridge folder is the paper's {control} control, trained without the "
+                            f"contextual token: read it with readout=eos" + (" or direct." if control == "concat"
+                                                                           else "."))
         return dataclasses.replace(params, bridge_digest=self._digest(params),
                                    instruction=self._instruction(params))
+
+    def control(self, params=None) -> str:
+        """"no-contextual" or "concat" when `bridge` is a folder trained as one of the paper's controls (its manifest
+        says, `CONTROLS`): its LoRA then runs without a contextual token. "" for everything else."""
+        if (params or self.params).bridge.strip() == "untrained":
+            return ""
+        folder = self.bridge_folder(params)
+        if not (folder / "manifest.json").is_file():
+            return ""
+        from analysis.weights.artefacts import read_manifest
+
+        control = read_manifest(folder).get("hyperparameters", {}).get("control", "none")
+        return control if control in CONTROLS else ""
+
+    def contextual(self) -> bool:
+        """Whether C is in the input: not for the frozen concatenation (readout=direct) nor a trained control."""
+        return self.params.readout != "direct" and not self.control()
 
     def _instruction(self, params) -> str:
         """`auto` -> the instruction recorded by the trainer in the bridge's manifest ("" when there is none)."""
         if params.instruction != "auto":
             return params.instruction
-        folder = None if params.readout == "direct" else self.bridge_folder(params)
+        folder = None if params.readout == "direct" and not self.control(params) else self.bridge_folder(params)
         if folder is None or not (folder / "manifest.json").is_file():
             return ""
         from analysis.weights.artefacts import read_manifest
@@ -228,8 +254,8 @@ class Causal2Vec(EmbeddingMethod):
         from analysis.weights.artefacts import artefact_digest
 
         b = params.bridge.strip()
-        if params.readout == "direct":
-            return f"none|{encoder_identity()}"  # the control uses no bridge
+        if params.readout == "direct" and not self.control(params):
+            return f"none|{encoder_identity()}"  # the frozen concatenation uses no trained weights
         if b == "untrained":
             return f"untrained:seed{INIT_SEED}|{encoder_identity()}"
         folder = self.bridge_folder(params)
@@ -254,7 +280,7 @@ class Causal2Vec(EmbeddingMethod):
         """The bridge (None for direct), the backbone and the encoder to run, memoised per backbone and digest."""
         from analysis.models.minilm import load_encoder
 
-        if self.params.readout == "direct":
+        if self.params.readout == "direct" and not self.control():
             return Loaded(None, backbone, load_encoder())
         key = self.params.bridge_digest
         with _memo_lock:
@@ -270,7 +296,8 @@ class Causal2Vec(EmbeddingMethod):
                     raise UserError("causal2vec: no shipped bridge in this checkout; train one with `python -m "
                                     "analysis train causal2vec` or use bridge=untrained.")
                 loaded = load_bridge(folder, backbone, load_encoder().identity)
-            loaded.bridge.eval().requires_grad_(False)
+            if loaded.bridge is not None:  # (a trained control has none)
+                loaded.bridge.eval().requires_grad_(False)
             _memo.setdefault(backbone, {})[key] = loaded
             _memo.setdefault(loaded.runner, {})[key] = loaded  # encode runs on `runner`, which asks again
             return loaded
@@ -288,7 +315,7 @@ class Causal2Vec(EmbeddingMethod):
 
     def prepare(self, backbone, texts: list[str]) -> list[C2VEncoded]:
         tok = backbone.tokenizer
-        direct = self.params.readout == "direct"
+        direct = not self.contextual()
         items = encode_texts(tok, self.prompt_template(tok), texts, backbone.facts.max_length - (0 if direct else 1))
         out = []
         for e, t in zip(items, texts):
@@ -352,22 +379,26 @@ class Causal2Vec(EmbeddingMethod):
 def load_bridge(folder, backbone, encoder: str) -> Loaded:
     """(Bridge, backbone to run, encoder to run) from a trained folder; refuses a bridge made for another model or
     encoder, or whose sizes do not fit them (checked from the file's header before the weights are read). A folder
-    without an encoder LoRA (its manifest has no `encoder_lora`) runs the shared, frozen encoder, as before."""
+    without an encoder LoRA (its manifest has no `encoder_lora`) runs the shared, frozen encoder, as before; a
+    trained control (`CONTROLS`, its manifest's `control`) has no bridge: (None, its LoRA's decoder, encoder)."""
     from analysis.models.minilm import load_encoder
-    from analysis.weights.artefacts import WEIGHTS, artefact_digest, load_artefact
+    from analysis.weights.artefacts import WEIGHTS, artefact_digest, load_artefact, read_manifest
 
     e, d = load_encoder().dim, backbone.facts.hidden_size  # the bridge maps e -> (any hidden width) -> d
-    shapes = {"bridge.w1.weight": (None, e), "bridge.w1.bias": (None,), "bridge.w2.weight": (d, None),
-              "bridge.w2.bias": (d,)}
+    control = read_manifest(folder).get("hyperparameters", {}).get("control", "none") in CONTROLS
+    shapes = {} if control else {"bridge.w1.weight": (None, e), "bridge.w1.bias": (None,),
+                                 "bridge.w2.weight": (d, None), "bridge.w2.bias": (d,)}
     tensors, manifest = load_artefact(folder, method=METHOD, model_identity=backbone.identity, encoder=encoder,
                                       shapes=shapes)
-    w1, w2 = tensors["bridge.w1.weight"], tensors["bridge.w2.weight"]  # (hidden, e), (d, hidden)
-    bridge = Bridge(e, d, hidden=w1.shape[0])
-    try:
-        bridge.load_state_dict({k[len("bridge."):]: v for k, v in tensors.items() if k.startswith("bridge.")})
-    except RuntimeError:  # the two layers disagree on the hidden width, or a tensor is missing or extra
-        raise UserError(f"{Path(folder) / WEIGHTS} is not a consistent bridge: its two layers do not fit each "
-                        "other.") from None
+    bridge = None
+    if not control:
+        w1 = tensors["bridge.w1.weight"]  # (hidden, e)
+        bridge = Bridge(e, d, hidden=w1.shape[0])
+        try:
+            bridge.load_state_dict({k[len("bridge."):]: v for k, v in tensors.items() if k.startswith("bridge.")})
+        except RuntimeError:  # the two layers disagree on the hidden width, or a tensor is missing or extra
+            raise UserError(f"{Path(folder) / WEIGHTS} is not a consistent bridge: its two layers do not fit each "
+                            "other.") from None
     runner = backbone
     if manifest.get("lora"):
         from analysis.weights.lora import merged_backbone

@@ -17,6 +17,12 @@ Selection: every evaluation scores the fixed selection part of STS-B dev (`analy
 never saw. `--train-readout contextual` keeps the old, cheaper MLP-only recipe (texts cut after C) as an ablation.
 `--encoder-lora-rank R` (default 0: MiniLM frozen, the shipped recipe) also tunes the sentence encoder, as the paper
 does, with a LoRA of rank R (alpha 2R) on its attention projections, trained jointly through its pooled vector.
+
+The paper's controls, trained with this same recipe and budget (`--control`, shipped below the system's folder in
+`ablations/<control>`, `ship_place`): `no-contextual` (Table 2) trains the decoder's LoRA on its EOS state with no
+contextual token and no bridge; `concat` (Table 4) trains it on the plain concatenation of its EOS state and the
+encoder's vector (each L2-normalised: the method's `direct` readout), again without C. Everything else (data, batches,
+hard negatives, loss, steps, learning rate, instruction, selection) is the system's, so a difference is the token's.
 The result is an artefact (weights.safetensors with `bridge.*`, `lora.*` and, with the option, `encoder_lora.*`
 tensors + manifest.json), written by `analysis.training.systems.run` like every trained system's.
 """
@@ -85,6 +91,10 @@ class Config(RunOptions):
     eval_pairs: int = option(300, "pairs of the dev selection part scored at each validation", min=10)
     final_eval: str = option("report", "score the best weights on the dev report part, which selection never saw, "
                              "or skip it", choices=("report", "none"))
+    control: str = option("none", "train one of the paper's controls with this same recipe instead of the system: "
+                          "no-contextual = the decoder's LoRA on its EOS state without the contextual token (Table 2); "
+                          "concat = the LoRA on the plain concatenation of its EOS state and the encoder's vector "
+                          "(Table 4); none = Causal2Vec itself", choices=("none", "no-contextual", "concat"))
 
 
 def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder=None):
@@ -106,11 +116,21 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
     from analysis.weights import encoder_lora
     from analysis.weights.lora import lora_config, lora_copy, lora_tensors
 
+    from analysis.core.errors import UserError
+
+    control = "" if config.control == "none" else config.control
+    if control and config.train_readout != "concat":
+        raise UserError(f"--control {control} trains without the contextual token, so it has no C to cut the texts "
+                        "after: keep --train-readout concat.")
+    if control and not config.lora_rank and not config.encoder_lora_rank:
+        raise UserError(f"--control {control} trains no bridge, so it needs a LoRA to train: give --lora-rank > 0.")
     train_pairs = train_pairs if train_pairs is not None else stsb_pairs("train")  # the registry's STS-B
     dev_pairs = dev_pairs if dev_pairs is not None else stsb_pairs("dev")
     enc = encoder or load_encoder()
-    method = Causal2Vec(bridge="untrained", instruction=config.instruction)
-    readout = config.train_readout
+    # the layout: C before the text for the system; none for a control (readout=direct lays the texts out without C)
+    method = Causal2Vec(bridge="untrained", instruction=config.instruction,
+                        readout="direct" if control else "concat")
+    readout = {"no-contextual": "eos", "concat": "direct"}.get(control, config.train_readout)
     L = backbone.facts.n_layers
 
     lora = lora_config(config.lora_rank, targets=LORA_TARGETS) if config.lora_rank else None
@@ -118,9 +138,11 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
     torch.manual_seed(config.seed)  # LoRA's A matrices are drawn from torch's generator: seeded, so runs repeat
     runner = lora_copy(backbone, lora) if lora else backbone
     tuned = encoder_lora.trainable_copy(enc, enc_lora) if enc_lora else None  # after the decoder's: rank 0 repeats
-    bridge = Bridge.initial(enc.dim, backbone.facts.hidden_size, embedding_rms(backbone))  # = bridge=untrained
-    bridge.train()
-    params = {f"bridge.{k}": p for k, p in bridge.named_parameters()}
+    bridge = None if control else Bridge.initial(enc.dim, backbone.facts.hidden_size, embedding_rms(backbone))
+    params = {}
+    if bridge is not None:  # = bridge=untrained
+        bridge.train()
+        params.update({f"bridge.{k}": p for k, p in bridge.named_parameters()})
     if lora:
         params.update({f"lora.{n}": p for n, p in runner.model.named_parameters() if p.requires_grad})
     if tuned:
@@ -134,7 +156,7 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
                                 c_index=e.c_index) for e in items]
         batch = method.collate(runner, items, "right")
         batch.encoded = encoder_lora.vectors(tuned, texts) if tuned else enc.embed(texts)  # (n, e) unit norm
-        embeds = contextual_inputs(runner, batch, bridge(batch.encoded))  # (n, T, d)
+        embeds = None if bridge is None else contextual_inputs(runner, batch, bridge(batch.encoded))  # (n, T, d)
         with runner.lock:  # hooks on a shared model: one pass at a time (the app may be serving other pages)
             cap = forward_run(runner, batch, [L], inputs_embeds=embeds)
         return readout_at(cap.hidden[L], batch, readout)
@@ -165,8 +187,9 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
         return total, {k: float(v.detach()) for k, v in terms.items()}
 
     def dev_score(pairs, indices) -> float:
-        was = bridge.training
-        bridge.eval()
+        was = bridge is not None and bridge.training
+        if bridge is not None:
+            bridge.eval()
         left = [pairs.left[i] for i in indices]
         right = [pairs.right[i] for i in indices]
         texts = list(dict.fromkeys(left + right))
@@ -175,7 +198,8 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
             z = torch.cat([embed(texts[i : i + 32]) for i in range(0, len(texts), 32)])  # (n, D)
         z = torch.nn.functional.normalize(z, dim=-1)
         cos = (z[[pos[t] for t in left]] * z[[pos[t] for t in right]]).sum(-1).numpy()
-        bridge.train(was)
+        if bridge is not None:
+            bridge.train(was)
         return float(spearman(cos, np.asarray(pairs.scores)[indices]))
 
     def tensors():
@@ -202,8 +226,16 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
     return Job(parameters=params, loss_fn=loss_fn, batches=batches,
                evaluate=lambda: {"score": dev_score(selection, sub)}, tensors=tensors, restore=restore, data=data,
                examples_per_step=config.batch_size * config.grad_accum, finish=finish,
-               extra={"encoder": enc.identity, "lora": lora, "bridge_hidden": backbone.facts.hidden_size,
+               extra={"encoder": enc.identity, "lora": lora,
+                      **({"bridge_hidden": backbone.facts.hidden_size} if bridge is not None else {}),
                       **({"encoder_lora": enc_lora} if enc_lora else {})})  # rank 0: the manifest as before
+
+
+def ship_place(hyperparameters: dict) -> str:
+    """Where a run ships below analysis/artefacts/causal2vec/<model>/: the system itself there, a trained control in
+    ablations/<control> (never over the shipped bridge)."""
+    control = hyperparameters.get("control", "none")
+    return "" if control in ("none", "", None) else f"ablations/{control}"
 
 
 def load(folder, backbone):
