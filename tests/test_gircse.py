@@ -48,7 +48,7 @@ def test_objectives():
     assert objective(losses, "icr").item() == pytest.approx(4.5 + math.log(2) / 2, abs=1e-6)
     assert objective(losses, "icr", lam=0.0).item() == pytest.approx(4.5)
     assert objective(losses, "icr-mean").item() == pytest.approx(1.5 + math.log(2) / 2, abs=1e-6)
-    assert objective(losses, "stepwise").item() == pytest.approx(1.5)
+    assert objective(losses, "stepwise").item() == pytest.approx(4.5)  # the ladder's middle rung: icr with λ = 0
     assert objective(losses, "final").item() == pytest.approx(1.5)
     assert objective(torch.tensor([3.0, 2.0, 1.0]), "icr").item() == pytest.approx(6.0)  # no penalty when decreasing
     with pytest.raises(ValueError):

@@ -242,3 +242,37 @@ def test_the_gircse_experiment_on_a_tiny_model(tiny_llama, artefacts, tmp_path, 
     assert set(points) == {"Causal-EOS K=5", "ablation icr-mean (older recipe) K=5"}
     fake_adapter(tiny_llama, model_dir / "baselines" / "causal-eos", seed=4, objective="causal-eos")
     assert exp.recorded(tiny_llama)[1] == ["causal-eos"]  # the record is older than the weights now
+
+
+def test_the_ablation_ladder_is_claimed_rung_by_rung(tiny_llama, artefacts):
+    """The paper's ladder (generation only < + stepwise loss < + regulariser) becomes three paired claims once its
+    rungs are shipped with today's recipe; an ablation whose best step is 0 is named the frozen model and claims
+    nothing."""
+    from analysis.data.corpora import Pairs
+    from analysis.experiments import gircse as exp
+    from analysis.experiments.records import Sample
+    from analysis.inspect.generation import adapter_variants
+
+    model_dir = artefacts / "gircse" / "tiny-llama"
+    fake_adapter(tiny_llama, model_dir, seed=1)
+    fake_adapter(tiny_llama, model_dir / "baselines" / "causal-eos", seed=2, objective="causal-eos")
+    fake_adapter(tiny_llama, model_dir / "ablations" / "final", seed=3, objective="final")
+    fake_adapter(tiny_llama, model_dir / "ablations" / "stepwise", seed=4, objective="stepwise")
+    frozen = fake_adapter(tiny_llama, model_dir / "ablations" / "icr-mean", seed=5, objective="icr-mean")
+    manifest = json.loads((frozen / "manifest.json").read_text())
+    (frozen / "manifest.json").write_text(json.dumps({**manifest, "best_step": 0}))
+
+    labels = adapter_variants(tiny_llama)
+    assert any(label.endswith("best step 0: the frozen model") for label in labels)
+    rng = np.random.default_rng(1)
+    words = "a cat dog sat ran on the mat river bank money sun".split()
+    left = [" ".join(rng.choice(words, 4)) for _ in range(16)]
+    pairs = Pairs("toy", left, [" ".join(rng.choice(words, 4)) for _ in range(16)], rng.uniform(0, 5, 16),
+                  ["main-captions/x"] * 16)
+    config = exp.Config(ks=("0", "5"), n_boot=20, speed_n=0)
+    out = exp.measure_on(tiny_llama, pairs, config, lambda *a: None, data="toy", sample=Sample(16, "all of it"))
+    claimed = out.tables[1].column("A − B")
+    assert claimed[-3:] == ["ablation final K=5 − Causal-EOS K=0", "ablation stepwise K=5 − ablation final K=5",
+                            "GIRCSE K=5 − ablation stepwise K=5"]
+    assert not any("icr-mean" in c for c in claimed)  # the step-0 ablation claims nothing
+    assert any("best step 0" in f for f in out.findings) and not any("ladder lacks" in f for f in out.findings)

@@ -9,7 +9,12 @@ Configurations, each embedding every distinct sentence once:
 - Causal-EOS (adapter=causal-eos), the fair baseline, at K = 0 (the readout it was trained on) and at K = 5
   (generating although it was never trained to: what generation alone adds to the same contrastive training);
 - the frozen model at every K, and PromptEOL (training-free, the same model);
-- the shipped ablations (ablations/*) at K = 5, "older recipe" when the first trainer made them.
+- the shipped ablations (ablations/*) at K = 5, "older recipe" when the first trainer made them, "best step 0" when the
+  run never beat its untrained start (the frozen model under another name: left out of every claim).
+The paper's ablation ladder, when its rungs are shipped with today's recipe (`train gircse --objective final` and
+`--objective stepwise`, the shipped adapter's flags, `--ship`): generation only (final) against Causal-EOS, + the
+stepwise loss against generation only, + the regulariser (the shipped GIRCSE) against the stepwise loss, each a paired
+difference at K = 5.
 Cost: every K of the shipped adapter and PromptEOL as ratios to one plain forward of the same sentences. The Soft
 tokens page draws the record's `k_curve` and `cost` series and its `scores` and `paired` tables.
 """
@@ -53,13 +58,20 @@ class Config:
     n_boot: int = option(1000, "bootstrap resamples", min=0, limit=10_000)
 
 
+LADDER_CLAIMS = [  # (rung, the rung below, what rung > below would show); rungs: ablation names, GIRCSE, BASELINE
+    ("final", BASELINE, "generation alone (the final-step loss) beats Causal-EOS: the ladder's first rung"),
+    ("stepwise", "final", "the stepwise loss adds to generation alone: the ladder's second rung"),
+    (GIRCSE, "stepwise", "the regulariser adds to the stepwise loss: the ladder's third rung"),
+]
+
+
 def name(row: tuple) -> str:
     return row[0] if row[1] is None else f"{row[0]} K={row[1]}"
 
 
 def variants(backbone) -> dict[str, tuple[str, list | None]]:
     """{configuration: (adapter, Ks)} of what is shipped for this model; Ks None = every K of the run."""
-    from analysis.inspect.generation import older_recipe
+    from analysis.inspect.generation import older_recipe, untrained_result
     from analysis.weights.adapters import CAUSAL_EOS, shipped_folder
 
     shipped = shipped_folder(backbone.facts)
@@ -71,8 +83,19 @@ def variants(backbone) -> dict[str, tuple[str, list | None]]:
     out[FROZEN] = ("none", None)
     for sub in sorted(shipped.glob("ablations/*")):
         if (sub / "adapter_config.json").is_file():
-            out[f"ablation {sub.name}" + (" (older recipe)" if older_recipe(sub) else "")] = (str(sub), [ABLATION_K])
+            note = " (older recipe)" if older_recipe(sub) else " (best step 0: the frozen model)" \
+                if untrained_result(sub) else ""
+            out[f"ablation {sub.name}{note}"] = (str(sub), [ABLATION_K])
     return out
+
+
+def ladder_rows(configs: dict) -> dict[str, tuple]:
+    """{rung: (configuration, K)} of the ladder's rungs measured here: an ablation counts only when today's recipe
+    trained it (no note on its label), GIRCSE at K = 5, Causal-EOS at its readout K = 0."""
+    rows = {GIRCSE: (GIRCSE, ABLATION_K), BASELINE: (BASELINE, 0)}
+    rows.update({label.removeprefix("ablation "): (label, ABLATION_K) for label in configs
+                 if label.startswith("ablation ") and "(" not in label})
+    return {rung: row for rung, row in rows.items() if row[0] in configs}
 
 
 def embeddings(backbone, texts: list[str], ks: list[int], configs: dict, progress) -> dict:
@@ -158,7 +181,9 @@ def measure_on(backbone, pairs, config: Config, progress, *, data: str, sample) 
         notes="Causal-EOS was trained on K = 0, its readout; at K = 5 it generates although it was never trained to. "
               "Ablations, read at K = 5: " + "; ".join(f"{k} = {v}" for k, v in ABLATIONS.items()) +
               ". PromptEOL has no K.")
-    claims = [(name(a), name(b), meaning) for a, b, meaning in CLAIMS if a in emb and b in emb]
+    rungs = ladder_rows(configs)
+    ladder = [(rungs[a], rungs[b], meaning) for a, b, meaning in LADDER_CLAIMS if a in rungs and b in rungs]
+    claims = [(name(a), name(b), meaning) for a, b, meaning in CLAIMS + ladder if a in emb and b in emb]
     paired, overall = heldout_sts.paired_table("paired", "Paired differences (the same resampled pairs for both "
                                                "sides), overall and per STS-B genre", pairs, cos,
                                                [(a, b) for a, b, _ in claims], n_boot=config.n_boot, seed=config.seed)
@@ -188,6 +213,14 @@ def measure_on(backbone, pairs, config: Config, progress, *, data: str, sample) 
     if BASELINE not in configs:
         findings.append("No Causal-EOS baseline is shipped for this model, so the fair-baseline claim is not measured "
                         "(train it with `python -m analysis train gircse --objective causal-eos --ship`).")
+    missing = [r for r in ("final", "stepwise") if r not in rungs]
+    if missing:
+        findings.append("The ablation ladder lacks " + " and ".join(missing) + " trained with today's recipe, so its "
+                        "claims about them are not measured (`python -m analysis train gircse --steps 320 --eval-every "
+                        "40 --max-minutes 50.0 --threads 2 --hard-negatives 8 --objective <rung> --ship`).")
+    if any(label.endswith("(best step 0: the frozen model)") for label in configs):
+        findings.append("An ablation marked best step 0 never beat its untrained start on validation: its weights are "
+                        "the frozen model's, so no claim uses it.")
     if any(label.endswith("(older recipe)") for label in configs):
         findings.append("The rows marked older recipe come from the first trainer (mean of the step losses, selected "
                         "on the first 200 dev pairs; the training table has the rest): they differ from GIRCSE in more "

@@ -143,8 +143,9 @@ def scaling_curve(backbone, pairs, ks=SCALING_KS, *, instruction: str = DEFAULT_
 
 
 # ---- trained adapters: what the app compares ---------------------------------------------------------------------
-ABLATIONS = {"icr-mean": "mean of the step losses plus the regulariser", "stepwise": "stepwise loss, no regulariser",
-             "final": "final-step loss only"}
+ABLATIONS = {"icr-mean": "mean of the step losses plus the regulariser",
+             "stepwise": "+ stepwise loss, no regulariser (the ladder's second rung)",
+             "final": "generation only, final-step loss (the ladder's first rung)"}
 OLD_SELECTION = 200  # the first STS-B dev pairs the adapters trained before the dev split selected checkpoints on
 
 
@@ -155,6 +156,15 @@ def older_recipe(folder) -> bool:
     from analysis.weights.artefacts import read_manifest
 
     return "objective" not in (read_manifest(folder).get("hyperparameters") or {})
+
+
+def untrained_result(folder) -> bool:
+    """Whether the adapter in `folder` is its run's step 0: training never beat the untrained start on validation, so
+    the weights are the frozen model's (LoRA's B starts at zero) under another name. Runs since the step-0 weights
+    stopped being selectable (`analysis.training.systems`) never are."""
+    from analysis.weights.artefacts import read_manifest
+
+    return read_manifest(folder).get("best_step") == 0
 
 
 def adapter_variants(backbone) -> dict[str, str]:
@@ -171,8 +181,9 @@ def adapter_variants(backbone) -> dict[str, str]:
         out["Causal-EOS (fair baseline)"] = CAUSAL_EOS
     if folder is not None:
         for sub in sorted(p for p in (folder / "ablations").glob("*") if (p / "adapter_config.json").is_file()):
-            out[f"ablation: {ABLATIONS.get(sub.name, sub.name)}{', older recipe' if older_recipe(sub) else ''}"] = \
-                str(sub)
+            notes = [n for n, on in ((", older recipe", older_recipe(sub)),
+                                     (", best step 0: the frozen model", untrained_result(sub))) if on]
+            out[f"ablation: {ABLATIONS.get(sub.name, sub.name)}{''.join(notes)}"] = str(sub)
     out["frozen (no adapter)"] = "none"
     return out
 

@@ -7,12 +7,16 @@ that makes the loss worse than the one before, in log space. As the paper writes
 
     ICR = sum_k L_k + λ · mean_{k<K} max(log L_{k+1} − log L_k, 0)
 
-`icr-mean` (mean over steps instead of the sum) is the variant this project trained first: with K = 5 it weighs
-the regulariser five times more than the paper does; it is kept as a documented option, not the default.
+`icr-mean` (mean over steps instead of the sum) is the variant this project trained first, and what GIRCSE's
+reference code computes: with K = 5 it weighs the regulariser five times more than the sum does; it is an option.
+
+The paper's ablation ladder, each rung one objective trained with the same recipe: `final` (generation only: one
+contrastive loss on the K-token embedding, L_K), `stepwise` (+ the stepwise loss: sum_k L_k, ICR with λ = 0), `icr`
+(+ the regulariser). Each rung adds exactly one thing to the one below.
 
     states_q, states_d = ...                          # (B, K, d) each
     losses = stepwise_losses(cumulative_means(states_q), cumulative_means(states_d))   # (K,)
-    loss = objective(losses, "icr")                   # scalar; "stepwise" (λ=0) and "final" (L_K) for ablations
+    loss = objective(losses, "icr")                   # scalar; "stepwise" (λ = 0) and "final" (L_K) for the ladder
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ import torch
 from analysis.training.losses import info_nce
 
 TEMPERATURE = 0.02  # GIRCSE's InfoNCE temperature
-OBJECTIVES = ("icr", "icr-mean", "stepwise", "final")  # Table 3: ICR, without the regulariser, last step only
+OBJECTIVES = ("icr", "icr-mean", "stepwise", "final")  # the ladder: final < stepwise < icr; icr-mean = the reference's
+LADDER = ("final", "stepwise", "icr")  # generation only, + the stepwise loss, + the regulariser
 
 
 def cumulative_means(states: torch.Tensor) -> torch.Tensor:
@@ -54,13 +59,14 @@ def refinement_penalty(losses: torch.Tensor) -> torch.Tensor:
 
 def objective(losses: torch.Tensor, kind: str = "icr", lam: float = 1.0) -> torch.Tensor:
     """The training loss from the per-step losses (K,): icr = sum L_k + λ·penalty (the paper); icr-mean = mean L_k
-    + λ·penalty; stepwise = mean L_k; final = L_K (a single-step contrastive loss on the K-token embedding)."""
+    + λ·penalty (its reference code); stepwise = sum L_k (icr with λ = 0); final = L_K (a single-step contrastive
+    loss on the K-token embedding)."""
     if kind == "icr":
         return losses.sum() + lam * refinement_penalty(losses)
     if kind == "icr-mean":
         return losses.mean() + lam * refinement_penalty(losses)
     if kind == "stepwise":
-        return losses.mean()
+        return losses.sum()
     if kind == "final":
         return losses[-1]
     raise ValueError(f"unknown objective {kind!r}; choose one of {OBJECTIVES}")
