@@ -232,3 +232,16 @@ def test_real_model_htp_runs(real):
     htp = get_method("htp")
     emb = htp.encode(real, [DOC, "A single sentence without a full stop"])
     assert emb.shape == (2, real.facts.hidden_size) and np.isfinite(emb).all()
+
+
+def test_a_cut_text_is_laid_out_as_the_text_it_keeps():
+    """A text past the limit is cut by a search that may try a longer text after the one it keeps: the blocks must
+    be the kept text's (they were the last tried text's, which failed with an IndexError on this text)."""
+    bb = tiny_backbone("llama", max_length=64)
+    doc = ("Rain a the steep ran fox a. Fox and over was ran. Steep bank rain. Over rain. Ran while rain over bank. "
+           "River while river fell it. Fox ran river and a and. Ran fox fox fell. Steep the rain ran the river while "
+           "fell a. Over. Fell fell and was while and while fell. Was over.")
+    with pytest.warns(Warning, match="truncated"):
+        e = get_method("htp").prepare(bb, [doc])[0]
+    assert e.truncated and len(e) <= 64
+    _check_layout(e, int((e.kind == LOCAL).sum()))

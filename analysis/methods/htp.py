@@ -109,15 +109,15 @@ class HTP(RewiringMethod):
     def layout(self, backbone, text: str) -> Placed:
         summary = self.params.summary
         per_block = {"both": 2, "local": 1, "global": 1, "none": 0}[summary]
-        found = {}
 
         def reserve(text_end, kept):  # placeholders this (possibly cut) text will need
-            found["block"] = self.blocks(text_end, kept) if per_block else np.zeros(len(text_end), np.int64)
-            return per_block * (int(found["block"][-1]) + 1 if len(text_end) else 0)
+            return per_block * (int(self.blocks(text_end, kept)[-1]) + 1) if per_block and len(text_end) else 0
 
-        enc, _, _ = self._tokenize(backbone, text, reserve)
-        block = found["block"]  # (n,) for the text tokens of the kept text
-        tpos = np.flatnonzero(enc.segments == 1)  # (n,) positions of the text tokens
+        enc, text_end, kept = self._tokenize(backbone, text, reserve)
+        text_tokens = enc.segments == 1
+        # blocks of the text kept (a cut text's search also tries longer ones after it, so not the last one reserved)
+        block = self.blocks(text_end[text_tokens], kept) if per_block else np.zeros(int(text_tokens.sum()), np.int64)
+        tpos = np.flatnonzero(text_tokens)  # (n,) positions of the text tokens
         change = np.flatnonzero(np.diff(block)) + 1  # (M-1,) index (into tpos) where a new block starts
         firsts = tpos[np.r_[0, change]]  # (M,) first token of each block
         lasts = tpos[np.r_[change - 1, len(tpos) - 1]]  # (M,) final token of each block
