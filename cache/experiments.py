@@ -1,8 +1,9 @@
 """An experiment's hooks (`analysis.experiments.hooks.Hooks`) served from the compute cache: embeddings through
 `cached_encode` (KV-Embedding's `layers=auto` window through the store), context-compression answers through
-`cached_compress_predict`, and the model report's hooks through `cache.report`. So `python -m analysis measure`
-run twice computes once, an interrupted measurement resumes, and the pages that did the same work before it
-(Benchmark, Context compression, the Layer explorer) have already paid for part of it."""
+`cached_compress_predict`, the model report's hooks through `cache.report`, and the claims board's timings through
+`cache.claims`. So `python -m analysis measure` run twice computes once, an interrupted measurement resumes, and the
+pages that did the same work before it (Benchmark, Context compression, the Layer explorer) have already paid for
+part of it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ def cached_hooks(store, *, batch_size: int = 16):
     """`Hooks` reading and writing `store`."""
     from analysis.experiments.hooks import Hooks
     from analysis.models.backbone import load_backbone
+    from cache.claims import remember
     from cache.report import report_hooks
 
     def encode(backbone, method, texts):
@@ -23,4 +25,5 @@ def cached_hooks(store, *, batch_size: int = 16):
         return cached_compress_predict(store, system, items, mode, ids=ids)[0]
 
     return Hooks(load_backbone, encode, compress_predict,
-                 lambda backbone, pairs: report_hooks(store, backbone, pairs, batch_size=batch_size))
+                 lambda backbone, pairs: report_hooks(store, backbone, pairs, batch_size=batch_size),
+                 lambda parts, compute: remember(store, parts, compute))

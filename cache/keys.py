@@ -41,6 +41,8 @@ ANISOTROPY = "anisotropy_layers"  # anisotropy_parts
 EMBEDDING_MAP = "embedding_map"  # embedding_map_parts
 SOFT_SCALING = "soft_scaling_ci"  # soft_scaling_parts
 SOFT_GENERATION = "soft_generation"  # soft_generation_parts
+CLAIMS_TIMING = "claims_timing"  # claims_timing_parts: a cost claim's timing (what stored vectors cannot redo)
+CLAIMS_BOARD = "claims_board"  # claims_board_key: every claims board of a model (the newest is read)
 
 
 def jsonable(obj):
@@ -222,3 +224,20 @@ def soft_generation_parts(backbone, text: str, instruction: str, settings: dict,
     entry), `adapter` the adapter's key part (`adapter_spec`), so a retrained adapter is a new entry."""
     return {"text": text, "instruction": instruction, **settings, "adapter": adapter, "model": backbone.identity,
             "code": code("analysis.inspect.generation")}
+
+
+def claims_timing_parts(parts: dict) -> dict:
+    """A cost claim's timing (CLAIMS_TIMING): `parts` name the model, the methods with their parameters and
+    modules, the texts and the rounds (`analysis.experiments.claims.context.Context.timed`)."""
+    return {**parts, "code": code("analysis.eval.cost", *parts.get("modules", ()))}
+
+
+def claims_board_key(identity: str, board: dict) -> str:
+    """One claims board of a model (CLAIMS_BOARD): every board of the model sits under one prefix
+    (`claims_board_prefix`, `Store.scan`), each under a digest of its content, so a later run never replaces an
+    earlier one in place and the newest is found by its date."""
+    return f"{claims_board_prefix(identity)}-{_sha256(board)[:32]}"
+
+
+def claims_board_prefix(identity: str) -> str:
+    return make_key({"claims_board": identity})

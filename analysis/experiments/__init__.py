@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from analysis.core.errors import UserError
 
 EXPERIMENTS: dict[str, str] = {  # in the order docs/RESULTS.md shows them
+    "claims": "analysis.experiments.claims.record",  # the claims board, one record per model: RESULTS.md opens with it
     "methods_models": "analysis.experiments.methods_models",
     "causal2vec": "analysis.experiments.causal2vec",
     "gircse": "analysis.experiments.gircse",

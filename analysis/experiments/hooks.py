@@ -19,6 +19,9 @@ class Hooks:
     encode: Callable  # (backbone, method, texts) -> (emb (n, d), {"cached": bool, "seconds": float})
     compress_predict: Callable  # (system, items, mode, ids) -> one prediction dict per item
     report: Callable  # (backbone, pairs) -> analysis.report.build.Hooks (window, sweep, soft-token curve)
+    # (parts, compute) -> compute()'s JSON-able value, kept under `parts`: what cannot be recomputed from stored
+    # vectors (a timing); the claims board's cost claims resume from it
+    remember: Callable = lambda parts, compute: compute()
 
 
 def local_hooks(batch_size: int = 16) -> Hooks:

@@ -1,0 +1,76 @@
+"""The claims board as a published record: `python -m analysis measure claims --model M` writes
+`docs/results/claims_<model>.json`, one per model, with the board's wall time and every verdict; the Claims page,
+the model report and Compare models read it when the cache holds no newer board for the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from analysis.core.options import option
+from analysis.experiments import Measured
+from analysis.experiments.claims.context import Settings, short_name
+from analysis.experiments.records import Table
+
+ID = "claims"
+TITLE = "Does the paper hold on this model? The claims board"
+HELP = ("The five papers' headline claims, each tested on one model with its verdict rule fixed before measuring "
+        "(holds here, reversed here, not resolved, cannot run here), the deviations that bear on each, read from the "
+        "records measured on this model where they exist: one record per model, claims_<model>.json.")
+
+
+@dataclass(frozen=True)
+class Config(Settings):
+    model: str = option("default", "the model: a built-in name (default, gemma3-270m) or a folder")
+    budget_minutes: float = option(0.0, "time for the whole board, clock-enforced claim by claim (0 = no limit)",
+                                   min=0.0)
+
+
+def settings_of(config) -> Settings:
+    return Settings(**{f.name: getattr(config, f.name) for f in fields(Settings)})
+
+
+def board_tables(board: dict) -> list[Table]:
+    claims = board["claims"]
+    rows = tuple((board["papers"][c["paper"]]["title"], c["id"], c["says"], c["verdict"]["word"],
+                  c["verdict"]["number"] or None, c["verdict"]["detail"], c["source"] or None,
+                  "; ".join(d["topic"] for d in c["deviations"]) or None) for c in claims)
+    counts = tuple((word, n) for word, n in board["counts"].items())
+    return [Table("board", f"The claims on {board['model']['title']}: each verdict by its rule fixed before measuring",
+                  ("paper", "claim", "the paper says", "verdict", "number [95% interval]", "what it rests on",
+                   "read from", "deviations beside it"), rows,
+                  "Deviations: the topics of the methods' and trained systems' declared differences from the paper "
+                  "that bear on the claim (the Claims page and `python -m analysis claims` show them in full)."),
+            Table("counts", "Verdicts", ("verdict", "claims"), counts)]
+
+
+def findings(board: dict) -> list[str]:
+    from analysis.experiments.claims.board import summary
+
+    out = [f"{board['model']['title']}: {summary(board)} of {len(board['claims'])} claims."]
+    for word in ("holds here", "reversed here"):
+        ids = [c["id"] for c in board["claims"] if c["verdict"]["word"] == word]
+        if ids:
+            out.append(f"{word[0].upper()}{word[1:]}: {', '.join(ids)}.")
+    return out
+
+
+def measure(config: Config, hooks, progress) -> Measured:
+    from analysis.experiments.claims.board import prepare, run
+    from analysis.experiments.heldout_sts import report_pairs
+    from analysis.experiments.provenance import model_entry
+    from analysis.weights.artefacts import shipped_dir
+
+    backbone = hooks.backbone(config.model)
+    plan = prepare(backbone, hooks, settings_of(config))
+    board = run(plan, budget_seconds=config.budget_minutes * 60 or None, progress=progress)
+    weights = {system: shipped_dir(system, backbone.facts) for system in ("gircse", "causal2vec", "compression")
+               if (shipped_dir(system, backbone.facts) / "weights.safetensors").is_file()}
+    _, sample = report_pairs(config.sts_sample, config.seed)
+    return Measured(
+        data=(f"STS-B dev report part for the STS claims; {config.longdoc} long documents generated for the model's "
+              f"tokenizer ({config.longdoc_n} per length); {config.retrieval} for retrieval; the records in "
+              "docs/results where they were measured on this model"),
+        sample=sample, models=[model_entry(backbone, weights)], tables=board_tables(board),
+        findings=findings(board), extra={"board": board}, variant=short_name(backbone.facts),
+        title=f"Does the paper hold on {board['model']['title']}? The claims board")

@@ -1,0 +1,196 @@
+"""The claims board: every claim declared in full (the paper's words, the test, the rule, deviations that resolve,
+evidence views that exist), the whole board on a tiny model (each claim measured or refused with its reason, as a
+valid record and a standalone HTML file), a budget that leaves claims "not measured" saying why, claims read from
+records measured on the model, the cache keeping timings and boards, and the command's checks before any work."""
+
+import json
+
+import pytest
+
+from analysis.core.errors import UserError
+from analysis.experiments import verdicts
+from analysis.experiments.claims import PAPERS
+from analysis.experiments.claims.board import CLAIMS, choose, prepare, run
+from analysis.experiments.claims.context import Settings
+from analysis.models.tiny import tiny_backbone
+
+MEASURED = (verdicts.HOLDS, verdicts.REVERSED, verdicts.UNRESOLVED)
+RATE = (0.01, 0.1, 10.0, 1000.0)  # a timing probe's result (seconds per text at 10 and 1,000 tokens): no probe run
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """A tiny Llama that reads 512 tokens: long enough for two long-document lengths."""
+    return tiny_backbone("llama", max_length=512)
+
+
+@pytest.fixture(scope="module")
+def beir(tmp_path_factory):
+    """A small retrieval set in BEIR layout: eight documents, four judged queries."""
+    root = tmp_path_factory.mktemp("beir")
+    (root / "qrels").mkdir()
+    topics = ["rivers and boats", "bread and ovens", "stars and comets", "bees and honey", "trains and tracks",
+              "snow and ice", "violins and bows", "maps and roads"]
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "title": t, "text": f"A note about {t}."})
+                                               + "\n" for i, t in enumerate(topics)))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": f"what about {topics[i]}?"})
+                                                + "\n" for i in range(4)))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n"
+                                                                                      for i in range(4)))
+    return root
+
+
+def small(beir, **over) -> Settings:
+    return Settings(**{"sts_sample": 24, "n_boot": 50, "longdoc_n": 3, "longdoc_lengths": ("256", "512"),
+                       "retrieval": f"beir:{beir}", "timing_texts": 4, "repeats": 1, **over})
+
+
+def hooks_for(backbone):
+    from analysis.experiments.hooks import local_hooks
+
+    hooks = local_hooks()
+    hooks.backbone = lambda name: backbone
+    return hooks
+
+
+def needs_stsb():
+    from analysis.data.datasets import stsb_dev_part
+
+    try:
+        stsb_dev_part("report")
+    except UserError as err:
+        pytest.skip(f"STS-B dev is not in the data folder: {err}")
+
+
+# ---- the claims as declared ---------------------------------------------------------------------------------------
+def test_at_least_25_claims_and_4_per_paper_each_declared_in_full():
+    from analysis.experiments.fidelity import of
+    from ui.lessons import BY_ID
+    from ui.nav import page_files, url_path
+
+    assert len(CLAIMS) >= 25 and len({c.id for c in CLAIMS}) == len(CLAIMS)
+    for paper in PAPERS:
+        assert sum(c.paper == paper for c in CLAIMS) >= 4, paper
+    views = {url_path(p) for p in page_files()}
+    for c in CLAIMS:
+        assert c.where and c.says.endswith(".") and c.test and c.rule, c.id
+        assert c.evidence and c.deviations, c.id
+        for source in c.deviations:
+            of(source)  # every source names a method or a trained system
+        for ev in c.evidence:
+            assert ev.view in views, (c.id, ev.view)
+            if ev.view == "lessons":
+                assert 1 <= ev.query["step"] <= len(BY_ID[ev.query["lesson"]].steps), c.id
+
+
+def test_the_id_window_rank_says_its_rank_and_gap():
+    from analysis.experiments.claims.kv_embedding import rank_among
+
+    top = rank_among(0.70, [0.60, 0.65, 0.50, 0.40, 0.30, 0.20, 0.10])
+    assert top.word == verdicts.HOLDS and top.number == "rank 1 of 8, 0.000 below the best"
+    low = rank_among(0.20, [0.60, 0.65, 0.50, 0.40, 0.30, 0.70, 0.10])
+    assert low.word == verdicts.REVERSED and low.number == "rank 7 of 8, 0.500 below the best"
+
+
+# ---- the whole board on a tiny model ------------------------------------------------------------------------------
+def test_the_whole_board_on_a_tiny_model(tiny, beir):
+    """Every claim is measured or refused with what it needs (nothing fails, nothing is left for the budget); the
+    board is a valid record, carries the deviations beside each claim, and renders as one standalone page."""
+    needs_stsb()
+    from analysis.experiments import records, run as measure
+    from analysis.experiments.claims.html import render
+    from analysis.experiments.claims.record import Config
+
+    config = Config(**{**small(beir).__dict__, "model": "tiny"})
+    seen = []
+    rec = measure("claims", config, hooks=hooks_for(tiny), progress=lambda *a: seen.append(a))
+    records.validate(rec)
+    assert rec.id == "claims_tiny_llama" and rec.wall_seconds is not None and seen
+    board = rec.extra["board"]
+    words = {c["id"]: c["verdict"] for c in board["claims"]}
+    assert set(words) == {c.id for c in CLAIMS}
+    for cid, v in words.items():
+        assert v["word"] in MEASURED + (verdicts.CANNOT,), (cid, v)
+        assert v["detail"], cid
+        if v["word"] in MEASURED:
+            assert v["number"], cid
+    measured = [cid for cid, v in words.items() if v["word"] in MEASURED]
+    assert {"kv-reroute", "kv-causal-mask", "htp-long-gap", "htp-retrieval", "htp-sts-tp", "htp-cost"} <= set(measured)
+    refused = {cid: v["detail"] for cid, v in words.items() if v["word"] == verdicts.CANNOT}
+    assert "train gircse" in refused["gircse-baseline"] and "train causal2vec" in refused["c2v-readouts"]
+    kv = next(c for c in board["claims"] if c["id"] == "kv-reroute")
+    assert kv["deviations"] and all(d["sentence"] for d in kv["deviations"])
+    assert board["counts"][verdicts.NOT_MEASURED] == 0 and board["complete"]
+    assert rec.table("board").column("claim") == [c.id for c in CLAIMS]
+    page = render([board])
+    assert all(c.id in page for c in CLAIMS) and 'class="chip"' in page and "figures-gz" in page
+
+
+def test_a_budget_leaves_claims_not_measured_saying_why(tiny, beir):
+    needs_stsb()
+    plan = prepare(tiny, hooks_for(tiny), small(beir), claims=choose(["kv-reroute", "htp-sts-tp", "gircse-baseline"]),
+                   rate=RATE)
+    board = run(plan, budget_seconds=0.001)
+    words = {c["id"]: c["verdict"] for c in board["claims"]}
+    assert words["gircse-baseline"]["word"] == verdicts.CANNOT  # refused while planning: no time needed
+    for cid in ("kv-reroute", "htp-sts-tp"):
+        assert words[cid]["word"] == verdicts.NOT_MEASURED
+        assert "budget" in words[cid]["detail"] and "resumes from the cache" in words[cid]["detail"]
+    assert not board["complete"]
+
+
+def test_claims_are_read_from_records_measured_on_the_model(tiny, beir, tmp_path):
+    """A record that names the model's identity is read, not recomputed; one of another model is not."""
+    needs_stsb()
+    from analysis.experiments import records
+    from test_experiments import small_record
+
+    paired = records.Table("paired", "", ("A − B", "all"),
+                           (("GIRCSE K=5 − Causal-EOS K=0", "+0.040 [+0.010, +0.070]"),))
+    scores = records.Table("scores", "", ("configuration", "K", "Spearman"),
+                           (("GIRCSE", 5, 0.8), ("Causal-EOS", 0, 0.76)))
+    for rid, identity in (("gircse", tiny.identity), ("compression", "another-model")):
+        records.write(small_record(id=rid, experiment=rid, models=(records.Model("x", identity),),
+                                   tables=(paired, scores)), tmp_path)
+    plan = prepare(tiny, hooks_for(tiny), small(beir), claims=choose(["gircse-baseline", "comp-ratio"]),
+                   records_folder=tmp_path, rate=RATE)
+    board = run(plan)
+    gircse, comp = board["claims"]
+    assert gircse["verdict"]["word"] == verdicts.HOLDS and gircse["verdict"]["number"] == "+0.040 [+0.010, +0.070]"
+    assert gircse["source"].startswith("read from docs/results/gircse.json")
+    assert gircse["values"] == {"GIRCSE K=5": 0.8, "Causal-EOS K=0": 0.76}
+    assert comp["verdict"]["word"] == verdicts.CANNOT and "train compression" in comp["verdict"]["detail"]
+
+
+# ---- the cache ----------------------------------------------------------------------------------------------------
+def test_a_timing_is_kept_and_the_newest_board_is_read(tmp_path):
+    from cache import Store
+    from cache.claims import latest_board, remember, save_board
+
+    store, calls = Store(tmp_path), []
+    parts = {"timing": "kv", "model": "m", "methods": {}, "texts": ["a"], "repeats": 1, "modules": []}
+    first = remember(store, parts, lambda: calls.append(1) or {"plain forward": [1.0, 1.0]})
+    again = remember(store, parts, lambda: calls.append(1) or {"plain forward": [9.0, 9.0]})
+    assert first == again == {"plain forward": [1.0, 1.0]} and calls == [1]
+    old = {"model": {"identity": "m"}, "created": "2026-01-01T00:00:00+00:00", "claims": []}
+    new = {**old, "created": "2026-02-01T00:00:00+00:00"}
+    save_board(store, new)
+    save_board(store, old)
+    assert latest_board(store, "m")["created"] == new["created"] and latest_board(store, "other") is None
+
+
+# ---- the command --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv, says", [
+    (["--out", "/no/such/folder/b.html"], "does not exist"),
+    (["--out", "{tmp}/b.txt"], "must name an .html file"),
+    (["--out", "{tmp}/b.html", "--budget-minutes", "0"], "--budget-minutes must be a positive"),
+    (["--out", "{tmp}/b.html", "--claims", "kv-nothing"], "No claim 'kv-nothing'"),
+    (["--out", "{tmp}/b.html", "--longdoc-lengths", "256,long"], "--longdoc-lengths must be positive whole"),
+    (["--out", "{tmp}/b.html", "--n-boot", "-1"], "--n-boot must be"),
+])
+def test_the_command_refuses_bad_flags_before_any_work(argv, says, tmp_path, capsys):
+    from cli import main
+
+    code = main(["claims", *[a.replace("{tmp}", str(tmp_path)) for a in argv], "--model", "/no/such/model"])
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and "Traceback" not in err and err.count("\n") == 1
