@@ -21,15 +21,17 @@ Report JSON (schema 1; `KEYS`, `SECTION_KEYS` and `ROW_KEYS` list the keys, `pro
     n_texts, ...the caller's sample fields}, settings {seed, n_boot, budget_minutes, executor},
     plan (`Plan.as_dict()`), spent_seconds {section: s}, complete, interrupted, missing {section: reason},
     quality {best, methods [{label, name, params, trained, cached, seconds, spearman, ci, difference_to_best,
-        difference_ci, p}], n_pairs, n_boot, seed, bootstrap, tasks [{task, metric, label, value, ci, n}],
-        not_measured {label or "task: label": reason} (absent in reports made before it)},
+        difference_ci, p, reference}], n_pairs, n_boot, seed, bootstrap, tasks [{task, metric, label, value, ci, n}],
+        not_measured {label or "task: label": reason} (absent in reports made before it), reference (the label of
+        MiniLM alone, the row that is never the best; absent in reports made before it)},
     cost {baseline, texts, repeats, rows [{label, seconds, ratio, peak_mb}]},
     layers {id_trajectory [ID per hidden state], selection {rule, start, end, layers, reason}, rule_windows
         {rule: {start, end}}, map {cells [{start, width, bias, rerotate, layers, spearman}], grid, prompt_only,
         best, id_window {layers, spearman, rank_among_cells, gap_to_best, cell}} | None, computed, cached},
     mechanism {prefix_mass {texts, layers, mass [per decoder layer]} | None, soft_tokens {ks, spearman, ci} | None},
-    recommendation {best, best_per_cost, not_different, id_rule {trusted, reason}, reasons [sentences]}; best,
-        best_per_cost and trusted are None where the report cannot say.
+    recommendation {best, best_per_cost, not_different, id_rule {trusted, reason}, reasons [sentences], reference
+        {label, verdict better/tied/worse/None, reason} | None (absent before it)}; best, best_per_cost and trusted
+        are None where the report cannot say.
 """
 
 from __future__ import annotations
@@ -125,13 +127,14 @@ def local_hooks(backbone, pairs, *, batch_size: int = 16) -> Hooks:
 
 def report_methods(backbone) -> tuple[dict, set]:
     """({label: method}, trained labels): every training-free method at its paper's defaults (soft tokens on the
-    frozen model), and the trained ones this repository ships weights for on this model."""
+    frozen model), the trained ones this repository ships weights for on this model, and MiniLM alone as the
+    reference row (`sections.REFERENCE_METHODS`: compared with the best, never the best)."""
     from analysis.methods import get_method, list_methods
     from analysis.methods.causal2vec import shipped_fits
     from analysis.weights.adapters import shipped_folder
 
-    trained_names = {"causal2vec", "soft_tokens", "sentence_encoder"}  # sentence_encoder: not this model at all
-    methods = {m.name: get_method(m.name) for m in list_methods() if m.name not in trained_names}
+    trained_names = {"causal2vec", "soft_tokens"}
+    methods = {m.name: get_method(m.name) for m in list_methods() if m.name not in trained_names}  # + the reference
     methods["soft_tokens"] = get_method("soft_tokens", adapter="none")
     trained = set()
     if shipped_folder(backbone.facts) is not None:

@@ -132,7 +132,8 @@ def _quality(q: dict, r: dict, figures) -> str:
     rows = sorted(q["methods"], key=lambda x: -_num(x["spearman"]))
     table = _table(["method", "Spearman", "95% interval", "minus the best", "paired 95% interval", "p", "trained",
                     "from cache"],
-                   [[x["label"], _f(x["spearman"]), _ci(x["ci"]), _f(x["difference_to_best"]),
+                   [[x["label"] + (" (reference: MiniLM alone, no decoder)" if x.get("reference") else ""),
+                     _f(x["spearman"]), _ci(x["ci"]), _f(x["difference_to_best"]),
                      _ci(x["difference_ci"]), _f(x["p"], 3), "yes" if x["trained"] else "", "yes" if x["cached"]
                      else ""] for x in rows])
     fig = go.Figure(go.Bar(x=[x["label"] for x in rows], y=[x["spearman"] for x in rows],

@@ -36,6 +36,7 @@ RELATIVE_COST = {
     "echo": 2.3,  # the text twice inside the prompt: attention grows with the square of the length
     "soft_tokens": 4.0,  # K = 5 generation steps after the prompt, each a (cached) forward of one position
     "causal2vec": 1.5,  # the prompt plus a MiniLM pass for the contextual token
+    "sentence_encoder": 0.3,  # MiniLM alone (the reference row): 22M parameters, no decoder at all
 }
 TIMING_TEXTS = 16  # texts each method is timed on: enough for a stable median, small next to the sample
 TIMING_REPEATS = 3  # interleaved rounds; the median of three is robust to one disturbed round

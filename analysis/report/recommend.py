@@ -7,6 +7,11 @@ cannot give is None ("unknown") and its reason names what is missing and why (`m
 {section: reason}), so a partial report still says what it knows. A difference is called significant, or not,
 only for a method whose paired test was run (its p is a number); without a test (--n-boot 0, too few pairs) no
 sentence speaks of significance.
+
+The best is the best method on the model. A reference row (MiniLM alone, a 22M encoder that does not use the model:
+`sections.REFERENCE_METHODS`) is never the best, tied or worse; `reference` says how it compares with the best, on
+the same resampled pairs, and one reason says it in words ("a 22M encoder beats every method on this model here;
+use it unless you need the decoder"), because a reader choosing a decoder method should know when not to.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ TRUST_RANK = 0.25  # or: it ranks within the best quarter of the map's cells
 def recommend(quality: dict | None, cost: dict | None, layers: dict | None, missing: dict | None = None) -> dict:
     missing = missing or {}
     out = {"best": None, "not_different": [], "reasons": [], "best_per_cost": None,
-           "id_rule": id_rule(layers, missing)}
-    rows = {r["label"]: r for r in (quality or {}).get("methods", [])}
+           "id_rule": id_rule(layers, missing), "reference": None}
+    every = {r["label"]: r for r in (quality or {}).get("methods", [])}
+    rows = {k: r for k, r in every.items() if not r.get("reference")}  # the methods on the model
     best = (quality or {}).get("best")
     if not rows or best is None or not _finite(rows[best]["spearman"]):
         out["reasons"].append("Which method is best is unknown, since " + (
@@ -45,6 +51,9 @@ def recommend(quality: dict | None, cost: dict | None, layers: dict | None, miss
         out["reasons"].append(f"Not significantly different from it (paired bootstrap, p >= {NOT_DIFFERENT_P}): "
                               + ", ".join(f"{k} ({rows[k]['difference_to_best']:+.3f}, p = {rows[k]['p']:.2f})"
                                           for k in tied) + ".")
+    if any(r.get("reference") for r in every.values()):
+        out["reference"] = reference(next(r for r in every.values() if r.get("reference")), best, b)
+        out["reasons"].append(out["reference"]["reason"])
     if worse:
         out["reasons"].append(
             f"Every other method is significantly worse (paired bootstrap, p < {NOT_DIFFERENT_P})."
@@ -56,19 +65,50 @@ def recommend(quality: dict | None, cost: dict | None, layers: dict | None, miss
             f"No paired test was run ({no_test}), so no method is called different from the best or tied with it."
             if len(untested) == len(verdict) else
             f"Not tested against it (the bootstrap gave no defined difference): {', '.join(untested)}.")
-    out["best_per_cost"], reason = best_per_cost(best, tied, untested, cost, missing)
+    out["best_per_cost"], reason = best_per_cost(best, tied, untested, cost, missing, exclude=set(every) - set(rows))
     out["reasons"].append(reason)
     out["reasons"].append(out["id_rule"]["reason"])
     return out
 
 
-def best_per_cost(best: str, tied: list, untested: list, cost: dict | None, missing: dict) -> tuple[str | None, str]:
+def reference(row: dict, best: str, best_row: dict) -> dict:
+    """{"label", "verdict": "better" | "tied" | "worse" | None (no test), "reason"}: the reference row (MiniLM alone)
+    against the best method on the model, from its paired difference to the best."""
+    d, p = row["difference_to_best"], row["p"]
+    said = f"{row['label']} (all-MiniLM-L6-v2 alone, a 22M sentence encoder that does not use this model)"
+    numbers = f"{row['spearman']:.3f} against {best_row['spearman']:.3f} for {best}"
+    if d is None or not _finite(d):
+        return {"label": row["label"], "verdict": None, "reason": f"The reference {said} scores {numbers}."}
+    interval = f", paired 95% interval {_ci(row['difference_ci'])}" if row.get("difference_ci") and \
+        _ci(row["difference_ci"]) else ""
+    verdict = _verdict(p)
+    if verdict is None:
+        return {"label": row["label"], "verdict": None,
+                "reason": f"The reference {said} scores {numbers} ({d:+.3f}); no paired test was run, so neither is "
+                          "called better."}
+    if verdict == "worse" and d > 0:
+        return {"label": row["label"], "verdict": "better",
+                "reason": f"A 22M encoder beats every method on this model here: {said} scores {numbers} "
+                          f"({d:+.3f}{interval}, p = {p:.2g}). Use it unless you need the decoder."}
+    if verdict == "tied":
+        return {"label": row["label"], "verdict": "tied",
+                "reason": f"The reference {said} is not significantly different from the best ({numbers}, {d:+.3f}, "
+                          f"p = {p:.2f}): it does as well at a fraction of the cost, so use it unless you need the "
+                          "decoder."}
+    return {"label": row["label"], "verdict": "worse",
+            "reason": f"{best} beats the reference {said}: {numbers} ({d:+.3f}{interval}, p = {p:.2g})."}
+
+
+def best_per_cost(best: str, tied: list, untested: list, cost: dict | None, missing: dict,
+                  exclude: set = frozenset()) -> tuple[str | None, str]:
     """(the cheapest method as good as the best within the test's resolution, or None; the sentence). The best
     and the methods tied with it are the candidates; when a method not tested against the best is cheaper than
-    the cheapest candidate, it might be as good, so the answer is unknown."""
+    the cheapest candidate, it might be as good, so the answer is unknown. `exclude`: rows that are not methods on
+    the model (the reference), which are no candidates."""
     if cost is None:
         return None, f"Per unit of cost: unknown, since the cost section is missing: {why(missing, 'cost')}."
-    ratio = {r["label"]: r["ratio"] for r in cost["rows"] if r["label"] != cost["baseline"]}
+    ratio = {r["label"]: r["ratio"] for r in cost["rows"] if r["label"] != cost["baseline"] and r["label"] not in
+             exclude}
     if best not in ratio:
         return None, f"Per unit of cost: unknown, since {best} is not in the cost table: {why(missing, 'cost')}."
     cheapest = min((k for k in [best, *tied] if k in ratio), key=lambda k: ratio[k])

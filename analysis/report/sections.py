@@ -15,12 +15,18 @@ from dataclasses import asdict
 import numpy as np
 
 NOT_DIFFERENT_P = 0.05  # two-sided level of the paired test: "not significantly different from the best"
+# Methods that do not use the model the report is about (MiniLM alone): a reference row, compared with the best
+# decoder method on the same resamples but never the best itself, so the report answers "which decoder method" and
+# says whether a small encoder beats them all.
+REFERENCE_METHODS = ("sentence_encoder",)
 
 
 def quality(pairs, methods: dict, encode, *, n_boot: int, seed: int, trained: set,
             progress=None, stop=None) -> dict:
     """Every method's Spearman with its interval, and its paired difference to the best (same resampled pairs),
-    and `not_measured` {label: why}: the methods left out (its `methods` are empty when none was measured).
+    and `not_measured` {label: why}: the methods left out (its `methods` are empty when none was measured). The best
+    is the best method on the model; a reference method (`REFERENCE_METHODS`: MiniLM alone) is a row marked
+    `reference`, compared with that best like every other row, and named in `reference` (None when not measured).
 
     `encode(method, texts) -> (emb (n, d), info {"cached", "seconds"})`; `progress(label)` before each method;
     `stop(label) -> reason or None` before each method: a reason ends the table there, the methods measured so far
@@ -50,11 +56,12 @@ def quality(pairs, methods: dict, encode, *, n_boot: int, seed: int, trained: se
             continue
         runs[label] = {"name": method.name, "params": asdict(method.params), "trained": label in trained,
                        "cached": bool(info.get("cached")), "seconds": round(float(info.get("seconds", 0.0)), 3)}
-    if not cosines:
-        return {"best": None, "methods": [], "not_measured": missing}
+    references = {k for k, m in methods.items() if m.name in REFERENCE_METHODS}
+    if not set(cosines) - references:  # nothing measured on the model itself
+        return {"best": None, "methods": [], "not_measured": missing, "reference": None}
     gold = np.asarray(pairs.scores, dtype=np.float64)
     rho = {k: spearman(c, gold) for k, c in cosines.items()}
-    best = max(rho, key=lambda k: -np.inf if np.isnan(rho[k]) else rho[k])
+    best = max((k for k in rho if k not in references), key=lambda k: -np.inf if np.isnan(rho[k]) else rho[k])
     skip = why_untested(n_boot, len(pairs))
     boot = 0 if skip else n_boot
     table = compare_cosines(cosines, gold, n_boot=boot, seed=seed, versus=best)
@@ -65,10 +72,10 @@ def quality(pairs, methods: dict, encode, *, n_boot: int, seed: int, trained: se
         rows.append({"label": row["method"], **runs[row["method"]], "spearman": row["spearman"],
                      "ci": list(row["ci"]), "difference_to_best": None if d is None else -d["difference"],
                      "difference_ci": None if d is None or not boot else [-d["ci"][1], -d["ci"][0]],
-                     "p": None if d is None or not boot else d["p"]})
+                     "p": None if d is None or not boot else d["p"], "reference": row["method"] in references})
     return {"best": best, "methods": rows, "n_pairs": table["n_pairs"], "n_boot": n_boot, "seed": seed,
             "bootstrap": f"no paired test ({skip}): no intervals and no p-values" if skip else table["bootstrap"],
-            "not_measured": missing}
+            "not_measured": missing, "reference": next((r["label"] for r in rows if r["reference"]), None)}
 
 
 def why_untested(n_boot: int, n_pairs: int) -> str | None:
