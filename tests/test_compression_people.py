@@ -347,7 +347,7 @@ def test_experiment_b_and_the_scaling_study_on_a_tiny_system(system, tmp_path):
     assert with_base.rows[1][-1] == "0: the 2-person run"  # a run reused for a larger N is not trained on it
     assert with_base.columns[-2:] == ("all, read by the five-person run", "steps trained at N (best)")
     assert with_base.rows[0][-2] == with_base.rows[0][2]  # the same run reads the same items alike
-    assert with_base.rows[0][-1] == "34 (best 0)"
+    assert with_base.rows[0][-1] == "0: its start; best step 0 of 34"  # best step 0: the weights it was warmed from
     assert "the five-person run, untrained on N" in curve.lines
     check, checked = exp.single_person_check(hooks, system, system, 5)
     assert check.column("run") == ["single-person run", "five-person run, names",

@@ -190,4 +190,6 @@ def test_the_training_runs_behind_a_record_are_one_table():
     assert "| 120 | 120 | 18.1 | 1.76 |" in md  # minutes with one decimal, not 18.100
     assert "| unfinished | – | – | – | – | – |" in md
     assert steps_at({"steps_done": 34, "best_step": 0, "hyperparameters": {"people": 2}}, 3) == "0: the 2-person run"
-    assert steps_at({"steps_done": 34, "best_step": 0, "hyperparameters": {"people": 3}}, 3) == "34 (best 0)"
+    assert steps_at({"steps_done": 34, "best_step": 0, "hyperparameters": {"people": 3}}, 3) == \
+        "0: its start; best step 0 of 34"  # the weights it was warmed from: not trained at this N
+    assert steps_at({"steps_done": 34, "best_step": 30, "hyperparameters": {"people": 3}}, 3) == "34 (best 30)"

@@ -19,11 +19,15 @@ def runs_table(manifests: dict[str, dict]) -> Table:
 
 
 def steps_at(manifest: dict | None, people: int) -> str | None:
-    """"34 (best 0)": the steps a compression run trained at `people` per context; a run trained for another N
-    reads this N untrained ("0: the 50-person run")."""
+    """"34 (best 30)": the steps a compression run trained at `people` per context; a run trained for another N
+    reads this N untrained ("0: the 50-person run"), and so does a run whose best step is 0: its weights are those it
+    started from ("0: its start; best step 0 of 34", a copy of the run it was warmed from), which runs trained since
+    step 0 stopped being selectable (`analysis.training.systems`) never are."""
     if not manifest:
         return None
     trained_for = (manifest.get("hyperparameters") or {}).get("people")
     if trained_for is not None and trained_for != people:
         return f"0: the {trained_for}-person run"
+    if manifest.get("best_step") == 0:
+        return f"0: its start; best step 0 of {manifest.get('steps_done')}"
     return f"{manifest.get('steps_done')} (best {manifest.get('best_step')})"
