@@ -1,65 +1,51 @@
 """Benchmark
 
-Methods × data sets: STS Spearman, classification-probe accuracy and retrieval nDCG@10, each with a 95%
-bootstrap interval. Every cell is cached, so the table fills in as it computes and reloads instantly.
+Methods × tasks of one family: STS Spearman and probe accuracy on short sentences, retrieval nDCG@10, MTEB's
+classification accuracy and clustering V-measure, and long-document retrieval nDCG@1 against document length (as
+LongEmbed draws it), each with a 95% bootstrap interval and every method against the best with a paired interval.
+Every cell is cached, so the table fills in as it computes and reloads instantly.
 """
 
 import numpy as np
 import pandas as pd
 import plotly.express as px
+import plotly.graph_objects as go
 import streamlit as st
 
-import cache
 import ui
 from analysis.core import budgets
-from analysis.data import datasets
 from analysis.core.errors import UserError
+from analysis.data import datasets, longdoc, samples
 from analysis.data.files import load_beir, read_sts, read_texts
-from analysis.data import samples
-from analysis.eval.sts import compare_cosines, score_pairs
-from analysis.eval.tasks import KIND_OF, Task, select_task
+from analysis.eval.score import best_of, compare_scores
+from analysis.eval.tasks import KIND_OF, METRIC, Task, load_task, select_task
 from cache.compute import bench_cell
 
 KIND_NAMES = {"sts": "STS", "probe": "probe"}
 SAMPLE_FROM = 1000  # pair sets with more distinct texts are scored on a sample (the slider); Lee, demo: whole
+FAMILIES = {"sts": "Sentences: STS and probes", "retrieval": "Retrieval", "classification": "Classification (MTEB)",
+            "clustering": "Clustering (MTEB)", "longdoc": "Long documents"}
+CAPTIONS = {
+    "sts": "STS: Spearman correlation of cosine similarity with the gold scores. Probe: accuracy of a logistic "
+           "regression on the frozen embeddings (stratified 5-fold cross-validation).",
+    "retrieval": "nDCG@10 of the corpus ranked by cosine similarity for each judged query, as MTEB scores it; queries "
+                 "are embedded as the method embeds queries (KV-Embedding's Query prompt, the instruction GIRCSE and "
+                 "Causal2Vec put on queries), documents as documents. The nano version keeps a seeded 50 queries, all "
+                 "their positives and 1,000 seeded distractors: a quick look, not a record.",
+    "classification": "MTEB's protocol: 10 experiments, each a logistic regression on 8 train texts per label "
+                      "(undersampled as MTEB does), accuracy on the evaluation texts (macro-F1 in the CSV).",
+    "clustering": "MTEB's fast clustering protocol (mini-batch k-means on 10 draws of the embedded texts, V-measure "
+                  "against the labels); on Banking77 it is MTEB's protocol on a set MTEB does not cluster.",
+    "longdoc": "LongEmbed's synthetic tasks generated here: each document of the given length hides one fact (a "
+               "pass key, an invented fact, or a SciFact abstract among others), one query asks for it; nDCG@1 of "
+               "ranking every document of that length per query. Longer than the model reads: not offered.",
+}
 
 
-def builtin_tasks() -> dict:
-    """The registry's pair sets (STS) and labelled sets (probe) present here, by menu name; each value builds its
-    Task when called."""
-    return {f"{d.short} ({KIND_NAMES[KIND_OF[d.kind]]})": (lambda d=d: Task(d.short, KIND_OF[d.kind], d.load()))
+def sentence_tasks() -> list[Task]:
+    """The registry's pair sets (STS) and labelled sets (probe), a large pair set sampled, and the user's files."""
+    menu = {f"{d.short} ({KIND_NAMES[KIND_OF[d.kind]]})": (lambda d=d: Task(d.short, KIND_OF[d.kind], d.load()))
             for d in datasets.available() if d.kind in KIND_OF}
-
-
-def versus_best(backbone, methods, task, frame, n_boot: int) -> list[dict]:
-    """Rows of `compare_cosines(..., versus=best)` for one STS task: the per-pair cosines of each method (its
-    embeddings come from the compute cache, where the table's cells put them)."""
-    def cosines(m):
-        return score_pairs(task.data, lambda texts: cache.cached_encode(ui.store(), backbone, m, texts)[0],
-                           n_boot=0).cosines
-
-    scores = frame[frame["data"] == task.name].set_index("method")["score"]
-    labels = {f"{m.title} ({m.name})": m for m in methods}
-    best = scores.fillna(-np.inf).idxmax()
-    table = compare_cosines({k: cosines(m) for k, m in labels.items()}, task.data.scores, n_boot=n_boot, seed=0,
-                            versus=best)
-    return [{"data": task.name, "best": d["a"], "method": d["b"], "difference": d["difference"],
-             "95% CI": "" if d["ci"][0] != d["ci"][0] else f"[{d['ci'][0]:.3f}, {d['ci'][1]:.3f}]", "p": d["p"]}
-            for d in table["differences"]]
-
-
-def cell_text(value: float, lo: float, hi: float) -> str:
-    return f"{value:.3f}" if lo != lo else f"{value:.3f} [{lo:.3f}, {hi:.3f}]"  # lo != lo: NaN, no interval
-
-
-with ui.user_errors():
-    st.title("Benchmark")
-    st.caption("STS: Spearman correlation of cosine similarity with the gold scores. Probe: accuracy of a "
-               "logistic regression on the frozen embeddings (stratified 5-fold cross-validation). Retrieval: "
-               "nDCG@10 of cosine ranking. Intervals: 95% percentile bootstrap over pairs, texts or queries.")
-    methods = ui.method_picker("bench", default=("last", "mean", "prompteol"))
-
-    menu = builtin_tasks()
     chosen = st.multiselect("Data sets", list(menu), default=["Demo pairs (STS)", "Topics (probe)"], key="bench_sets")
     tasks = [menu[name]() for name in chosen]
     large = [t for t in tasks if t.kind == "sts" and t.n_texts() > SAMPLE_FROM]
@@ -90,11 +76,121 @@ with ui.user_errors():
                 raise UserError(f"{up.name} has no 'label' column: the probe needs one.")
             ui.check_sizes(texts.texts, up.name)
             tasks.append(Task(up.name, "probe", texts))
-        folder = st.text_input("BEIR folder on this machine (corpus.jsonl, queries.jsonl, qrels/test.tsv)",
-                               key="bench_beir").strip()
-        if folder:
-            beir = load_beir(folder)
-            tasks.append(Task(f"BEIR {beir.name}", "retrieval", beir))
+    return tasks
+
+
+def family_sets(family: str) -> list:
+    """The registry's sets scored in `family`, present ones first; an absent one is named with how to get it."""
+    sets = [d for d in datasets.REGISTRY if family in d.tasks]
+    for d in sets:
+        if not d.present() and d.fetch_name:
+            st.caption(ui.md(d.missing()))
+    return [d for d in sets if d.present()]
+
+
+def retrieval_tasks() -> list[Task]:
+    sets = family_sets("retrieval")
+    names = {d.label: d.id for d in sets}
+    chosen = st.multiselect("Retrieval sets", list(names), default=list(names)[:1], key="bench_retrieval_sets")
+    nano = st.checkbox("Nano version (50 seeded queries, their positives, 1,000 seeded distractors)", value=True,
+                       key="bench_nano")
+    tasks = [load_task(f"nano:{names[n]}" if nano else names[n]) for n in chosen]
+    folder = st.text_input("BEIR folder on this machine (corpus.jsonl, queries.jsonl, qrels/test.tsv)",
+                           key="bench_beir").strip()
+    if folder:
+        beir = load_beir(folder)
+        tasks.append(Task(f"BEIR {beir.name}", "retrieval", beir))
+    return tasks
+
+
+def labelled_tasks(family: str) -> list[Task]:
+    sets = family_sets(family)
+    names = {d.label: d.id for d in sets}
+    chosen = st.multiselect("Data sets", list(names), default=list(names)[:1], key=f"bench_{family}_sets")
+    tasks = [load_task(f"{family}:{names[n]}") for n in chosen]
+    unit = "evaluation texts" if family == "classification" else "texts"
+    c1, c2 = st.columns([3, 1])
+    n = int(c1.slider(f"{unit.capitalize()} per set (a seeded sample stratified by label; fewer = faster)", 100, 3000,
+                      500 if family == "classification" else 1000, step=100, key=f"bench_{family}_sample"))
+    seed = int(c2.number_input("Sample seed", 0, 2**31 - 1, 0, key=f"bench_{family}_seed"))
+    out = []
+    for t in tasks:
+        sampled, report = select_task(t, sample=n, seed=seed)
+        st.caption(ui.md(f"{t.name}: {samples.caption(report)}."))
+        out.append(sampled)
+    return out
+
+
+@st.cache_resource(max_entries=8, show_spinner="Writing the long documents…")
+def _generated(identity: str, kind: str, lengths: tuple, n: int, _backbone) -> Task:
+    """A long-document set, generated once per model (`identity`), kind, lengths and size (tokenizing takes
+    seconds); the same for every session."""
+    data = longdoc.generate(kind, _backbone.tokenizer, max_length=_backbone.facts.max_length, lengths=list(lengths),
+                            n=n)
+    return Task(data.name, "longdoc", data)
+
+
+def longdoc_tasks(backbone) -> list[Task]:
+    kinds = {"passkey": "Passkey", "needle": "Needle (an invented fact)"}
+    if datasets.get("scifact-report").present():
+        kinds["scifact"] = "SciFact abstracts (real text)"
+    c1, c2 = st.columns(2)
+    kind = c1.radio("Task", list(kinds), format_func=kinds.get, horizontal=True, key="bench_longdoc_kind")
+    n = int(c2.slider("Documents per length (each with its query)", 2, longdoc.N_PER_LENGTH, 10,
+                      key="bench_longdoc_n"))
+    allowed = longdoc.lengths_for(kind, backbone.facts.max_length)
+    lengths = st.multiselect("Document lengths (tokens)", allowed, default=[x for x in allowed if x <= 1024] or allowed,
+                             key="bench_longdoc_lengths")
+    if not lengths:
+        return []
+    task = _generated(backbone.identity, kind, tuple(sorted(lengths)), n, backbone)
+    ui.check_sizes([t for b in task.data.sets.values() for t in [*b.corpus.values(), *b.queries.values()]], task.name)
+    return [task]
+
+
+def cell_text(value: float, lo: float, hi: float) -> str:
+    return f"{value:.3f}" if lo != lo else f"{value:.3f} [{lo:.3f}, {hi:.3f}]"  # lo != lo: NaN, no interval
+
+
+def length_figure(scores: dict) -> tuple[go.Figure, pd.DataFrame]:
+    """LongEmbed's figure: nDCG@1 against document length, one line per method, 95% intervals over queries."""
+    fig, rows = go.Figure(), []
+    for label, s in scores.items():
+        per = sorted(((int(k), v) for k, v in s.detail["lengths"].items()))
+        xs, ys = [k for k, _ in per], [v["nDCG@1"] for _, v in per]
+        lo, hi = [v["ci"][0] for _, v in per], [v["ci"][1] for _, v in per]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=ui.label(label),
+                                 error_y=dict(type="data", array=np.subtract(hi, ys), arrayminus=np.subtract(ys, lo))))
+        rows += [{"method": label, "length": k, "nDCG@1": v["nDCG@1"], "ci_low": v["ci"][0], "ci_high": v["ci"][1],
+                  "n": v["n"], "mean tokens": v["tokens"]} for k, v in per]
+    lengths = sorted({r["length"] for r in rows})
+    fig.update_xaxes(type="log", tickvals=lengths, ticktext=[f"{x:,}" for x in lengths], title="document length (tokens)")
+    fig.update_yaxes(title="nDCG@1", range=[-0.02, 1.02])
+    fig.update_layout(height=480, title="Long-document retrieval: nDCG@1 against document length (95% intervals over "
+                                        "queries)")
+    return fig, pd.DataFrame(rows)
+
+
+def versus_best(task: Task, scores: dict, n_boot: int) -> tuple[list[dict], str]:
+    """(rows, how the bootstrap resampled): the best method on `task` minus each other one, paired over the task's
+    units (`compare_scores`)."""
+    best = best_of(scores)
+    table = compare_scores(scores, n_boot=n_boot, seed=0, versus=best)
+    return [{"data": task.name, "best": d["a"], "method": d["b"], "difference": d["difference"],
+             "95% CI": "" if d["ci"][0] != d["ci"][0] else f"[{d['ci'][0]:.3f}, {d['ci'][1]:.3f}]", "p": d["p"]}
+            for d in table["differences"]], table["bootstrap"]
+
+
+with ui.user_errors():
+    st.title("Benchmark")
+    family = st.radio("Task family", list(FAMILIES), format_func=FAMILIES.get, horizontal=True, key="bench_family")
+    st.caption(CAPTIONS[family] + " Intervals: 95% percentile bootstrap over the family's units (pairs, texts, "
+               "queries, experiments, or (length, query) items).")
+    methods = ui.method_picker("bench", default=("last", "mean", "prompteol"))
+    backbone = ui.get_backbone()
+    tasks = {"sts": sentence_tasks, "retrieval": retrieval_tasks,
+             "classification": lambda: labelled_tasks("classification"),
+             "clustering": lambda: labelled_tasks("clustering"), "longdoc": lambda: longdoc_tasks(backbone)}[family]()
     n_boot = int(st.slider("Bootstrap replicates", 0, budgets.limit("bootstrap"), 1000, step=100, key="bench_boot"))
     if not tasks:
         st.info("Choose at least one data set.")
@@ -102,15 +198,17 @@ with ui.user_errors():
     for t in tasks:
         budgets.check("texts", t.n_texts(), f"the number of texts to embed for {t.name}")
 
-    backbone = ui.get_backbone()
-    table_slot, rows = st.empty(), []
+    table_slot, rows, scores = st.empty(), [], {}
     for m in methods:
+        label = f"{m.title} ({m.name})"
         for task in tasks:
             s, meta = ui.shown(f"{m.title} on {task.name}",
                                lambda progress, m=m, task=task: bench_cell(ui.store(), backbone, m, task, n_boot=n_boot,
                                                                            seed=0, progress=progress), quiet=True)
-            rows.append({"method": f"{m.title} ({m.name})", "data": task.name, "metric": s.metric, "score": s.value,
-                         "ci_low": s.lo, "ci_high": s.hi, "n": s.n, "cached": meta["cache_hit"]})
+            scores.setdefault(task.name, {})[label] = s
+            rows.append({"method": label, "data": task.name, "metric": s.metric, "score": s.value, "ci_low": s.lo,
+                         "ci_high": s.hi, "n": s.n, "cached": meta["cache_hit"],
+                         **{k: v for k, v in s.metrics.items() if k != s.metric}})
             long = pd.DataFrame(rows)
             wide = long.assign(cell=[cell_text(r.score, r.ci_low, r.ci_high) for r in long.itertuples()]) \
                 .pivot_table(index="method", columns=["data", "metric"], values="cell", aggfunc="first", sort=False)
@@ -118,24 +216,31 @@ with ui.user_errors():
             table_slot.dataframe(wide)
 
     frame = pd.DataFrame(rows)
-    frame["err_plus"], frame["err_minus"] = frame["ci_high"] - frame["score"], frame["score"] - frame["ci_low"]
-    shown = frame.assign(data=[ui.label(d) for d in frame["data"]])  # file names are the user's: shown as typed
-    fig = px.bar(shown, x="data", y="score", color="method", barmode="group", error_y="err_plus",
-                 error_y_minus="err_minus", hover_data={"metric": True, "n": True, "err_plus": False,
-                                                        "err_minus": False},
-                 title="Score per data set (Spearman, accuracy or nDCG@10) with 95% intervals")
-    fig.update_layout(height=480, yaxis_title="score")
-    ui.show_figure(fig, frame.drop(columns=["err_plus", "err_minus"]), "benchmark")
+    if family == "longdoc":
+        for task in tasks:
+            fig, data = length_figure(scores[task.name])
+            ui.show_figure(fig, data, "longdoc_by_length")
+    else:
+        frame["err_plus"], frame["err_minus"] = frame["ci_high"] - frame["score"], frame["score"] - frame["ci_low"]
+        shown = frame.assign(data=[ui.label(d) for d in frame["data"]])  # file names are the user's: shown as typed
+        metrics = " or ".join(dict.fromkeys(METRIC[t.kind] for t in tasks))
+        fig = px.bar(shown, x="data", y="score", color="method", barmode="group", error_y="err_plus",
+                     error_y_minus="err_minus", hover_data={"metric": True, "n": True, "err_plus": False,
+                                                            "err_minus": False},
+                     title=f"Score per data set ({metrics}) with 95% intervals")
+        fig.update_layout(height=480, yaxis_title="score")
+        ui.show_figure(fig, frame.drop(columns=["err_plus", "err_minus"]), "benchmark")
     computed = int((~frame["cached"]).sum())
     st.caption(f"{len(frame)} cell(s): {computed} computed now, {len(frame) - computed} from the cache.")
 
-    sts_tasks = [t for t in tasks if t.kind == "sts"]
-    if len(methods) > 1 and sts_tasks:
-        st.subheader("Each method vs the best, on the same pairs")
-        with st.spinner("Paired differences…"):
-            paired = [row for t in sts_tasks for row in versus_best(backbone, methods, t, frame, n_boot)]
+    if len(methods) > 1:
+        st.subheader("Each method vs the best, on the same units")
+        paired, hows = [], {}
+        for task in tasks:
+            found, how = versus_best(task, scores[task.name], n_boot)
+            paired += found
+            hows[how] = None
         st.dataframe(pd.DataFrame(paired), hide_index=True)
-        st.caption("Best minus each other method, by STS Spearman, per data set. Interval and p: a paired "
-                   f"percentile bootstrap over pairs ({n_boot} resamples, seed 0), the same resampled pairs for both "
-                   "methods, so a difference is tested rather than read off two separate intervals (p: two-sided; "
-                   "no resamples, no interval). The command line: `python -m analysis compare`.")
+        st.caption(f"Best minus each other method, by the task's main metric, per data set. Interval and p: a "
+                   f"{'; a '.join(hows)} (no resamples, no interval), so a difference is tested rather than read off "
+                   "two separate intervals. The command line: `python -m analysis compare`.")

@@ -56,14 +56,21 @@ class Task:
         return METRIC[self.kind]
 
     def n_texts(self) -> int:
-        """How many texts scoring it embeds (before a family's own subsampling)."""
+        """How many texts scoring it embeds: a classification task the train texts MTEB's experiments draw and its
+        evaluation side, a clustering task the documents MTEB's protocol embeds (what budgets and estimates count)."""
         d = self.data
         if self.kind == "sts":
             return len(d.unique_texts())
-        if self.kind in ("probe", "clustering"):
+        if self.kind == "probe":
             return len(d)
+        if self.kind == "clustering":
+            from analysis.eval.clustering import MAX_DOCUMENTS
+
+            return min(len(d), MAX_DOCUMENTS)
         if self.kind == "classification":
-            return len(d.train) + len(d.test)
+            from analysis.eval.classification import undersample
+
+            return len(set().union(*undersample(d.train.labels))) + len(d.test)
         if self.kind == "longdoc":
             return d.n_texts()
         return len(d.queries) + len(d.corpus)
