@@ -267,19 +267,21 @@ def sts_score(store, backbone, pairs, method, *, batch_size: int = 16,
     return float(arrays["spearman"][0]), meta, hit
 
 
-def stored_sts_score(store, backbone, pairs, method) -> float | None:
-    """The stored Spearman of `method` on `pairs`, or None."""
+def stored_cell_score(store, backbone, data, method) -> float | None:
+    """The stored score of `method` on `data` (pairs: Spearman; a retrieval task: nDCG@10, `keys.cell_score_parts`),
+    or None."""
     if store is None:
         return None
-    entry = store.get(make_key(keys.sts_score_parts(backbone, pairs, method)), keys.STS_SCORE)
+    entry = store.get(make_key(keys.cell_score_parts(backbone, data, method)), keys.STS_SCORE)
     return None if entry is None else float(entry.arrays["spearman"][0])
 
 
-def put_sts_score(store, backbone, pairs, method, rho: float, seconds: float) -> None:
-    """Store a Spearman computed elsewhere: a sweep's cell, scored by the sweep runner (`cache.sweep`)."""
+def put_cell_score(store, backbone, data, method, value: float, seconds: float) -> None:
+    """Store a score computed elsewhere: a sweep's cell, scored by the sweep runner (`cache.sweep`). (The array keeps
+    its first name, "spearman", on retrieval too: the entries the Layer explorer has always read.)"""
     if store is not None:
-        parts = keys.sts_score_parts(backbone, pairs, method)
-        store.put(make_key(parts), {"spearman": np.array([rho])}, {"seconds": seconds, "warnings": []}, parts=parts,
+        parts = keys.cell_score_parts(backbone, data, method)
+        store.put(make_key(parts), {"spearman": np.array([value])}, {"seconds": seconds, "warnings": []}, parts=parts,
                   namespace=keys.STS_SCORE)
 
 

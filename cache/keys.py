@@ -31,7 +31,7 @@ VECTORS = "vectors"  # vectors_parts + shard_key: every document's vector, in sh
 INTRINSIC_DIM = "intrinsic_dim"  # trajectory_parts
 AUTO_LAYERS = "auto_layers"  # auto_window_parts: KV-Embedding's layers=auto window, one per model and prompt
 BENCH = "bench"  # bench_parts
-STS_SCORE = "kv_explorer"  # sts_score_parts (named after the Layer explorer, its first user)
+STS_SCORE = "kv_explorer"  # cell_score_parts (named after the Layer explorer, its first user)
 COMPRESSION = "compression"  # compress_parts
 POOL_ATTENTION = "compression_pool_attention"  # pool_attention_parts
 SENSITIVITY = "sensitivity"  # sensitivity_parts
@@ -166,6 +166,16 @@ def sts_score_parts(backbone, pairs, method) -> dict:
     A sweep's runner and a plain encode both write these entries, so both paths are in the code version."""
     return {**method_parts(backbone, method, "analysis.eval.sts", "analysis.sweep.runner"),
             "pairs": pairs_digest(pairs), "task": "sts_spearman"}
+
+
+def cell_score_parts(backbone, data, method) -> dict:
+    """One score of one method configuration (STS_SCORE): Spearman on pairs (`sts_score_parts`, the keys the Layer
+    explorer has always used) or nDCG@10 on a retrieval task (`analysis.eval.tasks.Task`, a nano one in the Layer
+    explorer: its content's digest; the method's query side is its own `role_key`, so both sides are in the params)."""
+    if getattr(data, "kind", None) != "retrieval":
+        return sts_score_parts(backbone, data.data if hasattr(data, "kind") else data, method)
+    return {**method_parts(backbone, method, "analysis.eval.retrieval", "analysis.sweep.runner"),
+            "task": task_digest(data), "metric": "nDCG@10"}
 
 
 def compress_parts(system, items: list[dict], mode: str, ids: bool) -> dict:

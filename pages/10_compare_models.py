@@ -21,7 +21,7 @@ from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method, list_methods
 from analysis.data import samples
 from analysis.eval.tasks import load_task, select_task
-from cache.compute import stored_bench_cell, stored_sts_score
+from cache.compute import stored_bench_cell, stored_cell_score
 from ui.model import described, load_named, title_of
 from ui.reports import compare_uploads
 
@@ -42,7 +42,7 @@ def explorer_cells(bb, pairs) -> pd.DataFrame:
     """The Layer explorer page's default grid for this model, with the Spearman of every cached cell."""
     L, rows = bb.facts.n_layers, []
     for c in windows.grid(L, range(1, L, 3), [windows.paper_width(L)], [1.0]):
-        rho = stored_sts_score(ui.store(), bb, pairs, windows.cell_method(c, L, prompt="document", pooling="hybrid"))
+        rho = stored_cell_score(ui.store(), bb, pairs, windows.cell_method(c, L, prompt="document", pooling="hybrid"))
         if rho is not None:
             rows.append({"start": c.start, "depth": c.start / L, "spearman": rho})
     return pd.DataFrame(rows, columns=["start", "depth", "spearman"])

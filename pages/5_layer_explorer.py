@@ -1,7 +1,8 @@
 """Layer explorer
 
 Does the intrinsic-dimension minimum pick the best layers? Sweep KV-Embedding's re-routing window (start ×
-width × bias) on labelled pairs, next to the ID trajectory on the same layer axis.
+width × bias) on labelled pairs (Spearman) or a nano retrieval task (nDCG@10, queries with the paper's Query prompt),
+next to the ID trajectory on the same layer axis.
 """
 
 from dataclasses import asdict
@@ -15,30 +16,59 @@ from plotly.subplots import make_subplots
 import cache
 import ui
 from analysis.core import budgets
+from analysis.core.errors import UserError
+from analysis.data import datasets
+from analysis.eval.tasks import load_task, nano_task
 from analysis.sweep import windows
 from analysis.sweep import runner
 from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method
-from cache.compute import stored_sts_score, sts_score
+from cache.compute import bench_cell, stored_bench_cell, stored_cell_score, sts_score
 from cache.sweep import cached_sweep
 
 BIASES = [-2.0, 0.0, 0.5, 1.0, 2.0, 4.0]
+NANO_QUERIES = 50  # the explorer's nano retrieval task: seeded judged queries, their positives and a few distractors
 
 
-def score(method, pairs, label: str) -> float:
+def score(method, data, label: str) -> float:
+    """A reference's score on `data` by a full encode: Spearman on pairs, nDCG@10 (the benchmark's cell) on a task."""
     backbone = ui.get_backbone()
-    return ui.shown(label, lambda progress: sts_score(ui.store(), backbone, pairs, method, progress=progress),
+    if hasattr(data, "kind"):
+        return ui.shown(label, lambda progress: bench_cell(ui.store(), backbone, method, data, n_boot=0,
+                                                           progress=progress), quiet=True)[0].value
+    return ui.shown(label, lambda progress: sts_score(ui.store(), backbone, data, method, progress=progress),
                     quiet=True)[0]
 
 
-def lookup(method, pairs) -> float | None:
-    return stored_sts_score(ui.store(), ui.get_backbone(), pairs, method)
+def lookup(method, data) -> float | None:
+    """A stored score of `method` on `data` (a sweep's cell, or a reference computed by `score`), or None."""
+    backbone = ui.get_backbone()
+    if hasattr(data, "kind") and method.name != "kv_embedding":
+        found = stored_bench_cell(ui.store(), backbone, method, data, n_boot=0)
+        return None if found is None else found[0].value
+    return stored_cell_score(ui.store(), backbone, data, method)
 
 
-def figure(ids, sel, rows, refs, id_score, L) -> go.Figure:
+def retrieval_input():
+    """A nano retrieval task on a registry set's selection part (choosing layers is selection: never the report
+    part), with as many seeded distractors as the user can wait for."""
+    sets = {d.label: d.id for d in datasets.REGISTRY if "retrieval" in d.tasks and d.present()}
+    if not sets:
+        scifact = datasets.get("scifact-select")
+        raise UserError(f"No retrieval set is on this machine: {scifact.missing()}")
+    selection = [k for k, v in sets.items() if v.endswith("-select")] or list(sets)
+    name = st.selectbox("Retrieval set", list(sets), index=list(sets).index(selection[0]), key="explorer_retrieval")
+    distractors = int(st.slider("Distractors (seeded; each costs a document per cell)", 50, 1000, 200, step=50,
+                                key="explorer_distractors"))
+    task = nano_task(load_task(sets[name]), NANO_QUERIES, distractors)
+    st.caption(ui.md(f"{task.name}: nDCG@10 per judged query, averaged; queries with KV-Embedding's Query prompt."))
+    return task
+
+
+def figure(ids, sel, rows, refs, id_score, L, metric: str = "Spearman") -> go.Figure:
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.3, 0.35, 0.35],
-                        subplot_titles=("intrinsic dimension (the 'auto' trajectory)", "Spearman by window start",
-                                        "Spearman heatmap"))
+                        subplot_titles=("intrinsic dimension (the 'auto' trajectory)", f"{metric} by window start",
+                                        f"{metric} heatmap"))
     fig.add_trace(go.Scatter(x=list(range(L + 1)), y=[np.nan if v is None else v for v in ids],
                              mode="lines+markers", name="ID", line=dict(color="black")), 1, 1)
     frame = pd.DataFrame(rows)
@@ -49,7 +79,8 @@ def figure(ids, sel, rows, refs, id_score, L) -> go.Figure:
             fig.add_trace(go.Scatter(x=g["start"], y=g["spearman"], mode="lines+markers", name=config), 2, 1)
         pivot = frame.pivot_table(index="config", columns="start", values="spearman")
         fig.add_trace(go.Heatmap(z=pivot.to_numpy(), x=list(pivot.columns), y=list(pivot.index),
-                                 colorscale="Viridis", colorbar=dict(title="ρ", y=0.17, len=0.33)), 3, 1)
+                                 colorscale="Viridis", colorbar=dict(title="ρ" if metric == "Spearman" else metric,
+                                                                     y=0.17, len=0.33)), 3, 1)
     for (name, value), dash in zip(refs.items(), ("dash", "dot")):
         if value is not None:
             fig.add_hline(y=value, line_dash=dash, annotation_text=f"{name} {value:.3f}", row=2, col=1)
@@ -68,15 +99,21 @@ def figure(ids, sel, rows, refs, id_score, L) -> go.Figure:
 with ui.user_errors():
     st.title("Layer explorer")
     st.caption("Each cell re-routes in decoder layers start … start+width−1 and is scored by Spearman's ρ of "
-               "cosine similarity against the gold scores. The prompt-only forward runs once; each cell then runs only "
+               "cosine similarity against the gold scores, or by nDCG@10 on a nano retrieval task (its queries and "
+               "documents each get a prompt-only pass). The prompt-only forward runs once; each cell then runs only "
                "its decoder layers from the window start on. Cells are cached one by one: stop at any time, run "
                "again to resume (`python -m analysis sweep` shares the entries). " + ui.LAYER_CONVENTION)
     backbone = ui.get_backbone()
     L = backbone.facts.n_layers
     col_p, col_s = st.columns(2)
     with col_p:
-        pairs = ui.pairs_input("explorer", default="Lee corpus (human ratings)")
-        prompt = st.radio("Prompt", ["document", "query"], horizontal=True, key="explorer_prompt")
+        target = st.radio("Score on", ["pairs", "retrieval"], horizontal=True, key="explorer_target",
+                          format_func={"pairs": "STS pairs (Spearman)", "retrieval": "Nano retrieval (nDCG@10)"}.get)
+        data = ui.pairs_input("explorer", default="Lee corpus (human ratings)") if target == "pairs" else \
+            retrieval_input()
+        metric = "Spearman" if target == "pairs" else "nDCG@10"
+        prompt = st.radio("Prompt" if target == "pairs" else "Documents' prompt", ["document", "query"],
+                          horizontal=True, key="explorer_prompt")
         pooling = st.selectbox("Pooling", ["hybrid", "last", "mean"], key="explorer_pooling")
     with col_s:
         lo, hi = st.slider("Window starts (decoder layers)", 0, L - 1, (1, L - 1), key="explorer_starts")
@@ -109,8 +146,8 @@ with ui.user_errors():
     st.caption(f"ID window: **{sel.rule}**, decoder layers {sel.start}–{sel.end}. {sel.reason}. Trajectory: "
                f"{AUTO_DESCRIPTION}.")
 
-    done = {i: v for i, m in enumerate(methods) if (v := lookup(m, pairs)) is not None}
-    passes = runner.text_passes([c for i, c in enumerate(cells) if i not in done], L, pairs)
+    done = {i: v for i, m in enumerate(methods) if (v := lookup(m, data)) is not None}
+    passes = runner.text_passes([c for i, c in enumerate(cells) if i not in done], L, data)
     st.write(f"{len(cells)} cell(s), {len(done)} already computed; the rest costs about {passes:,} prompt-only text "
              f"passes (at most {budgets.limit('sweep_text_forwards'):,} per run).")
     c1, c2 = st.columns(2)
@@ -125,27 +162,28 @@ with ui.user_errors():
     id_cell = windows.Cell(sel.start, len(sel.layers), 1.0) if sel.layers else None  # same key as id_method
     if st.session_state.get("explorer_running"):
         st.session_state["explorer_running"] = False  # a refused or failed run must not restart on every rerun
-        score(refs_methods["PromptEOL"], pairs, "PromptEOL: Spearman")
+        score(refs_methods["PromptEOL"], data, f"PromptEOL: {metric}")
         bar, progress = ui.progress_bar("Sweep:", first="Sweep: the prompt-only pass…")
         work = cells + ([id_cell] if id_cell is not None and id_cell not in cells else [])
-        run = cached_sweep(ui.store(), backbone, pairs, work, base=base, progress=progress)  # as the CLI does
+        run = cached_sweep(ui.store(), backbone, data, work, base=base, progress=progress)  # as the CLI does
         done.update({i: run.scores[c] for i, c in enumerate(cells)})
         bar.empty()
 
-    refs = {name: lookup(m, pairs) for name, m in refs_methods.items()}
-    id_score = lookup(id_method, pairs)
+    refs = {name: lookup(m, data) for name, m in refs_methods.items()}
+    id_score = lookup(id_method, data)
     rows = [{**asdict(c), "layers": ",".join(map(str, c.layers(L))), "spearman": done[i]}
             for i, c in enumerate(cells) if i in done]
-    ui.show_figure(figure(ids, sel, rows, refs, id_score, L), pd.DataFrame(rows), "layer_sweep")
+    ui.show_figure(figure(ids, sel, rows, refs, id_score, L, metric), pd.DataFrame(rows).rename(
+        columns={"spearman": metric}), "layer_sweep")
     result = windows.summary(rows, L, sel.layers, id_score, refs)
     if result["best"] is not None:
-        b = result["best"]
+        b, sym = result["best"], "ρ" if metric == "Spearman" else metric
         lines = [f"**Best cell**: decoder layers {b['layers'][0]}–{b['layers'][-1]}, bias {b['bias']:g}"
-                 f"{', re-rotated' if b['rerotate'] else ''}: ρ = {b['spearman']:.4f}"]
+                 f"{', re-rotated' if b['rerotate'] else ''}: {sym} = {b['spearman']:.4f}"]
         if id_score is not None:
-            lines.append(f"**ID window** {sel.start}–{sel.end}: ρ = {id_score:.4f} (rank "
+            lines.append(f"**ID window** {sel.start}–{sel.end}: {sym} = {id_score:.4f} (rank "
                          f"{result['id_window']['rank_among_cells']} of {len(rows) + 1})")
-        lines += [f"**{k}**: ρ = {v:.4f}" for k, v in refs.items() if v is not None]
+        lines += [f"**{k}**: {sym} = {v:.4f}" for k, v in refs.items() if v is not None]
         st.markdown("  \n".join(lines))
     else:
         st.info("No cell computed yet: press *Run / resume sweep*.")

@@ -36,12 +36,12 @@ def main(argv=None) -> dict:
     from analysis.sweep import windows
     from analysis.data.datasets import pairs_of
     from analysis.methods import get_method
-    from analysis.sweep.runner import cost, pair_scorer, score_local
+    from analysis.sweep.runner import cost, score_local, scorer
 
     bb = load_backbone()
     L = bb.facts.n_layers
     pairs = pairs_of("stsb-dev", args.limit)
-    texts, _ = pair_scorer(pairs)
+    texts = scorer(pairs).sides["document"]
     starts = range(1, L, 4)
     grids = {"16 cells": windows.grid(L, starts, [4], [1.0, 16.0]),
              "64 cells": windows.grid(L, starts, [4], [0.0, 1.0, 3.0, 16.0], [False, True])}
@@ -68,15 +68,15 @@ def main(argv=None) -> dict:
         def on_cell(r):  # running totals, so a run stopped early still says how close to the floor it was
             done["floor"] += (L - r.cell.start) / L
             wall = time.perf_counter() - began
-            log(f"  {r.cell.label()}: rho={r.spearman:.4f}; elapsed {wall:.0f} s = "
+            log(f"  {r.cell.label()}: rho={r.score:.4f}; elapsed {wall:.0f} s = "
                 f"{wall / (done['floor'] * f_before):.3f} x its floor so far")
 
         rows = score_local(bb, pairs, cells, on_cell=on_cell,
                            on_prefix=lambda rho, s: out.__setitem__("prompt_only_spearman", rho))
         wall = time.perf_counter() - began
-        new[name] = {r.cell: r.spearman for r in rows}
+        new[name] = {r.cell: r.score for r in rows}
         out[name] = {"cells": len(cells), "floor_forwards": round(cost(cells, L), 3), "measured_seconds": wall,
-                     "rows": [{**asdict(r.cell), "spearman": r.spearman} for r in rows]}
+                     "rows": [{**asdict(r.cell), "spearman": r.score} for r in rows]}
         log(f"{name}: {wall:.1f} s; " + json.dumps(out[name]["rows"]))
 
     time_new(names[0])

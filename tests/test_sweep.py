@@ -101,7 +101,7 @@ def test_score_local_equals_the_old_loop(tiny_llama):
     seen = []
     rows = score_local(tiny_llama, PAIRS, cells, on_cell=seen.append, on_prefix=lambda r, s: seen.append(r))
     old = [windows.spearman_of(tiny_llama, windows.cell_method(c, 4), PAIRS) for c in cells]  # a full encode each
-    assert [r.spearman for r in rows] == old
+    assert [r.score for r in rows] == old
     from analysis.methods import get_method
 
     assert seen[0] == windows.spearman_of(tiny_llama, get_method("kv_embedding", layers="none"), PAIRS)
@@ -233,7 +233,7 @@ def test_sweep_work_budget_counts_only_cells_still_to_do(tiny_llama, tmp_path):
 
     store = Store(tmp_path)
     cells = windows.grid(4, [1, 2], [1], [1.0])
-    n_texts = len(runner.pair_scorer(PAIRS)[0])
+    n_texts = len(runner.scorer(PAIRS).sides["document"])
     need = round(runner.cost(cells, 4) * n_texts)
     with budgets.override(sweep_text_forwards=need - 1), pytest.raises(UserError, match="--no-budgets"):
         cached_sweep(store, tiny_llama, PAIRS, cells)

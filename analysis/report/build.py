@@ -112,7 +112,7 @@ def local_hooks(backbone, pairs, *, batch_size: int = 16) -> Hooks:
         ref, scores = {}, {}
 
         def on_cell(result):
-            scores[result.cell] = result.spearman
+            scores[result.cell] = result.score
             if progress is not None:
                 progress(len(scores), len(cells), {"cell": result.cell.label(), "cached": False,
                                                    "seconds": result.seconds})

@@ -92,46 +92,53 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def worker_backbone(model, threads: int = 1):
+    """What a Ray worker runs on: `model` loaded once (a factory, as tests pass tiny models, or a name for
+    `load_backbone`), torch on `threads` threads (one actor per CPU)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    if callable(model):
+        return model()
+    from analysis.models.backbone import load_backbone
+
+    return load_backbone(model)
+
+
 class SweepWorker:
-    """One per Ray worker: loads the model once, runs the prompt-only pass once, then scores start groups."""
+    """One per Ray worker: loads the model once, runs the prompt-only pass of each side once, then scores start
+    groups (on pairs or a retrieval task: `runner.scorer`)."""
 
-    def __init__(self, model, pairs, starts, base, batch_size, memory_mb, threads=1):
-        import torch
+    def __init__(self, model, data, starts, base, batch_size, memory_mb, threads=1):
+        from analysis.sweep.runner import runners
 
-        from analysis.sweep.runner import SuffixRunner, pair_scorer
-
-        torch.set_num_threads(threads)
-        if callable(model):  # a factory (tests use tiny models), else a name for load_backbone
-            self.backbone = model()
-        else:
-            from analysis.models.backbone import load_backbone
-
-            self.backbone = load_backbone(model)
-        texts, self.score = pair_scorer(pairs)
-        self.runner = SuffixRunner(self.backbone, texts, starts, base=base, batch_size=batch_size,
-                                   memory_mb=memory_mb)
+        self.backbone = worker_backbone(model, threads)
+        self.scorer, self.sides = runners(self.backbone, data, starts, base=base, batch_size=batch_size,
+                                          memory_mb=memory_mb)
 
     def run(self, cells: list[dict]) -> dict:
         import time
 
-        fresh = self.runner._groups is None
-        self.runner.prepare()
+        fresh = any(r._groups is None for r in self.sides.values())
+        for r in self.sides.values():
+            r.prepare()
         out = {"identity": self.backbone.identity, "results": []}
         if fresh:  # this worker's prompt-only pass: report its reference score once
-            out["prompt_only"] = float(self.score(self.runner.prompt_only()))
-            out["prefix_seconds"] = self.runner.prefix_seconds
+            out["prompt_only"] = float(self.scorer.score({k: r.prompt_only() for k, r in self.sides.items()}))
+            out["prefix_seconds"] = sum(r.prefix_seconds for r in self.sides.values())
         for c in cells:
             began = time.perf_counter()
-            rho = float(self.score(self.runner.embed(Cell(**c))))
-            out["results"].append((c, rho, time.perf_counter() - began))
+            value = float(self.scorer.score({k: r.embed(Cell(**c)) for k, r in self.sides.items()}))
+            out["results"].append((c, value, time.perf_counter() - began))
         return out
 
 
-def score_ray(model, identity: str, pairs, cells: list[Cell], *, base: dict | None, batch_size: int,
+def score_ray(model, identity: str, data, cells: list[Cell], *, base: dict | None, batch_size: int,
               memory_mb: float, address: str | None = None, workers: int | None = None,
               on_prefix: Callable[[float, float], None] | None = None,
               on_cell: Callable | None = None) -> None:
-    """Score `cells` on Ray actors; calls on_prefix once and on_cell(CellResult) per cell on the driver.
+    """Score `cells` on `data` (pairs or a retrieval task) on Ray actors; calls on_prefix once and on_cell(CellResult)
+    per cell on the driver.
 
     Args:
         model: what each worker loads: a model name for `load_backbone`, or a picklable factory.
@@ -167,7 +174,7 @@ def score_ray(model, identity: str, pairs, cells: list[Cell], *, base: dict | No
         order = sorted(groups)  # low starts first: the longest tasks start early
         n = workers or max(1, min(int(ray.cluster_resources().get("CPU", 1)), len(order)))
         Worker = ray.remote(num_cpus=1)(SweepWorker)
-        actors = [Worker.remote(model, pairs, order, base, batch_size, memory_mb) for _ in range(n)]
+        actors = [Worker.remote(model, data, order, base, batch_size, memory_mb) for _ in range(n)]
         reported = False
         for out in ActorPool(actors).map_unordered(lambda a, g: a.run.remote(g), [groups[s] for s in order]):
             if out["identity"] != identity:

@@ -18,8 +18,11 @@ cell bit for bit on the tiny models (tests/test_sweep.py).
     emb = runner.embed(Cell(5, 4, 1.0))                 # == windows.cell_method(cell, L).encode(backbone, texts)
     ref = runner.prompt_only()                          # the prompt-only embeddings (a free by-product)
 
-`score_cells` scores a list of cells on labelled pairs with a local runner or on Ray actors
-(`analysis.sweep.ray_executor`), calling back once per cell so the caller can store each result as it arrives.
+`score_local` scores a list of cells with a local runner (`analysis.sweep.ray_executor` on Ray actors), calling back
+once per cell so the caller can store each result as it arrives. What a cell is scored on (`scorer`): labelled pairs
+(Spearman of cosine similarity with the gold scores) or a retrieval task (nDCG@10 per judged query, averaged; a nano
+task is what the Layer explorer offers). A retrieval task has two sides, embedded as KV-Embedding embeds them (its
+queries with the Query prompt): one runner per side, each with its own prompt-only pass, the same cells on both.
 """
 
 from __future__ import annotations
@@ -65,10 +68,11 @@ class SuffixRunner:
         memory_mb: stored states beyond this are written to a temporary folder under `spill_dir` and read back
             per start.
         spill_dir: where spilled states go (default: the project cache folder).
+        role: the side the texts are ("query": KV-Embedding's query prompt; `EmbeddingMethod.as_role`).
     """
 
     def __init__(self, backbone, texts: list[str], starts, *, base: dict | None = None, batch_size: int = 16,
-                 memory_mb: float = MEMORY_MB, spill_dir: str | Path | None = None):
+                 memory_mb: float = MEMORY_MB, spill_dir: str | Path | None = None, role: str = "document"):
         from analysis.methods import get_method
         from analysis.core.tokens import check_texts
 
@@ -80,7 +84,8 @@ class SuffixRunner:
         self.base = dict(base or {})
         self.batch_size, self.memory_bytes = batch_size, memory_mb * 2**20
         self.spill_dir = spill_dir
-        self._reference = get_method("kv_embedding", layers="none", **self.base)  # the prompt-only forward
+        # the prompt-only forward; only its prompt depends on the side (re-routing and readout do not)
+        self._reference = get_method("kv_embedding", layers="none", **self.base).as_role(role)
         if self._reference.params.layer != -1:
             raise UserError("A layer sweep reads the final hidden state (layer=-1): every cell runs to the end.")
         self._groups: list[_Group] | None = None
@@ -196,66 +201,107 @@ def _default_spill_root() -> Path:
     return cache_root() / ".scratch"
 
 
-# ---- scoring cells on pairs --------------------------------------------------------------------------------
+# ---- scoring cells ----------------------------------------------------------------------------------------
 def cost(cells, n_layers: int, prefix: bool = True) -> float:
     """A grid's cost floor in prompt-only forwards: 1 (the prompt-only pass) + sum over cells of (L - s) / L."""
     return float(prefix) + sum((n_layers - c.start) / n_layers for c in cells)
 
 
-def text_passes(cells, n_layers: int, pairs) -> int:
-    """A grid's work on a pair set, in prompt-only passes of one text: its cost floor x the distinct texts (what
-    the `sweep_text_forwards` budget bounds)."""
-    return round(cost(cells, n_layers) * len(pair_scorer(pairs)[0]))
+def text_passes(cells, n_layers: int, data) -> int:
+    """A grid's work on pairs or a retrieval task, in prompt-only passes of one text: its cost floor x the texts of
+    every side (what the `sweep_text_forwards` budget bounds)."""
+    return round(cost(cells, n_layers) * sum(len(t) for t in scorer(data).sides.values()))
 
 
 @dataclass
 class CellResult:
     cell: Cell
-    spearman: float
+    score: float  # the scorer's metric: Spearman on pairs, nDCG@10 on a retrieval task
     seconds: float  # the cell's own compute time (its share of the prefix pass not included)
 
 
-def pair_scorer(pairs):
-    """(texts, score(emb) -> Spearman) for a pair set: every sentence once, as `sts_spearman` does."""
+@dataclass
+class Scorer:
+    """What cells are scored on: the texts of each side, and the score of one set of embeddings."""
+
+    sides: dict[str, list[str]]  # role -> the texts embedded as that side
+    score: Callable[[dict], float]  # {role: (n, d) embeddings} -> the cell's score
+    metric: str
+
+
+def scorer(data) -> Scorer:
+    """The `Scorer` of labelled pairs (`Pairs`: Spearman, every sentence once, as `sts_spearman`) or of a retrieval
+    task (`analysis.eval.tasks.Task` of kind retrieval: queries as queries, the corpus as documents, nDCG@10 averaged
+    over judged queries as `analysis.eval.retrieval` scores it)."""
+    if getattr(data, "kind", None) == "retrieval":
+        from analysis.eval.retrieval import cosines, judged_queries, per_query
+
+        beir = data.data
+        qids, doc_ids = judged_queries(beir), list(beir.corpus)
+        if not qids:
+            raise UserError(f"{data.name} has no judged query, so there is nothing to retrieve.")
+        qrels = [beir.qrels[q] for q in qids]
+
+        def ndcg(emb: dict) -> float:
+            return float(per_query(cosines(emb["query"], emb["document"]), doc_ids, qrels, ("nDCG@10",))
+                         ["nDCG@10"].mean())
+
+        return Scorer({"query": [beir.queries[q] for q in qids], "document": [beir.corpus[d] for d in doc_ids]},
+                      ndcg, "nDCG@10")
+    if getattr(data, "kind", None) == "sts":
+        data = data.data
+    elif hasattr(data, "kind"):
+        raise UserError(f"A layer sweep scores STS pairs or a retrieval task, not {data.kind} ({data.name}).")
     from analysis.eval.sts import check_pairs, pair_cosines, pair_index, spearman
 
-    check_pairs(pairs)
-    texts, left, right = pair_index(pairs)
-    gold = np.asarray(pairs.scores, dtype=np.float64)  # (n_pairs,)
-    return texts, lambda emb: spearman(pair_cosines(emb, left, right), gold)
+    check_pairs(data)
+    texts, left, right = pair_index(data)
+    gold = np.asarray(data.scores, dtype=np.float64)  # (n_pairs,)
+    return Scorer({"document": texts}, lambda emb: spearman(pair_cosines(emb["document"], left, right), gold),
+                  "Spearman")
 
 
-def score_local(backbone, pairs, cells: list[Cell], *, base: dict | None = None, batch_size: int = 16,
+def runners(backbone, data, starts, **options) -> tuple[Scorer, dict]:
+    """(the scorer, {role: SuffixRunner}): one runner per side of `data`, each preparing the same starts."""
+    score = scorer(data)
+    return score, {role: SuffixRunner(backbone, texts, starts, role=role, **options)
+                   for role, texts in score.sides.items()}
+
+
+def score_local(backbone, data, cells: list[Cell], *, base: dict | None = None, batch_size: int = 16,
                 memory_mb: float = MEMORY_MB, spill_dir=None, prompt_only: bool = True,
                 on_prefix: Callable[[float, float], None] | None = None,
                 on_cell: Callable[[CellResult], None] | None = None,
                 should_stop: Callable[[], bool] | None = None) -> list[CellResult]:
-    """Score `cells` on `pairs` in this process, start by start.
+    """Score `cells` on `data` (pairs or a retrieval task, `scorer`) in this process, start by start.
 
     Args:
-        on_prefix: called once after the prompt-only pass as on_prefix(prompt-only Spearman, seconds).
+        on_prefix: called once after the prompt-only pass(es) as on_prefix(prompt-only score, seconds).
         on_cell: called after each cell (store it there: a stopped sweep keeps every finished cell).
         should_stop: checked before each cell.
         prompt_only: run the prompt-only pass even when `cells` is empty (for the reference alone).
     """
-    texts, score = pair_scorer(pairs)
     if not cells and not prompt_only:
+        scorer(data)  # bad data still fails in one sentence
         return []
-    runner = SuffixRunner(backbone, texts, {c.start for c in cells}, base=base, batch_size=batch_size,
-                          memory_mb=memory_mb, spill_dir=spill_dir)
+    score, sides = runners(backbone, data, {c.start for c in cells}, base=base, batch_size=batch_size,
+                           memory_mb=memory_mb, spill_dir=spill_dir)
     try:
-        runner.prepare()
+        for r in sides.values():
+            r.prepare()
         if on_prefix is not None:
-            on_prefix(score(runner.prompt_only()), runner.prefix_seconds)
+            on_prefix(score.score({k: r.prompt_only() for k, r in sides.items()}),
+                      sum(r.prefix_seconds for r in sides.values()))
         results = []
         for cell in sorted(cells, key=lambda c: c.start):  # start-major: a spilled start is read once
             if should_stop is not None and should_stop():
                 break
             began = time.perf_counter()
-            rho = score(runner.embed(cell))
-            results.append(CellResult(cell, rho, time.perf_counter() - began))
+            value = score.score({k: r.embed(cell) for k, r in sides.items()})
+            results.append(CellResult(cell, value, time.perf_counter() - began))
             if on_cell is not None:
                 on_cell(results[-1])
         return results
     finally:
-        runner.close()
+        for r in sides.values():
+            r.close()
