@@ -317,6 +317,18 @@ def bench_cell(store, backbone, method, task, *, n_boot: int, seed: int = 0, emb
     return score_from_record(arrays, meta), meta, hit
 
 
+def put_bench_cell(store, backbone, method, task, arrays: dict, meta: dict, *, n_boot: int, seed: int = 0):
+    """Store a benchmark cell computed elsewhere (a Ray worker of the benchmark grid: `score_record`'s arrays and meta
+    with "encode_seconds"), under the key `bench_cell` reads; returns its Score."""
+    from analysis.eval.tasks import score_from_record
+
+    if store is not None:
+        parts = keys.bench_parts(backbone.identity, method, task, n_boot=n_boot, seed=seed)
+        store.put(make_key(parts), arrays, {**meta, "warnings": list(meta.get("warnings", []))}, parts=parts,
+                  namespace=keys.BENCH)
+    return score_from_record(arrays, meta)
+
+
 def stored_bench_cell(store, backbone, method, task, *, n_boot: int, seed: int = 0):
     """(Score, meta) of a stored benchmark cell, or None. `backbone` only needs its `identity`."""
     from analysis.eval.tasks import score_from_record

@@ -19,14 +19,24 @@ def cache_dir(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
-@pytest.fixture(scope="module")
-def long_model(tmp_path_factory):
-    """A tiny random Llama with a 600-token limit, saved as a folder: long documents of 256 and 512 tokens fit."""
-    folder = tmp_path_factory.mktemp("tiny-long")
-    bb = tiny_backbone("llama", max_length=600)
+def _saved(tmp_path_factory, seed: int):
+    """A tiny random Llama (weights from `seed`) with a 600-token limit, saved as a folder: long documents of 256 and
+    512 tokens fit."""
+    folder = tmp_path_factory.mktemp(f"tiny-long-{seed}")
+    bb = tiny_backbone("llama", seed=seed, max_length=600)
     bb.model.save_pretrained(folder)
     bb.tokenizer.save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def long_model(tmp_path_factory):
+    return _saved(tmp_path_factory, 0)
+
+
+@pytest.fixture(scope="module")
+def long_other(tmp_path_factory):
+    return _saved(tmp_path_factory, 1)
 
 
 @pytest.fixture(scope="module")
@@ -110,3 +120,23 @@ def test_absent_data_is_one_sentence_with_how_to_get_it(data, name, cache_dir, c
         code, _, err = run_cli(capsys, command, "--methods", methods, "--data", data, "--model", "no-such/model")
         assert code == 2 and err.count("\n") == 1, err
         assert "is not on this machine" in err and f"data fetch {name}" in err  # before the model is looked for
+
+
+def test_a_grid_on_ray_gives_the_local_rows(tmp_path, monkeypatch, long_other, long_model, beir_folder, labelled_file,
+                                           capsys):
+    """Models x methods x tasks on a local Ray cluster: the rows a local run gives, stored in the same cache (a
+    second run computes nothing), KV-Embedding's layers=auto window resolved once by the driver."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -r requirements-cluster.txt)")
+    argv = ["bench", "--models", f"{long_model},{long_other}", "--methods", "last,kv_embedding", "--data",
+            f"beir:{beir_folder},clustering:{labelled_file},longdoc:needle", "--n-boot", "20", "--format", "json"]
+    monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path / "local"))
+    code, local, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path / "ray"))
+    code, remote, err = run_cli(capsys, *argv, "--executor", "ray")
+    assert code == 0, err
+    assert "computed on Ray" in err and len(remote) == 2 * 2 * 3
+    strip = lambda rows: [{k: v for k, v in r.items() if k not in ("seconds", "x_last")} for r in rows]  # noqa: E731
+    assert strip(remote) == strip(local)
+    code, again, err = run_cli(capsys, *argv, "--executor", "ray")
+    assert code == 0 and "computed on Ray" not in err and strip(again) == strip(local)

@@ -134,6 +134,19 @@ def score_task(task: Task, embed: Callable[[list[str], str], np.ndarray], *, n_b
     raise ValueError(f"unknown task kind {task.kind!r}")
 
 
+def score_method(task: Task, backbone, method, *, n_boot: int = 1000, seed: int = 0, batch_size: int = 16) -> Score:
+    """`score_task` with `method` embedding each side as that side (`method.as_role`), every distinct text once, in
+    the order the compute cache's corpus encoding sends them (so the vectors are the ones a fresh cache computes):
+    one benchmark cell where no cache is at hand (a Ray worker of the benchmark grid)."""
+    def embed(texts, role):
+        unique = list(dict.fromkeys(texts))
+        emb = method.as_role(role).encode(backbone, unique, batch_size=batch_size)  # (n_unique, d)
+        row = {t: i for i, t in enumerate(unique)}
+        return emb[[row[t] for t in texts]]
+
+    return score_task(task, embed, n_boot=n_boot, seed=seed)
+
+
 def run_task(task: Task, embed: Callable[[list[str]], np.ndarray], *, n_boot: int = 1000, seed: int = 0,
              folds: int = 5) -> Score:
     """`score_task` for an embedder that treats queries and documents alike: `embed(texts) -> (len(texts), d)`."""

@@ -1,9 +1,14 @@
-"""The sweep's Ray executor: cells grouped by start, sent as tasks to actors that load the model once each.
+"""The Ray executor of layer sweeps and of benchmark grids: work sent as tasks to actors that load a model once each.
+
+A sweep (`score_ray`): cells grouped by start, every actor runs the prompt-only pass once. A benchmark grid
+(`score_grid_ray`, `python -m analysis bench --executor ray`): models x methods x tasks, each model's cells spread over
+its actors, each cell scored as `analysis.eval.tasks.score_method` scores it (every distinct text once, in the cache's
+order, so the numbers are those a local run with a fresh cache computes).
 
 Ray is optional (`pip install -r requirements-cluster.txt`) and imported only here, only when asked. Results
-come back to the driver, which stores them (`cache.sweep`), so a partly finished distributed sweep resumes
-locally and the other way round. Every worker must be able to import this project and load the same model
-(the driver checks the identity each worker reports against its own before storing anything).
+come back to the driver, which stores them (`cache.sweep`, `cache.compute.put_bench_cell`), so a partly finished
+distributed run resumes locally and the other way round. Every worker must be able to import this project and load
+the same model (the driver checks the identity each worker reports against its own before storing anything).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import logging
 import os
 import re
 import socket
+from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Callable
 
@@ -133,6 +139,41 @@ class SweepWorker:
         return out
 
 
+@contextmanager
+def cluster(address: str | None):
+    """Ray, joined at `address` (or a local cluster started here with the cores available, stopped at the end; or
+    the one this process already joined)."""
+    ray = import_ray()
+    started = False
+    if not ray.is_initialized():
+        if address:
+            check_address(address)  # again: the cluster may have gone since the command line checked it
+            try:
+                ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+            except ConnectionError as err:  # e.g. "auto" with no cluster running
+                first = str(err).strip().splitlines()[0] if str(err).strip() else "no cluster"
+                raise UserError(f"Could not join the Ray cluster at {address}: {first.rstrip('.')}.") from None
+        else:
+            ray.init(num_cpus=available_cpus(), object_store_memory=OBJECT_STORE_MB * 2**20, include_dashboard=False,
+                     log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
+        started = True
+    try:
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _same_model(out: dict, identity: str) -> None:
+    if out["identity"] != identity:
+        raise UserError(f"A Ray worker loaded {out['identity']}, not the driver's {identity}: every node needs the "
+                        "same model and project version.")
+
+
+def _workers(ray, n_jobs: int, workers: int | None) -> int:
+    return workers or max(1, min(int(ray.cluster_resources().get("CPU", 1)), n_jobs))
+
+
 def score_ray(model, identity: str, data, cells: list[Cell], *, base: dict | None, batch_size: int,
               memory_mb: float, address: str | None = None, workers: int | None = None,
               on_prefix: Callable[[float, float], None] | None = None,
@@ -149,45 +190,77 @@ def score_ray(model, identity: str, data, cells: list[Cell], *, base: dict | Non
     """
     from analysis.sweep.runner import CellResult
 
-    ray = import_ray()
-    started = False
-    if not ray.is_initialized():
-        root = str(REPO)
-        if address:
-            check_address(address)  # again: the cluster may have gone since the command line checked it
-            try:
-                ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-            except ConnectionError as err:  # e.g. "auto" with no cluster running
-                first = str(err).strip().splitlines()[0] if str(err).strip() else "no cluster"
-                raise UserError(f"Could not join the Ray cluster at {address}: {first.rstrip('.')}.") from None
-        else:
-            ray.init(num_cpus=available_cpus(), object_store_memory=OBJECT_STORE_MB * 2**20, include_dashboard=False,
-                     log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": root}})
-        started = True
     actors = []
-    try:
+    with cluster(address) as ray:
+        try:
+            from ray.util import ActorPool
+
+            groups: dict[int, list[dict]] = {}
+            for c in cells:
+                groups.setdefault(c.start, []).append(asdict(c))
+            order = sorted(groups)  # low starts first: the longest tasks start early
+            Worker = ray.remote(num_cpus=1)(SweepWorker)
+            actors = [Worker.remote(model, data, order, base, batch_size, memory_mb)
+                      for _ in range(_workers(ray, len(order), workers))]
+            reported = False
+            for out in ActorPool(actors).map_unordered(lambda a, g: a.run.remote(g), [groups[s] for s in order]):
+                _same_model(out, identity)
+                if "prompt_only" in out and not reported and on_prefix is not None:
+                    on_prefix(out["prompt_only"], out["prefix_seconds"])
+                    reported = True
+                for c, value, seconds in out["results"]:
+                    if on_cell is not None:
+                        on_cell(CellResult(Cell(**c), value, seconds))
+        finally:
+            for a in actors:
+                ray.kill(a)
+
+
+class BenchWorker:
+    """One per Ray worker of a benchmark grid: loads one model once, then scores (method, task) cells."""
+
+    def __init__(self, model, batch_size: int, threads: int = 1):
+        self.backbone = worker_backbone(model, threads)
+        self.batch_size = batch_size
+
+    def run(self, job: tuple) -> dict:
+        import time
+
+        from analysis.eval.tasks import score_method, score_record
+
+        index, method, task, n_boot, seed = job
+        began = time.perf_counter()
+        score = score_method(task, self.backbone, method, n_boot=n_boot, seed=seed, batch_size=self.batch_size)
+        arrays, meta = score_record(score)
+        return {"identity": self.backbone.identity, "index": index, "arrays": arrays,
+                "meta": {**meta, "encode_seconds": score.seconds, "seconds": time.perf_counter() - began}}
+
+
+def score_grid_ray(jobs: list, *, batch_size: int = 16, address: str | None = None, workers: int | None = None,
+                   on_cell: Callable[[int, dict, dict], None] | None = None) -> None:
+    """Score benchmark cells on Ray actors, model by model; on_cell(index, arrays, meta) on the driver per cell
+    (`analysis.eval.tasks.score_record`'s form, meta with "encode_seconds").
+
+    Args:
+        jobs: (index, model, identity, method, task, n_boot, seed) per cell; `model` is what the workers load (a
+            name for `load_backbone`, or a picklable factory), `identity` the driver's for it, `method` ready to run
+            (a resolved `layers=auto` window travels with it), `task` an `analysis.eval.tasks.Task`.
+        address, workers: as `score_ray`'s (default: one actor per CPU, at most one per cell of the model).
+    """
+    by_model: dict = {}
+    for index, model, identity, method, task, n_boot, seed in jobs:
+        by_model.setdefault((model, identity), []).append((index, method, task, n_boot, seed))
+    with cluster(address) as ray:
         from ray.util import ActorPool
 
-        groups: dict[int, list[dict]] = {}
-        for c in cells:
-            groups.setdefault(c.start, []).append(asdict(c))
-        order = sorted(groups)  # low starts first: the longest tasks start early
-        n = workers or max(1, min(int(ray.cluster_resources().get("CPU", 1)), len(order)))
-        Worker = ray.remote(num_cpus=1)(SweepWorker)
-        actors = [Worker.remote(model, data, order, base, batch_size, memory_mb) for _ in range(n)]
-        reported = False
-        for out in ActorPool(actors).map_unordered(lambda a, g: a.run.remote(g), [groups[s] for s in order]):
-            if out["identity"] != identity:
-                raise UserError(f"A Ray worker loaded {out['identity']}, not the driver's {identity}: every node "
-                                "needs the same model and project version.")
-            if "prompt_only" in out and not reported and on_prefix is not None:
-                on_prefix(out["prompt_only"], out["prefix_seconds"])
-                reported = True
-            for c, rho, seconds in out["results"]:
-                if on_cell is not None:
-                    on_cell(CellResult(Cell(**c), rho, seconds))
-    finally:
-        for a in actors:
-            ray.kill(a)
-        if started:
-            ray.shutdown()
+        Worker = ray.remote(num_cpus=1)(BenchWorker)
+        for (model, identity), cells in by_model.items():
+            actors = [Worker.remote(model, batch_size) for _ in range(_workers(ray, len(cells), workers))]
+            try:
+                for out in ActorPool(actors).map_unordered(lambda a, job: a.run.remote(job), cells):
+                    _same_model(out, identity)
+                    if on_cell is not None:
+                        on_cell(out["index"], out["arrays"], out["meta"])
+            finally:
+                for a in actors:
+                    ray.kill(a)

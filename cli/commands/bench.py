@@ -35,6 +35,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the samples, the bootstrap and the "
                         "cross-validation (default 0)")
     parser.add_argument("--format", choices=["csv", "json"], default="csv", help="output: CSV table (default) or JSON")
+    parser.add_argument("--executor", default="local", help="where the cells are computed: local (default) or ray "
+                        "(each model's cells over Ray actors that load it once; the same cache, the same rows)")
+    parser.add_argument("--address", default=None, help="with --executor ray: a running cluster (auto, host:6379, "
+                        "ray://host:10001); default: start one on this machine (docs/CLUSTER.md)")
     add_boot_argument(parser)
     add_sample_arguments(parser, "pairs / texts / queries per data set", seed=False)
     add_model_arguments(parser, many=True)
@@ -45,12 +49,13 @@ def add_arguments(parser) -> None:
 def run(args):
     from cli.commands._common import check_boot, configure_methods, encode, load_model, picks, reported
     from analysis.eval.tasks import load_task, model_task, needs_model, select_task
-    from cache.compute import bench_cell
+    from cache.grid import GridCell, cached_grid
 
     methods = list(configure_methods(args.methods, args.param).values())
     check_boot(args)
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}.")
+    check_executor(args)
     specs = [s.strip() for s in args.data.split(",") if s.strip()]
     if not specs:
         raise UserError("--data names no data set.")
@@ -64,23 +69,28 @@ def run(args):
 
         store = default_store()
 
-    rows = []
+    cells, about = [], []  # one grid cell per (model, method, task), in the order of the rows
     for name in names:
         backbone = load_model(args, name)
         picked = [ready[s] if s in ready else select_task(model_task(s, backbone), **picks(args)) for s in specs]
-        tasks, reports = [t for t, _ in picked], [reported(r) for _, r in picked]
         for method in methods:
-            for task, report in zip(tasks, reports):
-                def embed(side, texts):
-                    emb, info = encode(args, backbone, side, texts)  # its warnings printed, as every command's
-                    return emb, info["seconds"]
+            for task, report in picked:
+                cells.append(GridCell(name, backbone, method, task))
+                about.append(reported(report))
 
-                s, meta, _ = bench_cell(store, backbone, method, task, n_boot=args.n_boot, seed=args.seed, embed=embed)
-                rows.append({"model": name, "method": method.name, "params": _params_text(method), "data": task.name,
-                             "family": task.kind, "metric": s.metric, "score": _num(s.value), "ci_low": _num(s.lo),
-                             "ci_high": _num(s.hi), "n": s.n, "seconds": _num(meta.get("encode_seconds", math.nan)),
-                             **report})
-                print(f"{name}: {method.name} on {task.name}: {s.metric} {s.value:.4f}", file=sys.stderr)
+    def embed(backbone, side, texts):
+        emb, info = encode(args, backbone, side, texts)  # its warnings printed, as every command's
+        return emb, info["seconds"]
+
+    results = cached_grid(store, cells, n_boot=args.n_boot, seed=args.seed, executor=args.executor,
+                          address=args.address, batch_size=args.batch_size, embed=embed,
+                          progress=lambda done, total, message: print(f"[{done}/{total}] {message}", file=sys.stderr))
+    rows = []
+    for c, report, (s, meta, _) in zip(cells, about, results):
+        rows.append({"model": c.model, "method": c.method.name, "params": _params_text(c.method), "data": c.task.name,
+                     "family": c.task.kind, "metric": s.metric, "score": _num(s.value), "ci_low": _num(s.lo),
+                     "ci_high": _num(s.hi), "n": s.n, "seconds": _num(meta.get("encode_seconds", math.nan)),
+                     **report})
     add_cost_ratios(rows)
     if args.format == "json":
         return rows
@@ -88,6 +98,19 @@ def run(args):
     writer.writeheader()
     writer.writerows({k: _cell(v) for k, v in r.items()} for r in rows)
     return None
+
+
+def check_executor(args) -> None:
+    """--executor and --address, before any work: Ray installed and the cluster answering."""
+    if args.executor not in ("local", "ray"):
+        raise UserError(f"--executor must be local or ray, not {args.executor!r:.40}.")
+    if args.address is not None and args.executor != "ray":
+        raise UserError("--address only applies to --executor ray.")
+    if args.executor == "ray":
+        from analysis.sweep.ray_executor import check_address, import_ray
+
+        import_ray()
+        args.address = check_address(args.address)
 
 
 def add_cost_ratios(rows: list[dict]) -> None:
