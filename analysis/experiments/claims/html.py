@@ -26,7 +26,7 @@ def chip(verdict: dict) -> str:
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
     """A table whose cells are already HTML (each made from escaped text)."""
-    th = "".join(f"<th>{e(h)}</th>" for h in head)
+    th = "".join(f'<th style="text-align:left">{e(h)}</th>' for h in head)
     body = "".join("<tr>" + "".join(f'<td style="text-align:left">{c}</td>' for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -42,7 +42,7 @@ def _counts_figure(board: dict):
             fig.add_bar(name=word, y=[board["papers"][p]["title"] for p in papers], x=counts, orientation="h",
                         marker_color=BAR[word])
     fig.update_layout(barmode="stack", height=300, xaxis_title="claims", margin=dict(l=10, r=10, t=30, b=10),
-                      legend=dict(orientation="h", y=-0.25))
+                      legend=dict(orientation="h", y=-0.25), yaxis=dict(autorange="reversed"))
     return fig
 
 

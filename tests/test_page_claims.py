@@ -1,0 +1,47 @@
+"""The Claims page headless (AppTest) on the real default model, in a fresh cache: no board yet says how to get one;
+the estimate comes first, then the run, whose board is shown (verdict chips with their numbers, the deviations
+beside each claim, links to the views with the evidence) and offered as a standalone HTML file; the board is stored,
+so the page opened again shows it without running anything. Claims read from the published records and counted in
+tokens keep it quick."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from apptools import isolated_cache
+
+PAGE = Path(__file__).resolve().parent.parent / "pages" / "15_claims.py"
+QUICK = ["gircse-baseline", "comp-ratio", "c2v-length", "kv-id-window"]  # read from records, or counted in tokens
+
+pytestmark = pytest.mark.real
+
+
+@pytest.fixture(scope="module", autouse=True)
+def page_cache(tmp_path_factory):
+    with isolated_cache(tmp_path_factory) as root:
+        yield root
+
+
+def test_estimate_first_then_the_board_with_chips_links_and_deviations(real):
+    at = AppTest.from_file(str(PAGE), default_timeout=1800)
+    at.run()
+    assert not at.exception, at.exception
+    assert any("No claims board for this model yet" in i.value for i in at.info)
+    at.session_state["claims_only"] = QUICK
+    at.button(key="claims_estimate").click().run()
+    assert not at.exception, at.exception
+    assert any(i.value.startswith("Estimate") for i in at.info)
+    at.button(key="claims_run").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    text = "\n".join(m.value for m in at.markdown)
+    assert ":green-badge[holds here]" in text and ":red-badge[reversed here]" in text
+    assert "(soft_tokens)" in text and "(lessons?lesson=where-compress&step=3)" in text  # evidence links
+    assert any(e.label.startswith("Deviations beside it") for e in at.expander)
+    assert at.get("plotly_chart")
+    assert [b for b in at.get("download_button")]
+    again = AppTest.from_file(str(PAGE), default_timeout=600)
+    again.run()
+    assert not again.exception, again.exception
+    assert any("the newest board in this cache" in c.value for c in again.caption)

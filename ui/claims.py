@@ -1,0 +1,131 @@
+"""The claims board in the app: finding a model's newest board (the cache's, else its published record), drawing it
+(verdict chips with the number and its interval, the deviations beside each claim, a link to the view that shows
+the evidence), running it for the model in the sidebar, and two models side by side.
+
+    board, where = stored(backbone.identity, backbone.facts)   # (None, "") when there is none yet
+    show(board)                                                # the Claims page's body
+    side_by_side({"SmolLM2": board_a, "Gemma 3": board_b})     # Compare models
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from analysis.experiments import verdicts
+from ui.figures import show_figure
+from ui.text import md
+
+BADGE = {verdicts.HOLDS: "green", verdicts.REVERSED: "red", verdicts.UNRESOLVED: "orange", verdicts.CANNOT: "gray",
+         verdicts.NOT_MEASURED: "blue"}
+BAR = {verdicts.HOLDS: "#2e9d57", verdicts.REVERSED: "#d1453b", verdicts.UNRESOLVED: "#e0b12a",
+       verdicts.CANNOT: "#9aa0a8", verdicts.NOT_MEASURED: "#5b8def"}
+
+
+def stored(identity: str, facts) -> tuple[dict | None, str]:
+    """(board, where it comes from) of the model `identity`: the newest board in the cache, else the published record
+    `claims_<model>` when it was measured on exactly these weights; (None, "") when neither exists."""
+    from analysis.experiments.claims.context import short_name
+    from analysis.experiments.records import read
+    from cache.claims import latest_board
+
+    from ui.model import store
+
+    board = latest_board(store(), identity)
+    if board is not None:
+        return board, f"the newest board in this cache ({board['created']})"
+    rec = read("claims_" + short_name(facts).replace("-", "_"))
+    if rec is not None and rec.extra.get("board", {}).get("model", {}).get("identity") == identity:
+        return rec.extra["board"], f"the published record docs/results/{rec.id}.json ({rec.date}, `{rec.command}`)"
+    return None, ""
+
+
+def chip(verdict: dict) -> str:
+    """The verdict as a coloured badge (Markdown), its number after it."""
+    badge = f":{BADGE.get(verdict['word'], 'gray')}-badge[{verdict['word']}]"
+    return badge + (f" **{md(verdict['number'])}**" if verdict["number"] else "")
+
+
+def counts_figure(board: dict) -> tuple[go.Figure, pd.DataFrame]:
+    rows = [{"paper": board["papers"][c["paper"]]["title"], "claim": c["id"], "verdict": c["verdict"]["word"]}
+            for c in board["claims"]]
+    frame = pd.DataFrame(rows)
+    fig = go.Figure()
+    papers = list(dict.fromkeys(frame["paper"]))
+    for word in verdicts.WORDS:
+        counts = [int(((frame["paper"] == p) & (frame["verdict"] == word)).sum()) for p in papers]
+        if any(counts):
+            fig.add_bar(name=word, y=papers, x=counts, orientation="h", marker_color=BAR[word])
+    fig.update_layout(barmode="stack", height=260, xaxis_title="claims", margin=dict(l=10, r=10, t=10, b=10),
+                      legend=dict(orientation="h", y=-0.3), yaxis=dict(autorange="reversed"))
+    return fig, frame
+
+
+def evidence_links(claim: dict) -> str:
+    """Markdown links to the views that show the claim's evidence, with the query parameters a view reads (the
+    Lessons' ?lesson=&step=). Relative to the page's own address, so they hold under any base path; a link opens its
+    view even as a fresh session's first request (`ui.nav`)."""
+    return "  \n".join(f"[{md(ev['label'])}]({ev['address'].lstrip('/')})" for ev in claim["evidence"])
+
+
+def deviations(claim: dict) -> None:
+    found = claim["deviations"]
+    if not found:
+        st.caption("No deviation from the paper declared for what this claim uses.")
+        return
+    with st.expander(f"Deviations beside it ({len(found)})"):
+        for d in found:
+            setting = (d.get("restore") or "").replace("`", "")  # our own settings, shown as code
+            restore = f" Restores it: `{setting}`." if setting else " No setting restores it."
+            st.markdown(f"- **{md(d['topic'])}** ({md(d['of'])}): the {md(d.get('source') or 'paper')} "
+                        f"{md(d['paper'])}; this repository {md(d['here'])} ({md(d['why'])}).{restore}")
+
+
+def claim_row(claim: dict) -> None:
+    with st.container(border=True):
+        left, middle, right = st.columns([2, 3, 2])
+        v = claim["verdict"]
+        left.markdown(chip(v))
+        left.caption(md(v["detail"]))
+        if claim["source"]:
+            left.caption(md(claim["source"]))
+        middle.markdown(f"**{md(claim['says'])}**")
+        middle.caption(md(f"{claim['where']} · {claim['id']}"))
+        with middle.expander("How it is tested here"):
+            st.markdown(md(claim["test"]))
+            st.markdown(f"*Rule, fixed before measuring:* {md(claim['rule'])}")
+        with right:
+            st.markdown(evidence_links(claim))
+            deviations(claim)
+
+
+def show(board: dict) -> None:
+    """The board: the verdicts per paper, then each paper's claims."""
+    from analysis.experiments.claims.board import summary
+
+    st.markdown(f"**{md(board['model']['title'])}**: {md(summary(board))} of {len(board['claims'])} claims.")
+    fig, frame = counts_figure(board)
+    show_figure(fig, frame, "claims_verdicts")
+    for key, paper in board["papers"].items():
+        st.subheader(paper["title"])
+        st.caption(md(paper["cite"]))
+        rows = [c for c in board["claims"] if c["paper"] == key]
+        if not rows:
+            st.caption("None of this paper's claims is in this board (it was run on a chosen few).")
+        for claim in rows:
+            claim_row(claim)
+
+
+def side_by_side(boards: dict) -> pd.DataFrame:
+    """{model title: board} -> one row per claim, each model's verdict and number in its column."""
+    first = next(iter(boards.values()))
+    rows = []
+    for c in first["claims"]:
+        row = {"paper": first["papers"][c["paper"]]["title"], "claim": c["id"], "the paper says": c["says"]}
+        for title, board in boards.items():
+            found = next((x for x in board["claims"] if x["id"] == c["id"]), None)
+            row[title] = "" if found is None else " ".join(filter(None, [found["verdict"]["word"],
+                                                                           found["verdict"]["number"]]))
+        rows.append(row)
+    return pd.DataFrame(rows)
