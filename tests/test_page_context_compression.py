@@ -151,3 +151,36 @@ def test_measured_tab_shows_the_recorded_tables_and_scaling_curve(weights, tmp_p
     (tmp_path / "compression_people.json").unlink()
     at = _opened_on(weights, "Measured across people")
     assert any("measure compression_people" in i.value for i in at.info)
+
+
+def test_reconstruction_tab_and_the_differences_from_the_source(weights, tmp_path, monkeypatch):
+    """Experiment C's tab: weights trained for questions only say how to train for reconstruction, a run trained
+    with --reconstruct reconstructs a held-out paragraph live, the record's examples are shown; the page lists its
+    differences from the source."""
+    import json
+
+    from analysis.experiments import records
+    from analysis.experiments.records import Record, Table
+
+    monkeypatch.setattr(records, "folder", lambda: tmp_path)
+    at = _opened_on(weights, "Reconstruction")
+    assert any("--reconstruct 0.5" in i.value for i in at.info)
+    assert any("measure compression_reconstruction" in c.value for c in at.caption)
+    assert any(e.label == "Differences from the source" for e in at.expander)
+    record = Record(id="compression_reconstruction", experiment="compression_reconstruction", title="t",
+                    command="python -m analysis measure compression_reconstruction --weights run", config={}, data="d",
+                    sample=None, models=(), code_version=None, date="2026-11-26", wall_seconds=None, machine=None,
+                    tables=(Table("examples", "Examples", ("paragraph", "reconstruction", "token F1"),
+                                  (("This is Ann.", "This is Ann.", 1.0),)),), findings=("Token F1 0.9.",))
+    records.write(record, tmp_path)
+    trained = tmp_path / "trained"
+    trained.mkdir()
+    (trained / "weights.safetensors").write_bytes((Path(weights) / "weights.safetensors").read_bytes())
+    manifest = json.loads((Path(weights) / "manifest.json").read_text())
+    manifest["hyperparameters"] = {"reconstruct": 0.5}
+    (trained / "manifest.json").write_text(json.dumps(manifest))
+    at = _opened_on(str(trained), "Reconstruction")
+    assert len(at.dataframe) == 1 and any("Token F1 0.9." in m.value for m in at.markdown)
+    at.toggle(key="cc_reconstruct").set_value(True).run()
+    assert not at.exception and not errors(at), at.exception or errors(at)
+    assert any(c.value.startswith("Token F1") for c in at.caption)

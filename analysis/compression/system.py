@@ -18,6 +18,12 @@ ids gets its single identifier (`QA.identifier`, JSON "id") before every pool, a
 
     sys = CompressionSystem.from_artefact(backbone)            # the shipped adapter + LoRA
     sys.answer([qa], mode="sentence")                          # ["Lyon"]
+    sys.reconstruct([qa])                                      # the paragraph back from its pools (Experiment C)
+
+Reconstruction (the source's Experiment C): a row whose question is `RECONSTRUCT_QUESTION` and whose answer is the
+context's text asks for the paragraph back from its pools; `row(..., content_weight=3)` weighs the answer tokens of
+content words (not in `FUNCTION_WORDS`) three times in the loss (`Row.weights`), as the source does, and
+`reconstruction_scores` gives token F1 (bag of words, SQuAD's) and exact match of what `reconstruct` generates.
 """
 
 from __future__ import annotations
@@ -46,6 +52,15 @@ def split_mode(mode: str) -> tuple[str, bool]:
 ENCODER_DIM = 384
 MAX_SENTENCE_TOKENS = 128  # the encoder's training length; a longer "sentence" is almost surely a paragraph
 METHOD = "compression"
+RECONSTRUCT_QUESTION = "Repeat the context word for word."
+RECONSTRUCT_SLACK = 8  # tokens a reconstruction may run past its context's length before generation stops
+# Function words weigh 1 in a reconstruction's loss, every other word `content_weight` (the source: 3): the facts are
+# in the content words, and a decoder can fill in "the" and "in" from the template it has learnt.
+FUNCTION_WORDS = frozenset("""a an the and or but nor so yet of in on at to by for from with about as into onto upon
+over under after before during since until up down out off than then there here this that these those is are was were be
+been being am do does did has have had will would shall should can could may might must it its he him his she her hers
+they them their we us our you your i me my who whom whose which what when where why how all every each some any no
+not one very too also just""".split())
 
 
 @dataclass(frozen=True)
@@ -96,6 +111,7 @@ class Row:
     vectors: np.ndarray  # (P, 384) this row's pools
     context_tokens: int  # the context as text, in decoder tokens (for the compression ratio)
     context_positions: int  # positions the context takes in this row (pools + identifier tokens, or tokens)
+    weights: list[float] | None = None  # per position: the loss weight of its label (None: every label weighs 1)
 
 
 @dataclass
@@ -106,6 +122,7 @@ class PoolBatch:
     pool: torch.Tensor  # (B, T) index into `vectors` (flat over the batch) or -1
     labels: torch.Tensor  # (B, T)
     vectors: torch.Tensor  # (N, 384) every pool of the batch
+    weights: torch.Tensor | None = None  # (B, T) loss weight of each label; None when every row weighs its labels 1
 
 
 def check_item(item: dict, where: str = "") -> None:
@@ -250,9 +267,11 @@ class CompressionSystem:
         return np.stack([self._vec_cache[s] for s in sentences]) if sentences else np.zeros((0, ENCODER_DIM),
                                                                                              np.float32)
 
-    def row(self, item, mode: str, *, ids: bool = False, with_answer: bool = True, encode: bool = True) -> Row:
+    def row(self, item, mode: str, *, ids: bool = False, with_answer: bool = True, encode: bool = True,
+            content_weight: float = 1.0) -> Row:
         """One item (a `personas.QA` or a dict) as a row. `with_answer=False` stops after "Answer:"; `encode=False`
-        lays the row out without its pool vectors (no encoder runs: `check_contexts` measures rows this way)."""
+        lays the row out without its pool vectors (no encoder runs: `check_contexts` measures rows this way);
+        `content_weight` != 1 weighs the answer tokens of content words that much in the loss (`Row.weights`)."""
         get = (lambda k, d=None: item.get(k, d)) if isinstance(item, dict) else \
             (lambda k, d=None: getattr(item, "identifier" if k == "id" else k, d))
         context, question, answer = list(get("context")), get("question"), get("answer")
@@ -288,13 +307,28 @@ class CompressionSystem:
         toks += q
         pool += [-1] * len(q)
         labels = [-100] * len(toks)
+        weights = None
         if with_answer:
             a = self._tok(" " + answer.strip()) + [self.eos_id]
             labels[-1] = a[0]  # the last prompt position predicts the first answer token
             toks += a[:-1]
             pool += [-1] * (len(a) - 1)
             labels += a[1:]
-        return Row(toks, pool, labels, vectors, context_tokens, positions)
+            if content_weight != 1.0:  # each label's weight sits where the label does
+                weights = [1.0] * (len(labels) - len(a)) + [*self.content_weights(answer, content_weight), 1.0]
+        return Row(toks, pool, labels, vectors, context_tokens, positions, weights)
+
+    def content_weights(self, text: str, weight: float) -> list[float]:
+        """One weight per token of " " + text: `weight` for a token inside a content word (a word not in
+        `FUNCTION_WORDS`), 1 for function words, punctuation and spaces."""
+        enc = self.backbone.tokenizer(" " + text.strip(), add_special_tokens=False, return_offsets_mapping=True)
+        words = [(m.start() + 1, m.end() + 1, m.group().lower() not in FUNCTION_WORDS)
+                 for m in re.finditer(r"[A-Za-z0-9']+", text.strip())]  # (+1: the leading space)
+        out = []
+        for lo, hi in enc["offset_mapping"]:
+            content = any(a < hi and lo < b and c for a, b, c in words)
+            out.append(weight if content else 1.0)
+        return out
 
     def collate(self, rows: list[Row], padding_side: str = "right") -> PoolBatch:
         T = max(len(r.ids) for r in rows)
@@ -303,6 +337,7 @@ class CompressionSystem:
         mask = torch.zeros((B, T), dtype=torch.long)
         pool = torch.full((B, T), -1, dtype=torch.long)
         labels = torch.full((B, T), -100, dtype=torch.long)
+        weights = torch.ones((B, T)) if any(r.weights is not None for r in rows) else None
         vecs, offset = [], 0
         for b, r in enumerate(rows):
             n = len(r.ids)
@@ -312,11 +347,13 @@ class CompressionSystem:
             p = torch.tensor(r.pool)
             pool[b, sl] = torch.where(p >= 0, p + offset, p)
             labels[b, sl] = torch.tensor(r.labels)
+            if weights is not None and r.weights is not None:
+                weights[b, sl] = torch.tensor(r.weights)
             vecs.append(r.vectors)
             offset += len(r.vectors)
         position_ids = (mask.cumsum(1) - 1).clamp(min=0)  # (B, T)
         vectors = torch.from_numpy(np.concatenate(vecs)) if offset else torch.zeros((0, ENCODER_DIM))
-        return PoolBatch(ids, mask, position_ids, pool, labels, vectors)
+        return PoolBatch(ids, mask, position_ids, pool, labels, vectors, weights)
 
     # -- forward ------------------------------------------------------------------------------------------------
     def embed(self, batch: PoolBatch) -> torch.Tensor:
@@ -362,9 +399,10 @@ class CompressionSystem:
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)  # (B, T+k) the cache's positions too
         return out
 
-    def check_contexts(self, items, mode: str, *, ids: bool = False) -> None:
+    def check_contexts(self, items, mode: str, *, ids: bool = False, answer_tokens: int | None = None) -> None:
         """Refuse, before the encoder or the decoder runs, a request too large for one run (items, sentences per
-        context) or an item whose row and longest answer do not fit the model's positions (one sentence each)."""
+        context) or an item whose row and longest answer (`answer_tokens`, default the config's) do not fit the
+        model's positions (one sentence each)."""
         from analysis.core import budgets
 
         budgets.check("qa_items", len(items))
@@ -373,7 +411,7 @@ class CompressionSystem:
             context = item.get("context", ()) if isinstance(item, dict) else item.context
             check_sentences(len(context), f"item {i}")
             need = len(self.row(item, mode, ids=ids, with_answer=False, encode=False).ids) + \
-                self.config.max_answer_tokens
+                (answer_tokens or self.config.max_answer_tokens)
             if need > limit:
                 raise UserError(f"Item {i} needs {need:,} positions with {mode} pools, more than the model's "
                                 f"{limit:,}; give it fewer or shorter sentences.")
@@ -402,6 +440,19 @@ class CompressionSystem:
                 progress(min(s + batch_size, len(items)), len(items))
         return out
 
+    def reconstruct(self, items, mode: str = "sentence", *, ids: bool = False, batch_size: int = 8) -> list[str]:
+        """Each item's context generated back from its pools (the question `RECONSTRUCT_QUESTION`, greedy), at most
+        its text's length plus `RECONSTRUCT_SLACK` tokens."""
+        asked = [reconstruction_item(it) for it in items]
+        longest = max(len(self._tok(" " + it["answer"])) for it in asked) + RECONSTRUCT_SLACK
+        self.check_contexts(asked, mode, ids=ids, answer_tokens=longest)
+        tok, out = self.backbone.tokenizer, []
+        for s in range(0, len(asked), batch_size):
+            chunk = asked[s:s + batch_size]
+            rows = [self.row(it, mode, ids=ids, with_answer=False) for it in chunk]
+            out += [tok.decode(g, skip_special_tokens=True).strip() for g in self.generate(rows, longest)]
+        return out
+
     @torch.no_grad()
     def pool_attention(self, item, mode: str = "sentence", *, ids: bool = False) -> tuple[np.ndarray, list[int]]:
         """Attention of the position that emits the answer's first token to every context position, per
@@ -417,6 +468,39 @@ class CompressionSystem:
             self.causal.set_attn_implementation(prev)
         att = torch.stack([a[0, :, -1] for a in outs.attentions])  # (L, H, T)
         return att.mean(1).numpy(), [i for i, p in enumerate(row.pool) if p >= 0]
+
+
+def reconstruction_item(item) -> dict:
+    """The item (a `personas.QA` or a dict) asking for its context back: the question `RECONSTRUCT_QUESTION`, the
+    answer its sentences joined by spaces."""
+    get = (lambda k, d=None: item.get(k, d)) if isinstance(item, dict) else \
+        (lambda k, d=None: getattr(item, "identifier" if k == "id" else k, d))
+    context = list(get("context"))
+    out = {"context": context, "question": RECONSTRUCT_QUESTION, "answer": " ".join(s.strip() for s in context),
+           "id": get("id", "") or ""}
+    return {**out, "ids": list(get("ids"))} if get("ids") else out
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    """Bag-of-words F1 of two texts (SQuAD's: lower case, punctuation removed, tokens counted with multiplicity)."""
+    from collections import Counter
+
+    p, r = (re.findall(r"[a-z0-9']+", t.lower()) for t in (prediction, reference))
+    common = sum((Counter(p) & Counter(r)).values())
+    if not p or not r or not common:
+        return float(p == r)
+    precision, recall = common / len(p), common / len(r)
+    return 2 * precision * recall / (precision + recall)
+
+
+def reconstruction_scores(items, generated: list[str]) -> dict:
+    """Token F1 (mean) and exact match (with its 95% Wilson interval) of reconstructions against the items' texts."""
+    texts = [reconstruction_item(it)["answer"] for it in items]
+    f1 = [token_f1(g, t) for g, t in zip(generated, texts)]
+    hits = sum(normalise_answer(g) == normalise_answer(t) for g, t in zip(generated, texts))
+    return {"token_f1": float(np.mean(f1)) if f1 else 0.0, "token_f1_per_item": f1,
+            "exact_match": hits / len(texts) if texts else 0.0, "exact_match_ci": wilson(hits, len(texts)),
+            "n": len(texts)}
 
 
 def person_attention(item, attention: np.ndarray, pools: list[int]) -> dict:

@@ -20,6 +20,12 @@ Several people per context (the source's Experiment B: the hard half, picking th
 
 Their first names come from a longer list (`PEOPLE_FIRST_NAMES`) so that a context can hold up to about 200 people
 with distinct first names; single-person items keep the original list, so every item above is unchanged.
+
+Vocabularies (`VOCABULARIES`, the `vocabulary` argument of every generator): "small" (the default, every item above)
+draws from 36 first names (206 for several people), 36 surnames, 24 professions and 20 employers, cities and
+countries; "source" from the context-compression source's sizes, 250 first names, 210 surnames, 180 professions, 200
+employers, 200 cities and 120 countries (`analysis.data.source_vocabulary`), so a value list is harder to memorise
+than to read. The out-of-distribution probes' words are in neither.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ import functools
 import hashlib
 import random
 from dataclasses import dataclass
+
+from analysis.data import source_vocabulary as source
 
 KEYS = ("name", "profession", "employer", "city", "country")
 SPLITS = ("train", "validation", "heldout")
@@ -84,6 +92,37 @@ MORE_FIRST_NAMES = (
 )
 PEOPLE_FIRST_NAMES = FIRST_NAMES + MORE_FIRST_NAMES
 LAYOUTS = ("grouped", "interleaved")  # each person's sentences together (the source), or mixed among the others
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    first: tuple  # first names of single-person items
+    people_first: tuple  # first names of several-people items (a context of N people needs N distinct ones)
+    surnames: tuple
+    professions: tuple
+    employers: tuple
+    cities: tuple
+    countries: tuple
+
+
+VOCABULARIES = {
+    "small": Vocabulary(FIRST_NAMES, PEOPLE_FIRST_NAMES, SURNAMES, PROFESSIONS, EMPLOYERS, CITIES, COUNTRIES),
+    "source": Vocabulary(PEOPLE_FIRST_NAMES + source.EXTRA_FIRST_NAMES, PEOPLE_FIRST_NAMES + source.EXTRA_FIRST_NAMES,
+                         SURNAMES + source.EXTRA_SURNAMES, PROFESSIONS + source.EXTRA_PROFESSIONS,
+                         EMPLOYERS + source.EXTRA_EMPLOYERS, CITIES + source.EXTRA_CITIES,
+                         COUNTRIES + source.EXTRA_COUNTRIES),
+}
+
+
+def vocabulary_of(name: str) -> Vocabulary:
+    if name not in VOCABULARIES:
+        raise ValueError(f"unknown vocabulary {name!r}; choose from {tuple(VOCABULARIES)}")
+    return VOCABULARIES[name]
+
+
+def _salt(vocabulary: str) -> str:
+    """What a vocabulary adds to a generator's seed string: nothing for "small", so its items are those of before."""
+    return "" if vocabulary == "small" else f":{vocabulary}"
 
 # Two or three templates per key (a dozen in all); {first}/{last} are the person's names.
 TEMPLATES = {
@@ -161,8 +200,9 @@ def name_split(first: str, last: str) -> str:
 
 
 @functools.cache  # every generated item draws from it: hash the name lists once per split, not once per item
-def _names(split: str) -> tuple[tuple[str, str], ...]:
-    return tuple((f, s) for f in FIRST_NAMES for s in SURNAMES if name_split(f, s) == split)
+def _names(split: str, vocabulary: str = "small") -> tuple[tuple[str, str], ...]:
+    v = vocabulary_of(vocabulary)
+    return tuple((f, s) for f in v.first for s in v.surnames if name_split(f, s) == split)
 
 
 MAX_DISTRACTORS = len(_D_SUBJECTS) * len(_D_PREDICATES) * len(_D_TIMES)  # distinct distractor sentences
@@ -191,10 +231,11 @@ def persona_sentences(p: Persona, rng: random.Random, templates: dict = TEMPLATE
     return [facts["name"]] + rest
 
 
-def random_persona(rng: random.Random, split: str) -> Persona:
-    first, last = rng.choice(_names(split))
-    return Persona(first, last, rng.choice(PROFESSIONS), rng.choice(EMPLOYERS), rng.choice(CITIES),
-                   rng.choice(COUNTRIES))
+def random_persona(rng: random.Random, split: str, vocabulary: str = "small") -> Persona:
+    first, last = rng.choice(_names(split, vocabulary))
+    v = vocabulary_of(vocabulary)
+    return Persona(first, last, rng.choice(v.professions), rng.choice(v.employers), rng.choice(v.cities),
+                   rng.choice(v.countries))
 
 
 def paragraph(p: Persona, rng: random.Random, n_distractors: int = 0) -> list[str]:
@@ -207,19 +248,20 @@ def paragraph(p: Persona, rng: random.Random, n_distractors: int = 0) -> list[st
 
 
 def generate(split: str = "heldout", n: int = 200, *, seed: int = 0, distractors_range: tuple[int, int] = (0, 2),
-             keys: tuple[str, ...] = KEYS) -> list[QA]:
+             keys: tuple[str, ...] = KEYS, vocabulary: str = "small") -> list[QA]:
     """`n` question-answer items of `split`, cycling through `keys` so every key gets n/len(keys) items.
 
     Args:
         split: "train", "validation" (held-in, for early stopping) or "heldout" (never seen names).
         distractors_range: (lo, hi) distractor sentences per paragraph, inclusive.
+        vocabulary: "small" or "source" (`VOCABULARIES`).
     """
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; choose from {SPLITS}")
-    rng = random.Random(f"{split}:{seed}:{distractors_range}")
+    rng = random.Random(f"{split}:{seed}:{distractors_range}{_salt(vocabulary)}")
     out = []
     for i in range(n):
-        p = random_persona(rng, split)
+        p = random_persona(rng, split, vocabulary)
         key = keys[i % len(keys)]
         ctx = paragraph(p, rng, rng.randint(*distractors_range))
         q = rng.choice(QUESTIONS[key]).format(first=p.first)
@@ -234,30 +276,31 @@ def asked_keys(names: bool) -> tuple[str, ...]:
 
 
 @functools.cache  # read for every multi-person item: hashed once per split
-def _people_names(split: str) -> dict[str, tuple[str, ...]]:
+def _people_names(split: str, vocabulary: str = "small") -> dict[str, tuple[str, ...]]:
     """first name -> the surnames it takes in `split` (first names with none in the split left out). Cached, so
     callers only read it."""
     out = {}
-    for f in PEOPLE_FIRST_NAMES:
-        surnames = tuple(s for s in SURNAMES if name_split(f, s) == split)
+    v = vocabulary_of(vocabulary)
+    for f in v.people_first:
+        surnames = tuple(s for s in v.surnames if name_split(f, s) == split)
         if surnames:
             out[f] = surnames
     return out
 
 
-def max_people(split: str) -> int:
+def max_people(split: str, vocabulary: str = "small") -> int:
     """How many people with distinct first names one context of `split` can hold."""
-    return len(_people_names(split))
+    return len(_people_names(split, vocabulary))
 
 
-def random_people(rng: random.Random, split: str, n: int) -> list[Persona]:
+def random_people(rng: random.Random, split: str, n: int, vocabulary: str = "small") -> list[Persona]:
     """`n` personas of `split` with distinct first names (so distinct full names too)."""
-    names = _people_names(split)
+    names, v = _people_names(split, vocabulary), vocabulary_of(vocabulary)
     if n > len(names):
         raise ValueError(f"at most {len(names)} people with distinct first names per context in the {split} split, "
                          f"not {n}")
-    return [Persona(f, rng.choice(names[f]), rng.choice(PROFESSIONS), rng.choice(EMPLOYERS), rng.choice(CITIES),
-                    rng.choice(COUNTRIES)) for f in rng.sample(sorted(names), n)]
+    return [Persona(f, rng.choice(names[f]), rng.choice(v.professions), rng.choice(v.employers), rng.choice(v.cities),
+                    rng.choice(v.countries)) for f in rng.sample(sorted(names), n)]
 
 
 def arrange(groups: list[list[str]], names: list[str], layout: str, rng: random.Random):
@@ -289,7 +332,7 @@ def people_item(group: list, target: int, key: str, rng: random.Random, layout: 
 
 
 def generate_people(split: str = "heldout", n: int = 200, *, people: int = 5, layout: str = "grouped",
-                    names: bool = False, seed: int = 0) -> list[QA]:
+                    names: bool = False, seed: int = 0, vocabulary: str = "small") -> list[QA]:
     """`n` items whose context holds `people` persons' fact sentences (five each, no distractors); the question
     names one of them, chosen uniformly, by first name (distinct within an item, so it names exactly one person).
     Keys cycle so every key gets its share. Every person comes from `split`, so held-out items never share a
@@ -306,18 +349,19 @@ def generate_people(split: str = "heldout", n: int = 200, *, people: int = 5, la
         raise ValueError(f"unknown layout {layout!r}; choose from {LAYOUTS}")
     if people < 1:
         raise ValueError(f"a context needs at least one person, not {people}")
-    rng = random.Random(f"people:{split}:{seed}:{people}:{names}")
+    rng = random.Random(f"people:{split}:{seed}:{people}:{names}{_salt(vocabulary)}")
     keys = asked_keys(names)
     out = []
     for i in range(n):
-        group = [(p, persona_sentences(p, rng)) for p in random_people(rng, split, people)]
+        group = [(p, persona_sentences(p, rng)) for p in random_people(rng, split, people, vocabulary)]
         target = rng.randrange(people)
         layout_rng = random.Random(f"people-layout:{split}:{seed}:{people}:{names}:{i}")
         out.append(people_item(group, target, keys[i % len(keys)], rng, layout, layout_rng))
     return out
 
 
-def generate_scaled(split: str = "heldout", n: int = 100, *, total_sentences: int = 20, seed: int = 0) -> list[QA]:
+def generate_scaled(split: str = "heldout", n: int = 100, *, total_sentences: int = 20, seed: int = 0,
+                    vocabulary: str = "small") -> list[QA]:
     """Like `generate`, but every context is padded with distractors to exactly `total_sentences` sentences (at
     least the five fact sentences): the scaling curve's data. The persona and question of item i do not depend on
     `total_sentences`, so points of the curve differ only in the distractors."""
@@ -326,7 +370,7 @@ def generate_scaled(split: str = "heldout", n: int = 100, *, total_sentences: in
     if total_sentences > len(KEYS) + MAX_DISTRACTORS:  # refused before any item is generated
         raise ValueError(f"at most {len(KEYS) + MAX_DISTRACTORS} sentences per context ({MAX_DISTRACTORS} distinct "
                          f"distractors), not {total_sentences}")
-    base = generate(split, n, seed=seed, distractors_range=(0, 0))
+    base = generate(split, n, seed=seed, distractors_range=(0, 0), vocabulary=vocabulary)
     out = []
     for i, qa in enumerate(base):
         rng = random.Random(f"scaled:{split}:{seed}:{i}:{total_sentences}")
@@ -359,16 +403,17 @@ OOD_VALUES = {
 }
 
 
-def generate_ood(kind: str, n: int = 50, *, seed: int = 0) -> list[QA]:
+def generate_ood(kind: str, n: int = 50, *, seed: int = 0, vocabulary: str = "small") -> list[QA]:
     """`n` items like `generate("heldout", n)` but with unseen phrasings ("phrasing"), unseen values and names
-    ("values"), or both ("both"); questions keep the usual templates, so only the context is new."""
+    ("values"), or both ("both"); questions keep the usual templates, so only the context is new. The values probe's
+    words are in no vocabulary: unseen by a model trained with either."""
     if kind not in OOD_KINDS:
         raise ValueError(f"unknown OOD kind {kind!r}; choose from {OOD_KINDS}")
-    rng = random.Random(f"ood:{kind}:{seed}")
+    rng = random.Random(f"ood:{kind}:{seed}{_salt(vocabulary)}")
     new_words, new_phrasing = kind in ("values", "both"), kind in ("phrasing", "both")
     out = []
     for i in range(n):
-        p = random_persona(rng, "heldout")
+        p = random_persona(rng, "heldout", vocabulary)
         if new_words:
             p = Persona(rng.choice(OOD_FIRST), rng.choice(OOD_LAST),
                         *(rng.choice(OOD_VALUES[k]) for k in ("profession", "employer", "city", "country")))

@@ -33,6 +33,7 @@ EXPERIMENTS: dict[str, str] = {  # in the order docs/RESULTS.md shows them
     "compression_people": "analysis.experiments.compression_people",
     "compression_training": "analysis.experiments.compression_training",
     "compression_probe": "analysis.experiments.compression_probe",
+    "compression_reconstruction": "analysis.experiments.compression_reconstruction",
 }
 
 

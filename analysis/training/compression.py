@@ -12,7 +12,14 @@ shows each pool's person as name tokens and asks no name questions (B2), `--layo
 people's sentences, `--pools-mode paragraph` trains for one paragraph pool with the same steps (`mix`), and
 `--warm-from RUN` starts from a finished run's adapter and LoRA (the scaling study's cascade: N = 5, then 10, ...).
 Validation items have the same people count, names and layout as the training rows, so selection measures the
-task trained.
+task trained. `--vocabulary source` draws the personas from the source's vocabulary sizes (250 first names, 210
+surnames, 180 professions, 200 employers, 200 cities, 120 countries; `analysis.data.personas.VOCABULARIES`), for
+training and validation alike.
+
+Experiment C (`--reconstruct 0.5`, the source's share): that share of the batches asks for the paragraph back from
+its per-sentence pools (`analysis.compression.system.RECONSTRUCT_QUESTION`), each content word's tokens weighing
+`--content-weight` (3, the source's) in the loss; the checkpoint is still selected on the questions, and the final
+numbers add the reconstructions' token F1 and exact match on the validation paragraphs.
 
 Validation score: teacher-forced exact match (ties broken by the validation loss), the fraction of rows whose
 every answer token and the closing eos are the argmax; that is exactly greedy exact match in token space, at the
@@ -53,7 +60,11 @@ DEVIATIONS = (
     Deviation("persona vocabularies", source="source", paper="draws personas from 250 first names, 210 surnames, 180 "
               "professions, 200 employers, 200 cities and 120 countries", here="draws from 36, 36, 24, 20, 20 and 20",
               why="the first vocabularies written for this repository; a small value list is easier to memorise than "
-                  "to read, which the unseen-values probe tests", restore=""),
+                  "to read, which the unseen-values probe tests", restore="--vocabulary source"),
+    Deviation("reconstruction", source="source", paper="asks half its training items for the paragraph back from its "
+              "pools (Experiment C), content words weighted 3 in the loss", here="trains the questions alone (every "
+              "shipped run)", why="the shipped runs answer questions; reconstruction is its own run",
+              restore="--reconstruct 0.5 --content-weight 3"),
     Deviation("Experiment B length", source="source", paper="trains its several-people experiments for at least 2,000 "
               "steps", here="trained the shipped five-person run (B2) for 120 steps from the single-person weights",
               why="the time budget of one session (about 9 s a step here); whether B's 16% is a budget artefact needs "
@@ -109,6 +120,13 @@ class Config(RunOptions):
     checkpointing: bool = option(False, "recompute each decoder layer in the backward pass instead of keeping its "
                                         "activations (about a third more compute, a fraction of the memory): rows "
                                         "of 25+ people with names need it on a machine with ~20 GB")
+    vocabulary: str = option("small", "persona vocabularies: small = 36 first names, 36 surnames, 24 professions, 20 "
+                             "employers, cities and countries (every shipped run); source = the source's 250, 210, "
+                             "180, 200, 200 and 120", choices=("small", "source"))
+    reconstruct: float = option(0.0, "share of the batches that ask for the paragraph back from its per-sentence "
+                                "pools (the source's Experiment C: 0.5); 0 = none", min=0.0, max=0.9)
+    content_weight: float = option(3.0, "loss weight of a content word's tokens in a reconstruction (the source's 3); "
+                                   "function words and punctuation weigh 1", min=1.0, max=100.0)
 
 
 def fact_sentence(persona, context, key: str) -> str:
@@ -173,7 +191,8 @@ def warm_start(system, personas, lam: float = 0.1) -> dict:
 
 
 def make_batches(system, personas, batch_size: int, seed: int, single_steps: int = 0, *, people: int = 1,
-                 layout: str = "grouped", names: bool = False, modes: dict | None = None):
+                 layout: str = "grouped", names: bool = False, modes: dict | None = None, reconstruct: float = 0.0,
+                 content_weight: float = 3.0):
     """Infinite seeded iterator of PoolBatch: one mode per batch (drawn with the `modes` weights, default `MIX`),
     then (persona, key) per row. One mode per batch, not per row: a single full-text row would pad the whole batch
     to paragraph length, and the step would cost several times a batch of pools.
@@ -184,7 +203,12 @@ def make_batches(system, personas, batch_size: int, seed: int, single_steps: int
 
     Curriculum (the source's first stage): the first `single_steps` batches give each row a one-sentence
     context, the sentence that states the asked fact, as one pool (after its person's name with `names`);
-    reading one pool is learnt before finding the right one among several."""
+    reading one pool is learnt before finding the right one among several.
+
+    Reconstruction (`reconstruct` > 0, one person per context): after the curriculum, that share of the batches asks
+    for each row's paragraph back from its per-sentence pools, content words weighing `content_weight`; drawn from
+    the same seeded stream only when asked for, so a run without it gives the batches it always gave."""
+    from analysis.compression.system import reconstruction_item
     import random
 
     from analysis.data.personas import QA, QUESTIONS, asked_keys, people_item
@@ -201,6 +225,12 @@ def make_batches(system, personas, batch_size: int, seed: int, single_steps: int
     while True:
         rows = []
         single = step < single_steps
+        if reconstruct and not single and rng.random() < reconstruct:
+            step += 1
+            picks = [personas[rng.randrange(len(personas))] for _ in range(batch_size)]  # [(persona, sentences)]
+            yield system.collate([system.row(reconstruction_item(QA(tuple(ctx), "", "", "")), "sentence",
+                                             content_weight=content_weight) for _, ctx in picks])
+            continue
         mode = ("sentence+ids" if names else "sentence") if single else rng.choices(modes, weights)[0]
         step += 1
         for _ in range(batch_size):
@@ -223,14 +253,16 @@ def make_batches(system, personas, batch_size: int, seed: int, single_steps: int
 
 
 def answer_loss(system, batch) -> tuple["torch.Tensor", dict]:
-    """Cross-entropy on the answer tokens only; logits are computed only where a label is."""
-    from analysis.training.losses import answer_cross_entropy
+    """Cross-entropy on the answer tokens only (each weighted when the batch's rows say so: a reconstruction's
+    content words); logits are computed only where a label is."""
+    from analysis.training.losses import answer_cross_entropy, weighted_answer_cross_entropy
 
     h = system.hidden(batch).last_hidden_state  # (B, T, d)
     sel = batch.labels != -100  # (B, T)
     logits = system.causal.lm_head(h[sel]).unsqueeze(0)  # (1, N, V)
     labels = batch.labels[sel].unsqueeze(0)  # (1, N)
-    loss = answer_cross_entropy(logits, labels)
+    loss = answer_cross_entropy(logits, labels) if batch.weights is None else \
+        weighted_answer_cross_entropy(logits, labels, batch.weights[sel].unsqueeze(0))
     first = (batch.labels != -100).float().cumsum(1) == 1  # (B, T) the first answer position per row
     first &= sel
     acc = (logits[0].argmax(-1) == labels[0]).float()
@@ -295,14 +327,15 @@ def training_personas(config: Config) -> list:
     from analysis.core.errors import UserError
     from analysis.data import personas as P
 
-    rng = random.Random(f"train-personas:{config.seed}")
+    rng = random.Random(f"train-personas:{config.seed}" + ("" if config.vocabulary == "small" else
+                                                             f":{config.vocabulary}"))
     if config.people == 1:
         out = []
         for _ in range(config.personas):
-            p = P.random_persona(rng, "train")
+            p = P.random_persona(rng, "train", config.vocabulary)
             out.append((p, P.paragraph(p, rng, rng.randint(0, 2))))
         return out
-    out = [(p, P.persona_sentences(p, rng)) for p in (P.random_people(rng, "train", 1)[0]
+    out = [(p, P.persona_sentences(p, rng)) for p in (P.random_people(rng, "train", 1, config.vocabulary)[0]
                                                       for _ in range(config.personas))]
     firsts = len({p.first for p, _ in out})
     if firsts < config.people:
@@ -316,9 +349,10 @@ def validation_items(config: Config) -> list:
     from analysis.data import personas as P
 
     if config.people == 1:
-        return P.generate("validation", config.val, seed=config.seed, keys=P.asked_keys(config.names))
+        return P.generate("validation", config.val, seed=config.seed, keys=P.asked_keys(config.names),
+                          vocabulary=config.vocabulary)
     return P.generate_people("validation", config.val, people=config.people, layout=config.layout,
-                             names=config.names, seed=config.seed)
+                             names=config.names, seed=config.seed, vocabulary=config.vocabulary)
 
 
 def warm_from(system, folder) -> dict:
@@ -355,8 +389,12 @@ def setup(config: Config, backbone, *, encoder=None):
     import torch
 
     from analysis.compression.system import CompressionConfig, CompressionSystem, encoder_name
+    from analysis.core.errors import UserError
     from analysis.training.systems import Job
 
+    if config.reconstruct and config.people > 1:
+        raise UserError("--reconstruct asks for one person's paragraph back (the source's Experiment C): use it with "
+                        "--people 1.")
     torch.manual_seed(config.seed)
     system = CompressionSystem(backbone, CompressionConfig(lora_first_layer=config.lora_from,
                                                            pool_scale=config.pool_scale), seed=config.seed,
@@ -406,9 +444,15 @@ def setup(config: Config, backbone, *, encoder=None):
                 "val_loss": r["loss"]}
 
     def finish() -> dict:
+        from analysis.compression.system import reconstruction_scores
+
         system.causal.eval()
-        return {"validation": {m: teacher_forced(system, val, m.split("+")[0], ids=m.endswith("+ids"),
-                                                 batch_size=eval_batch) for m in final_modes}}
+        out = {"validation": {m: teacher_forced(system, val, m.split("+")[0], ids=m.endswith("+ids"),
+                                                batch_size=eval_batch) for m in final_modes}}
+        if config.reconstruct:  # Experiment C: the validation paragraphs generated back from their pools
+            scores = reconstruction_scores(val, system.reconstruct(val))
+            out["reconstruction"] = {k: v for k, v in scores.items() if k != "token_f1_per_item"}
+        return out
 
     digest = hashlib.sha256(json.dumps([[p.__dict__, c] for p, c in personas]).encode()).hexdigest()[:16]
     data = {"train": "analysis.data.personas train split", "personas": config.personas, "digest": digest,
@@ -416,7 +460,8 @@ def setup(config: Config, backbone, *, encoder=None):
     params = {f"p{i}": p for i, p in enumerate(system.trainable())}
     return Job(parameters=params, loss_fn=loss_fn,
                batches=make_batches(system, personas, config.batch_size, config.seed, single_steps,
-                                    people=config.people, layout=config.layout, names=config.names, modes=modes),
+                                    people=config.people, layout=config.layout, names=config.names, modes=modes,
+                                    reconstruct=config.reconstruct, content_weight=config.content_weight),
                evaluate=evaluate, tensors=system.tensors, restore=system.load_tensors, data=data,
                examples_per_step=config.batch_size * config.grad_accum, finish=finish,
                extra={"encoder": encoder_name(), "config": asdict(system.config), "warm_start": warm,

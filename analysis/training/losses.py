@@ -3,6 +3,7 @@
     info_nce(q, d)                       # contrastive: row i of q should pick row i of d among all rows of d
     cosent(a, b, scores)                 # graded: pairs with a higher gold score should get a higher cosine
     answer_cross_entropy(logits, labels) # next-token loss on answer tokens only (labels -100 are ignored)
+    weighted_answer_cross_entropy(logits, labels, weights)  # the same, each token weighted (sum w * ce / sum w)
 """
 
 from __future__ import annotations
@@ -78,3 +79,22 @@ def answer_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Te
     if not (labels != -100).any():
         return logits.sum() * 0.0
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=-100)
+
+
+def weighted_answer_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """`answer_cross_entropy` with a weight per position: sum(w * ce) / sum(w) over the labelled positions (a
+    reconstruction's content words weigh 3, the source's Experiment C). Equal weights give `answer_cross_entropy`.
+
+    Args:
+        logits: (B, T, V), labels: (B, T) as in `answer_cross_entropy`; weights: (B, T), ignored where the label is
+            -100.
+    """
+    if logits.shape[:-1] != labels.shape or labels.shape != weights.shape:
+        raise ValueError(f"logits {tuple(logits.shape)}, labels {tuple(labels.shape)} and weights "
+                         f"{tuple(weights.shape)} are not aligned")
+    keep = labels != -100
+    if not keep.any():
+        return logits.sum() * 0.0
+    ce = F.cross_entropy(logits[keep].float(), labels[keep], reduction="none")  # (N,)
+    w = weights[keep].to(ce.dtype)  # (N,)
+    return (ce * w).sum() / w.sum()
