@@ -3,7 +3,7 @@
 Each model's map is a grid of re-routing windows (start x width x bias) scored on one genre-stratified sample of
 the STS-B dev report part at the prefix-reuse floor (the prompt-only pass once, then only layers s..L-1 per cell),
 every cell through the hooks (the cache: an interrupted map resumes where it stopped). The default grid is the
-model report's finest (`analysis.report.plan.ladder`: a start every second decoder layer, the paper's width
+model report's finest (`analysis.report.plan.ladder`: a start every second decoder layer, the paper's Eq. 4 width
 floor(0.1 L) + 1 and twice it, biases 0, 1, 3), so after a model report whose budget held that grid every cell is
 read, not computed. The ID window is scored at the paper's bias 1.
 """

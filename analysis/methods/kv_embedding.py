@@ -133,8 +133,8 @@ class KVEmbeddingParams:
     template: str = param("", "Custom prompt with {text}; empty = the compression prompt chosen by `prompt`.",
                           kind="template", optional=True)
     pooling: str = param("hybrid", "Readout over the final layer: the paper's hybrid (mean of last-token and mean "
-                         "pooling) balances the summary token with the whole text; last and mean as options.",
-                         choices=("hybrid", "last", "mean"))
+                         "pooling, the mean over `mean_over`'s positions) balances the summary token with the whole "
+                         "text; last and mean as options.", choices=("hybrid", "last", "mean"))
     mean_over: str = param("text", "Positions the mean half of the hybrid (and the mean readout) averages: text = the "
                            "text's tokens only (this repository's default); all = every position, prompt included, "
                            "as the paper's Algorithm 1.", choices=MEAN_OVER)
@@ -151,8 +151,9 @@ class KVEmbeddingParams:
 DEVIATIONS = (
     Deviation("prompt", paper="asks '\"Context: {text}\" Compress the context in one word:' (the quotes around "
               "'Context: ' and the text, one line)", here="asks 'Context: \"{text}\"' then 'Compress the context in "
-              "one word:' on a new line", why="an earlier reading of the paper; it stays the default so that the "
-              "published records and stored windows keep their meaning", restore="prompt=paper"),
+              "one word:' on a new line (and lays out the Query prompt of retrieval queries the same way)",
+              why="an earlier reading of the paper; it stays the default so that the published records and stored "
+                  "windows keep their meaning", restore="prompt=paper"),
     Deviation("mean readout", paper="averages every position in the mean half of its hybrid readout (Algorithm 1)",
               here="averages the text's tokens only", why="the prompt's tokens are the same for every text and pull "
               "every embedding towards one point", restore="mean_over=all"),
@@ -321,7 +322,8 @@ class KVEmbedding(EmbeddingMethod):
         return self.params.template or PROMPTS["query" if self.role == "query" else self.params.prompt]
 
     def asymmetric(self) -> bool:
-        """Queries get the paper's Query prompt, documents `prompt`'s (a custom template serves both sides)."""
+        """Queries get the Query prompt (laid out as `document` is, not word for word the paper's: DEVIATIONS),
+        documents `prompt`'s (a custom template serves both sides)."""
         return not self.params.template and self.params.prompt != "query"
 
     _window: tuple[str, frozenset] | None = None  # (model identity, decoder layers) that layers=auto stands for

@@ -126,7 +126,8 @@ def local_hooks(backbone, pairs, *, batch_size: int = 16) -> Hooks:
 
 
 def report_methods(backbone) -> tuple[dict, set]:
-    """({label: method}, trained labels): every training-free method at its paper's defaults (soft tokens on the
+    """({label: method}, trained labels): every training-free method at its defaults here (each method's `DEVIATIONS`
+    says where they are not its paper's; soft tokens on the
     frozen model), the trained ones this repository ships weights for on this model, and MiniLM alone as the
     reference row (`sections.REFERENCE_METHODS`: compared with the best, never the best)."""
     from analysis.methods import get_method, list_methods

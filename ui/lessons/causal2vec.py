@@ -42,9 +42,9 @@ LESSON = Lesson("causal2vec", "A contextual token from a small encoder",
     Step("What the encoder alone already knows",
          "The demo pairs: paraphrases against look-alikes. Measured on 600 held-out STS-B dev pairs of all six "
          "sources (docs/RESULTS.md), the shipped Causal2Vec scores 0.838, well above PromptEOL (0.739), but MiniLM "
-         "alone scores 0.860 and the paper's own control (the decoder's EOS next to MiniLM's vector) 0.861: at "
-         "this scale the decoder adds nothing the encoder did not already know, and the paper's gain over its "
-         "encoder does not hold here.",
+         "alone scores 0.860 and the frozen concatenation (the untrained decoder's EOS next to MiniLM's vector, "
+         "not the paper's controls, which are trained) 0.861: at this scale the decoder adds nothing the encoder "
+         "did not already know, and the paper's gain over its encoder does not hold here.",
          Control("choice", "Causal2Vec readout", "concat", options=("concat", "eos", "contextual"),
                  labels=("C and the last token (paper)", "last token only", "C only")),
          lambda readout: views.separation([("causal2vec", {"readout": readout}), ("sentence_encoder", {}),
