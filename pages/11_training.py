@@ -46,6 +46,7 @@ with ui.user_errors():
                "decoder; the shipped system trains it jointly with a LoRA on the decoder (InfoNCE on STS-B train "
                "pairs scored ≥ 4, same-source in-batch and hard negatives), selected on the 300-pair selection part "
                "of STS-B dev. Step 0 is the untrained system.")
+    ui.deviations.show("causal2vec", title="Causal2Vec: differences from the paper")
     backbone = ui.get_backbone()
 
     st.subheader("The shipped system and the earlier MLP-only bridge")

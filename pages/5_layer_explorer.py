@@ -103,6 +103,7 @@ with ui.user_errors():
                "documents each get a prompt-only pass). The prompt-only forward runs once; each cell then runs only "
                "its decoder layers from the window start on. Cells are cached one by one: stop at any time, run "
                "again to resume (`python -m analysis sweep` shares the entries). " + ui.LAYER_CONVENTION)
+    ui.deviations.show("method:kv_embedding", title="KV-Embedding: differences from the paper")
     backbone = ui.get_backbone()
     L = backbone.facts.n_layers
     col_p, col_s = st.columns(2)

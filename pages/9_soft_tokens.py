@@ -274,6 +274,8 @@ with ui.user_errors():
                "next-token distribution s_k = softmax(logits/τ) is not sampled but turned into an input vector, "
                "the probability-weighted mix of all token embeddings d_k = s_k·E, fed back with the KV cache. The "
                "embedding is the mean of the final-layer states of the K generated positions.")
+    ui.deviations.show("soft_tokens", title="GIRCSE: differences from the paper")
+    ui.deviations.show("system:gircse", title="GIRCSE's training: differences from the paper's recipe")
     backbone = ui.get_backbone()
 
     variants = adapter_variants(backbone)
