@@ -204,3 +204,26 @@ def test_experiment_b_splits_the_single_person_name_questions_by_first_name(syst
     assert split["seen in training"]["n"] + split["unseen"]["n"] == sum(it.key == "name" for it in items)
     said = exp.findings({"experiment_b": {"single person": res}})
     assert said and said[0].startswith("Experiment B's single-person row is below the shipping check's")
+
+
+def test_the_compression_record_at_the_sources_vocabulary_is_its_own(long_llama, tmp_path, monkeypatch):
+    """measure compression --vocabulary source reads held-out items and the values probe from the source's lists and
+    writes its own record (compression_source_vocabulary), never over the small vocabulary's."""
+    from dataclasses import replace
+
+    from analysis.compression import system as module
+    from analysis.experiments import run as measure
+    from analysis.experiments.compression import Config
+    from analysis.experiments.hooks import local_hooks
+    from analysis.training.compression import Config as TrainConfig
+    from analysis.training.systems import run
+
+    monkeypatch.setattr(module, "encode_sentences", fake_encoder)
+    run("compression", TrainConfig(out=str(tmp_path / "v"), steps=1, batch_size=2, eval_every=1, personas=12, val=2,
+                                   threads=1, curriculum=0.0, vocabulary="source"),
+        backbone=long_llama, encoder=fake_encoder)
+    hooks = replace(local_hooks(), backbone=lambda name: long_llama)
+    record = measure("compression", Config(weights=str(tmp_path / "v"), n=5, scaling_n=2, sizes=("5",), ood=2,
+                                           vocabulary="source"), hooks=hooks)
+    assert record.id == "compression_source_vocabulary" and "--vocabulary source" in record.command
+    assert {t.name for t in record.tables} >= {"ood"}

@@ -7,7 +7,8 @@ per-sentence pools, pools with name tokens, one paragraph pool, the full text, n
 experiment). Answers come through the hooks (the cache: the page and `compress-qa` read the same entries).
 `--vocabulary source` draws every held-out item from the source's vocabulary sizes, for weights trained with them
 (`train compression --vocabulary source`); the values probe (`--ood`) then asks whether values outside a list of 200
-cities, 200 employers, 180 professions and 120 countries are read as well as those inside it.
+cities, 200 employers, 180 professions and 120 countries are read as well as those inside it. Its record is its own,
+`compression_source_vocabulary`, beside the small vocabulary's `compression`.
 """
 
 from __future__ import annotations
@@ -114,7 +115,9 @@ def measure(config: Config, hooks, progress) -> Measured:
                                   seed=0),
                     models=[model_entry(backbone, {shown_weights(config.weights): folder})],
                     tables=tables(config, table, curve, ood, cross), findings=findings(table, cross),
-                    extra={"trained_by": _people_trained(folder)})
+                    extra={"trained_by": _people_trained(folder)},
+                    variant="source-vocabulary" if v == "source" else "",
+                    title=f"{TITLE}, at the source's vocabulary sizes" if v == "source" else "")
 
 
 def tables(config: Config, table: dict, curve: dict, ood: dict, cross: dict) -> list[Table]:
