@@ -18,9 +18,9 @@ def add_arguments(parser) -> None:
     sub = parser.add_subparsers(dest="system", required=True, metavar="SYSTEM")
     for name in SYSTEMS:
         module = system(name)
-        lines = [f"- {d.sentence()}" for d in deviations(name)]
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP,
-                           epilog="Differences from the paper's recipe:\n" + "\n".join(lines) if lines else None,
+        found = deviations(name)
+        lines = [f"Differences from the {found[0].source}'s recipe:", *(f"- {d.sentence()}" for d in found)]
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP, epilog="\n".join(lines) if found else None,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         add_options(p, module.Config)
 
