@@ -63,8 +63,9 @@ def system(name: str):
 
 
 def deviations(name: str) -> tuple:
-    """System `name`'s declared differences from its paper's recipe (its module's `DEVIATIONS`)."""
-    return tuple(system(name).DEVIATIONS)
+    """System `name`'s declared differences from its paper's recipe (its module's `DEVIATIONS`; none for a system
+    that follows no paper, such as a test's stand-in)."""
+    return tuple(getattr(system(name), "DEVIATIONS", ()))
 
 
 def run(name: str, config, *, backbone=None, progress=None, **data) -> dict:

@@ -19,8 +19,9 @@ def add_arguments(parser) -> None:
     for name in SYSTEMS:
         module = system(name)
         found = deviations(name)
-        lines = [f"Differences from the {found[0].source}'s recipe:", *(f"- {d.sentence()}" for d in found)]
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP, epilog="\n".join(lines) if found else None,
+        epilog = "\n".join([f"Differences from the {found[0].source}'s recipe:",
+                             *(f"- {d.sentence()}" for d in found)]) if found else None
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP, epilog=epilog,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         add_options(p, module.Config)
 
