@@ -38,9 +38,6 @@ class Deviation:
                 "restore": self.restore or None, "source": self.source}
 
 
-HEADER = ("topic", "the paper", "here", "why", "restores it")
-
-
 def table_rows(deviations) -> list[tuple[str, str, str, str, str]]:
     """(topic, paper, here, why, restore) rows, for a page's table or a record."""
     return [(d.topic, d.paper, d.here, d.why, d.restore or "–") for d in deviations]
