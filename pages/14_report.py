@@ -11,6 +11,7 @@ import streamlit.components.v1 as components
 
 import ui
 from analysis.core import budgets
+from analysis.core.errors import UserError
 from analysis.data import datasets
 from analysis.eval.tasks import load_task
 from analysis.experiments.records import recorded_report
@@ -79,9 +80,13 @@ with ui.user_errors():
                         key="report_probe")
     tasks = [load_task(task) for task in DEFAULT_TASKS] if probe else []
     timed = f"report_timing|{backbone.identity}"  # one timed forward per model and session, not one per rerun
-    plan = prepare(backbone, pairs, budget_minutes=float(budget), seconds_per_text=st.session_state.get(timed),
-                   tasks=tasks)
-    st.session_state[timed] = plan.seconds_per_text  # prepare raised a UserError when the quality table won't fit
+    try:
+        plan = prepare(backbone, pairs, budget_minutes=float(budget), seconds_per_text=st.session_state.get(timed),
+                       tasks=tasks)
+    except UserError as too_small:  # the estimate, not an error: the user raises the budget or takes fewer pairs
+        st.warning(ui.md(str(too_small)))
+        st.stop()
+    st.session_state[timed] = plan.seconds_per_text
     estimate = plan.as_dict()
     st.info(ui.md(f"Estimate: {estimate['estimate_total_seconds'] / 60:.1f} min of {budget:g} ("
                   + ", ".join(f"{k} {v:.0f} s" for k, v in estimate["estimate_seconds"].items()) + f"); "

@@ -19,9 +19,10 @@ from analysis.core import budgets
 from analysis.core.errors import UserError
 from analysis.data import datasets
 from analysis.eval.tasks import load_task, nano_task
+from analysis.experiments.records import recorded_report
 from analysis.sweep import windows
 from analysis.sweep import runner
-from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
+from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION, Selection
 from analysis.methods import get_method
 from cache.compute import bench_cell, stored_bench_cell, stored_cell_score, sts_score
 from cache.sweep import cached_sweep
@@ -96,6 +97,26 @@ def figure(ids, sel, rows, refs, id_score, L, metric: str = "Spearman") -> go.Fi
     return fig
 
 
+def show_recorded(backbone) -> None:
+    """The published report's layer map of a built-in model, labelled as recorded: what a visitor sees before any
+    cell of their own settings is computed (nothing for a model without a published report)."""
+    report = recorded_report(backbone.identity)
+    layers = (report or {}).get("layers") or {}
+    m = layers.get("map")
+    if not m:
+        return
+    L = backbone.facts.n_layers
+    s = layers["selection"]
+    sel = Selection(s["rule"], s["start"], s["end"], tuple(s["layers"]), s["reason"])
+    rows = [{k: c[k] for k in ("start", "width", "bias", "rerotate", "spearman")} for c in m["cells"]]
+    window = m.get("id_window") or {}
+    st.caption(ui.md(f"Shown until a cell of your settings is computed: **the published layer map** of this model "
+                     f"(recorded {report['created'][:10]} on {report['data']['name']}, Spearman; bias, widths and "
+                     "data as published, not your settings)."))
+    ui.show_figure(figure(layers["id_trajectory"], sel, rows, {"prompt only": m.get("prompt_only")},
+                          window.get("spearman"), L), pd.DataFrame(rows), "layer_sweep_recorded")
+
+
 with ui.user_errors():
     st.title("Layer explorer")
     st.caption("Each cell re-routes in decoder layers start … start+width−1 and is scored by Spearman's ρ of "
@@ -138,6 +159,7 @@ with ui.user_errors():
         if st.button("Run / resume sweep", key="explorer_first_run", type="primary"):
             st.session_state["explorer_running"] = True
             st.rerun()
+        show_recorded(backbone)
         st.stop()
     if found is None:
         bar, progress = ui.progress_bar("ID trajectory for layers=auto:", first="ID trajectory for layers=auto…")
@@ -174,6 +196,10 @@ with ui.user_errors():
     id_score = lookup(id_method, data)
     rows = [{**asdict(c), "layers": ",".join(map(str, c.layers(L))), "spearman": done[i]}
             for i, c in enumerate(cells) if i in done]
+    if not rows:
+        show_recorded(backbone)
+        st.info("No cell of these settings computed yet: press *Run / resume sweep*.")
+        st.stop()
     ui.show_figure(figure(ids, sel, rows, refs, id_score, L, metric), pd.DataFrame(rows).rename(
         columns={"spearman": metric}), "layer_sweep")
     result = windows.summary(rows, L, sel.layers, id_score, refs)
@@ -186,5 +212,4 @@ with ui.user_errors():
                          f"{result['id_window']['rank_among_cells']} of {len(rows) + 1})")
         lines += [f"**{k}**: {sym} = {v:.4f}" for k, v in refs.items() if v is not None]
         st.markdown("  \n".join(lines))
-    else:
-        st.info("No cell computed yet: press *Run / resume sweep*.")
+

@@ -45,8 +45,10 @@ def test_intrinsic_dimension_page_draws_trajectory_window_and_rules(real):
     at.session_state["id_boot"] = 5
     at.run()
     assert not at.exception, at.exception
-    assert any("Not computed yet" in i.value for i in at.info)  # heavy work waits for the button
-    assert not at.get("plotly_chart")
+    assert any("Not computed yet" in i.value for i in at.info)  # heavy work waits for the button ...
+    recorded = figures(at)  # ... and until then the published report's trajectory is shown, labelled
+    assert len(recorded) == 1 and any("Shown until you compute" in c.value for c in at.caption)
+    assert len(values(recorded[0]["data"][0]["x"])) == real.facts.n_layers + 1
     at.button(key="id_compute").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
