@@ -164,7 +164,8 @@ def length_figure(scores: dict) -> tuple[go.Figure, pd.DataFrame]:
         rows += [{"method": label, "length": k, "nDCG@1": v["nDCG@1"], "ci_low": v["ci"][0], "ci_high": v["ci"][1],
                   "n": v["n"], "mean tokens": v["tokens"]} for k, v in per]
     lengths = sorted({r["length"] for r in rows})
-    fig.update_xaxes(type="log", tickvals=lengths, ticktext=[f"{x:,}" for x in lengths], title="document length (tokens)")
+    fig.update_xaxes(type="log", tickvals=lengths, ticktext=[f"{x:,}" for x in lengths],
+                     title="document length (tokens)")
     fig.update_yaxes(title="nDCG@1", range=[-0.02, 1.02])
     fig.update_layout(height=480, title="Long-document retrieval: nDCG@1 against document length (95% intervals over "
                                         "queries)")

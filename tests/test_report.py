@@ -67,8 +67,8 @@ def made(setup, tmp_path_factory):
     out = tmp_path_factory.mktemp("made") / "r.html"
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = cli.main(["report", "--model", folder, "--data", data, "--sample", "12", "--n-boot", "50",
-                         "--budget-minutes", "10", "--out", str(out)])
+        code = cli.main(["report", "--model", folder, "--data", data, "--sample", "12", "--n-boot", "50", "--families",
+                         "none", "--budget-minutes", "10", "--out", str(out)])
     return code, stdout.getvalue(), stderr.getvalue(), out
 
 
@@ -80,7 +80,7 @@ def test_report_end_to_end(made):
     assert "estimate:" in err  # the estimate comes before the work
     parser = Sections()
     parser.feed(out.read_text(encoding="utf-8"))
-    assert parser.ids == list(ORDER) and parser.missing == 0
+    assert parser.ids == [s for s in ORDER if s != "families"] and parser.missing == 0
     assert out.stat().st_size < 4 * 2**20
     report = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert tuple(report) == report_build.KEYS and report_build.problems(report) == []  # the documented keys
@@ -176,13 +176,13 @@ def test_ctrl_c_leaves_a_partial_report_that_says_what_is_missing(setup, tmp_pat
     folder, data = setup
     out = tmp_path / "partial.html"
     code, stdout, err = run(["--model", folder, "--data", data, "--sample", "12", "--n-boot", "20", "--tasks", "none",
-                             "--out", str(out)], capsys)
+                             "--families", "none", "--out", str(out)], capsys)
     assert code == 2 and stdout == "" and "resumes from the cache" in err.splitlines()[-1]
     assert sum(line.startswith("error:") for line in err.splitlines()) == 1  # progress lines before it
     parser = Sections()
     text = out.read_text(encoding="utf-8")
     parser.feed(text)
-    assert parser.ids == list(ORDER) and parser.missing == 3 and "INCOMPLETE (interrupted)" in text
+    assert parser.ids == [s for s in ORDER if s != "families"] and parser.missing == 3 and "INCOMPLETE (interrupted)" in text
     report = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert report["interrupted"] and not report["complete"] and report["quality"] is not None
     assert set(report["missing"]) == {"cost", "layers", "mechanism"}
@@ -502,8 +502,8 @@ def test_the_command_writes_an_incomplete_report_when_the_budget_is_gone_before_
     monkeypatch.setattr(clock, "now", lambda: next(ticks))
     folder, data = setup
     out = tmp_path / "late.html"
-    code, stdout, err = run(["--model", folder, "--data", data, "--sample", "12", "--tasks", "none", "--out", str(out)],
-                            capsys)
+    code, stdout, err = run(["--model", folder, "--data", data, "--sample", "12", "--tasks", "none", "--families",
+                             "none", "--out", str(out)], capsys)
     assert code == 0, err
     result = json.loads(stdout)
     assert not result["complete"] and set(result["missing"]) == {"quality", "cost", "mechanism", "layers"}
@@ -513,7 +513,7 @@ def test_the_command_writes_an_incomplete_report_when_the_budget_is_gone_before_
     assert report["recommendation"]["best"] is None
     parser = Sections()
     parser.feed(out.read_text(encoding="utf-8"))
-    assert parser.ids == list(ORDER) and parser.missing == 4
+    assert parser.ids == [s for s in ORDER if s != "families"] and parser.missing == 4
 
 
 def test_the_estimate_is_calibrated_on_texts_from_across_the_sample(setup, model_and_window, monkeypatch):

@@ -29,8 +29,14 @@ Report JSON (schema 1; `KEYS`, `SECTION_KEYS` and `ROW_KEYS` list the keys, `pro
         {rule: {start, end}}, map {cells [{start, width, bias, rerotate, layers, spearman}], grid, prompt_only,
         best, id_window {layers, spearman, rank_among_cells, gap_to_best, cell}} | None, computed, cached},
     mechanism {prefix_mass {texts, layers, mass [per decoder layer]} | None, soft_tokens {ks, spearman, ci} | None},
+    families (`report.families`: each task family's sample, every method with its paired difference to the
+        family's best) {tasks [{task, family, metric, unit, n, best, bootstrap, rows [{label, value, ci,
+        difference_to_best, difference_ci, p, reference}]}], skipped {family: why}, n_boot, seed} | None (absent
+        before it),
     recommendation {best, best_per_cost, not_different, id_rule {trusted, reason}, reasons [sentences], reference
-        {label, verdict better/tied/worse/None, reason} | None (absent before it)}; best, best_per_cost and trusted
+        {label, verdict better/tied/worse/None, reason} | None (absent before it), families {per_task, overall,
+        reasons} (the answer per family and overall, `families.recommend`; absent before it)}; best, best_per_cost
+        and trusted
         are None where the report cannot say.
 """
 
@@ -42,6 +48,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Callable
 
+from analysis.report import families as family_tasks
 from analysis.report import plan as planning
 from analysis.report import sections
 from analysis.report.clock import INTERRUPTED, Budget
@@ -57,13 +64,14 @@ SECTION_KEYS = {  # each section's keys, as the module docstring documents them
     "layers": ("id_trajectory", "selection", "rule_windows", "map", "computed", "cached"),
     "mechanism": ("prefix_mass", "soft_tokens"),
     "recommendation": ("best", "best_per_cost", "not_different", "id_rule", "reasons"),
+    "families": ("tasks", "skipped", "n_boot", "seed"),  # optional: checked when present (reports made after it)
 }
 ROW_KEYS = {"quality": ("label", "name", "params", "trained", "cached", "seconds", "spearman", "ci",
                         "difference_to_best", "difference_ci", "p"),
             "cost": ("label", "seconds", "ratio", "peak_mb")}
 DEFAULT_TASKS = ("polarity",)  # `eval.tasks.load_task` names: a probe on 200 built-in sentences, always present
 KV_BASE = {"prompt": "document", "pooling": "hybrid"}  # the sweep command's and the Layer explorer's cells
-STEPS = ("quality", "cost", "mechanism", "layers")  # the order of the work: the layer map takes what time is left
+STEPS = ("quality", "cost", "families", "mechanism", "layers")  # the order of the work: the map takes what is left
 
 
 def problems(report) -> list[str]:
@@ -148,10 +156,12 @@ def report_methods(backbone) -> tuple[dict, set]:
 
 
 def prepare(backbone, pairs, *, budget_minutes: float, batch_size: int = 16, seconds_per_text: float | None = None,
-            tasks: list = ()) -> planning.Plan:
+            tasks: list = (), families: tuple = (), seed: int = 0) -> planning.Plan:
     """The plan and its estimate, from a forward timed here (a few seconds; `seconds_per_text` reuses an earlier
     timing, as the page does on every rerun): what is shown before the run. `tasks`: probe or retrieval
-    `eval.tasks.Task`s to score every method on too (DEFAULT_TASKS: the built-in polarity probe)."""
+    `eval.tasks.Task`s to score every method on too (DEFAULT_TASKS: the built-in polarity probe); `families`: task
+    families measured on their default samples after the cost (`report.families`: `FAMILIES` for all; the samples
+    seeded by `seed`)."""
     from analysis.eval.sts import check_pairs
     from analysis.weights.adapters import shipped_folder
 
@@ -159,9 +169,13 @@ def prepare(backbone, pairs, *, budget_minutes: float, batch_size: int = 16, sec
     methods, trained = report_methods(backbone)
     texts = pairs.unique_texts()
     seconds = seconds_per_text or planning.calibrate(backbone, texts, batch_size)
+    samples, skipped = family_tasks.default_tasks(backbone, families, seed)
+    sts_tokens = family_tasks.mean_tokens(texts, backbone.tokenizer, seed) if samples else 1.0
     plan = planning.make_plan(backbone, methods, n_texts=len(texts), n_pairs=len(pairs),
                               budget_minutes=budget_minutes, seconds_per_text=seconds,
-                              soft_curve=shipped_folder(backbone.facts) is not None, tasks=tasks)
+                              soft_curve=shipped_folder(backbone.facts) is not None, tasks=tasks, families=samples,
+                              family_forwards={t.name: family_tasks.forwards(t, backbone.tokenizer, sts_tokens, seed)
+                                               for t in samples}, families_skipped=skipped)
     plan.trained = trained
     return plan
 
@@ -178,6 +192,8 @@ def build(backbone, pairs, plan: planning.Plan, *, hooks: Hooks | None = None, s
     about = about or {}
     f = backbone.facts
     report = {key: None for key in KEYS}
+    if plan.families or plan.families_skipped:  # optional: reports without task families (and older ones) have none
+        report["families"] = None
     report.update(schema=SCHEMA, created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   model={"identity": backbone.identity, "name": f.name, "title": f.title or f.name,
                          "n_layers": f.n_layers, "n_params": f.n_params, "device": str(f.device), "dtype": f.dtype},
@@ -197,7 +213,7 @@ def build(backbone, pairs, plan: planning.Plan, *, hooks: Hooks | None = None, s
 
     work = Steps(backbone, pairs, plan, hooks, report, budget, tell, seed=seed, n_boot=n_boot, batch_size=batch_size)
     for section in STEPS:
-        if section in plan.skipped:
+        if section in plan.skipped or not work.asked(section):
             continue
         why = budget.stop_reason(work.first_unit(section))
         if why:
@@ -218,6 +234,10 @@ def build(backbone, pairs, plan: planning.Plan, *, hooks: Hooks | None = None, s
         done["s"] += plan.estimate.get(section, 0.0)
     report["interrupted"] = budget.interrupted
     report["recommendation"] = recommend(report["quality"], report["cost"], report["layers"], report["missing"])
+    if report.get("families") is not None:  # the answer per family and overall, and where they disagree
+        report["recommendation"]["families"] = family_tasks.recommend(report["quality"], report["families"],
+                                                                      report["missing"])
+        report["recommendation"]["reasons"] += report["recommendation"]["families"]["reasons"]
     report["complete"] = not report["missing"]
     tell("recommendation", "done" if report["complete"] else "done; missing: " + ", ".join(report["missing"]))
     return report

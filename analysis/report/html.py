@@ -31,8 +31,10 @@ from analysis.report.clock import RESUME
 TITLES = {"recommendation": "Recommendation", "quality": "Quality: STS Spearman per method",
           "cost": "Cost: time as a ratio to the plain forward, and peak memory",
           "layers": "Layers: intrinsic dimension and the KV-Embedding layer map",
-          "mechanism": "Mechanism: where the re-routed prefix is read, and the soft tokens' K curve"}
-ORDER = ("recommendation", "quality", "cost", "layers", "mechanism")
+          "mechanism": "Mechanism: where the re-routed prefix is read, and the soft tokens' K curve",
+          "families": "Quality per task family: retrieval, classification, clustering, long documents"}
+ORDER = ("recommendation", "quality", "families", "cost", "layers", "mechanism")
+OPTIONAL = ("families",)  # left out when absent: reports made before it, or without task families
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.missing{background:#fff4e5;border:1px solid
@@ -69,6 +71,8 @@ def render(report: dict, *, shared_plotly: bool = False) -> str:
     figures: list[tuple[str, go.Figure]] = []
     body = [_header(report)]
     for section in ORDER:
+        if section in OPTIONAL and report.get(section) is None and section not in report["missing"]:
+            continue
         body.append(f'<section id="{section}"><h2>{TITLES[section]}</h2>')
         if section in report["missing"]:
             state = "Missing" if report.get(section) is None else "Incomplete"
@@ -160,6 +164,33 @@ def _tasks(rows: list) -> str:
                                              for label, row in cells.items()]))
 
 
+def _families(s: dict, r: dict, figures) -> str:
+    """Each task family's sample: every method's score, its paired difference to the family's best, and a bar per
+    method per family (`report.families`)."""
+    out = [f'<p class="note">{_e(k)}: not measured ({_e(v)}).</p>' for k, v in (s.get("skipped") or {}).items()]
+    fig = go.Figure()
+    labels = list(dict.fromkeys(x["label"] for t in s["tasks"] for x in t["rows"]))
+    for label in labels:
+        cells = [(f"{t['family']}: {t['metric']}", x) for t in s["tasks"] for x in t["rows"] if x["label"] == label]
+        fig.add_trace(go.Bar(name=label, x=[c for c, _ in cells], y=[x["value"] for _, x in cells],
+                             error_y=dict(type="data", symmetric=False,
+                                          array=[_num(x["ci"][1]) - _num(x["value"]) for _, x in cells],
+                                          arrayminus=[_num(x["value"]) - _num(x["ci"][0]) for _, x in cells])))
+    for t in s["tasks"]:
+        rows = sorted(t["rows"], key=lambda x: -_num(x["value"]))
+        out.append(f"<h3>{_e(t['family'])}: {_e(t['task'])} ({_e(t['metric'])}, {t['n']} {_e(t['unit'])})</h3>" +
+                   _table(["method", t["metric"], "95% interval", "minus the best", "paired 95% interval", "p"],
+                          [[x["label"] + (" (reference: MiniLM alone, no decoder)" if x["reference"] else ""),
+                            _f(x["value"]), _ci(x["ci"]), _f(x["difference_to_best"]), _ci(x["difference_ci"]),
+                            _f(x["p"], 3)] for x in rows]) +
+                   f'<p class="note">Best: {_e(t["best"])}; {_e(t["bootstrap"])}.</p>')
+    if s["tasks"]:
+        fig.update_layout(barmode="group", height=380, yaxis_title="score (each family's main metric)",
+                          margin=dict(l=10, r=10, t=20, b=10))
+        out.insert(0, _figure("fig_families", fig, figures))
+    return "".join(out)
+
+
 def _cost(c: dict, r: dict, figures) -> str:
     table = _table(["method", "seconds", "x plain forward", "peak memory (MB)"],
                    [[x["label"], _f(x["seconds"], 3), _f(x["ratio"], 2), _f(x["peak_mb"], 1)] for x in c["rows"]])
@@ -242,7 +273,7 @@ def _mechanism(s: dict, r: dict, figures) -> str:
 
 
 SECTION_HTML = {"recommendation": _recommendation, "quality": _quality, "cost": _cost, "layers": _layers,
-                "mechanism": _mechanism}
+                "mechanism": _mechanism, "families": _families}
 
 
 def _figure(name: str, fig, figures) -> str:

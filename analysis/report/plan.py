@@ -25,7 +25,7 @@ from analysis.core import budgets
 from analysis.core.errors import UserError
 from analysis.sweep import runner, windows
 
-SECTIONS = ("quality", "cost", "layers", "mechanism", "recommendation")
+SECTIONS = ("quality", "cost", "families", "layers", "mechanism", "recommendation")
 
 # Forwards per text relative to the plain forward; rough on purpose (the estimate is a guide shown before the
 # run), each from what the method adds to the sequence or the passes it makes.
@@ -68,6 +68,13 @@ class Plan:
     skipped: dict = field(default_factory=dict)  # section -> the reason it is left out
     trained: set = field(default_factory=set)  # labels of methods with trained weights
     tasks: list = field(default_factory=list)  # probe and retrieval `eval.tasks.Task`s scored beside STS
+    families: list = field(default_factory=list)  # the task families' samples (`report.families`), after the cost
+    family_forwards: dict = field(default_factory=dict)  # task name -> plain forwards of one STS text, one method
+    families_skipped: dict = field(default_factory=dict)  # family -> why it has no sample here
+
+    def family_seconds(self, task, method) -> float:
+        """One (method, family task) unit's estimated seconds."""
+        return RELATIVE_COST.get(method.name, 2.0) * self.family_forwards.get(task.name, 0.0) * self.seconds_per_text
 
     def cell_seconds(self) -> float:
         """One layer-map cell's estimated seconds (the map's prompt-only pass counted as one more cell)."""
@@ -76,6 +83,7 @@ class Plan:
     def as_dict(self) -> dict:
         return {"methods": list(self.methods), "trained": sorted(self.trained), "cells": len(self.cells),
                 "tasks": [t.name for t in self.tasks],
+                "families": [t.name for t in self.families], "families_skipped": dict(self.families_skipped),
                 "soft_curve": self.soft_curve,
                 "seconds_per_text": self.seconds_per_text, "budget_seconds": self.budget_seconds,
                 "estimate_seconds": {k: round(v, 1) for k, v in self.estimate.items()},
@@ -121,14 +129,17 @@ def quality_forwards(methods: dict, n_texts: int) -> float:
 
 
 def make_plan(backbone, methods: dict, *, n_texts: int, n_pairs: int, budget_minutes: float,
-              seconds_per_text: float, soft_curve: bool, tasks: list = ()) -> Plan:
+              seconds_per_text: float, soft_curve: bool, tasks: list = (), families: list = (),
+              family_forwards: dict | None = None, families_skipped: dict | None = None) -> Plan:
     """Fit the sections into `budget_minutes` (see the module docstring). Raises UserError when even the quality
-    table does not fit."""
+    table does not fit. The task families' samples (`families`, each costing `family_forwards[task name]` plain
+    forwards per method) are estimated but never required to fit: the clock measures them unit by unit."""
     if not (math.isfinite(budget_minutes) and budget_minutes > 0):
         raise UserError(f"--budget-minutes must be a positive number of minutes, not {budget_minutes}.")
     budget = budget_minutes * 60.0
     L = backbone.facts.n_layers
-    plan = Plan(methods, [], soft_curve, seconds_per_text, budget, tasks=list(tasks))
+    plan = Plan(methods, [], soft_curve, seconds_per_text, budget, tasks=list(tasks), families=list(families),
+                family_forwards=dict(family_forwards or {}), families_skipped=dict(families_skipped or {}))
     task_texts = sum(t.n_texts() for t in plan.tasks)
     plan.estimate["quality"] = quality_forwards(methods, n_texts + task_texts) * seconds_per_text
     if plan.estimate["quality"] > budget:
@@ -141,7 +152,8 @@ def make_plan(backbone, methods: dict, *, n_texts: int, n_pairs: int, budget_min
     plan.estimate["cost"] = timing * seconds_per_text
     plan.estimate["mechanism"] = prefix_mass_seconds(seconds_per_text) + (
         soft_curve_seconds(n_pairs, seconds_per_text) if soft_curve else 0.0)
-    left -= plan.estimate["cost"] + plan.estimate["mechanism"]
+    plan.estimate["families"] = sum(plan.family_seconds(t, m) for t in plan.families for m in methods.values())
+    left -= plan.estimate["cost"] + plan.estimate["mechanism"] + plan.estimate["families"]
     fitting = []  # grids within the per-request limits, finest first
     for starts, widths, biases in ladder(L):
         try:

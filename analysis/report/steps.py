@@ -17,7 +17,8 @@ from analysis.report import sections
 
 
 class Steps:
-    """The steps of one run: `quality`, `cost`, `mechanism`, `layers`, each a method returning its section."""
+    """The steps of one run: `quality`, `cost`, `families`, `mechanism`, `layers`, each a method returning its
+    section."""
 
     def __init__(self, backbone, pairs, plan, hooks, report, budget, tell, *, seed, n_boot, batch_size):
         self.backbone, self.pairs, self.plan, self.hooks, self.report = backbone, pairs, plan, hooks, report
@@ -34,6 +35,10 @@ class Steps:
             return emb, info
         return run
 
+    def asked(self, section: str) -> bool:
+        """Whether this run has the section at all: the task families only when some were asked for."""
+        return section != "families" or bool(self.plan.families or self.plan.families_skipped)
+
     def first_unit(self, section: str) -> float:
         """Estimated seconds of a section's first unit: what must fit for the section to start at all."""
         if section == "quality":
@@ -42,6 +47,9 @@ class Steps:
             return 2 * self.plan.cell_seconds()  # the map's prompt-only pass and one cell
         if section == "mechanism":
             return planning.prefix_mass_seconds(self.spt) if self._kv() is not None else self._soft_seconds()
+        if section == "families":  # the cheapest unit: a family that cannot start one has nothing to show
+            units = [self.plan.family_seconds(t, m) for t in self.plan.families for m in self.plan.methods.values()]
+            return min(units, default=0.0)
         return self.plan.estimate.get(section, 0.0)
 
     def quality(self) -> dict | None:
@@ -92,6 +100,33 @@ class Steps:
         if failed:
             self.report["missing"]["cost"] = "; ".join(f"{k} {v}" for k, v in failed.items())
         return table
+
+    def families(self) -> dict | None:
+        """Every method the quality table measured, on each task family's sample (`report.families`), unit by unit
+        under the clock, the STS table's best first. None when no family was asked for."""
+        from analysis.report import families
+
+        plan, quality = self.plan, self.report["quality"]
+        if not plan.families:
+            return {"tasks": [], "skipped": dict(plan.families_skipped), "n_boot": self.n_boot, "seed": self.seed} \
+                if plan.families_skipped else None
+        measured = {r["label"]: plan.methods[r["label"]] for r in (quality or {}).get("methods", [])}
+        if not measured:
+            raise sections.Stopped("no method was measured on STS, so none is measured per family either")
+
+        def done(task, label, seconds, computed):
+            if computed:
+                self.budget.measured(plan.family_seconds(task, measured[label]), seconds)
+
+        cheapest_first = sorted(plan.families, key=lambda t: plan.family_forwards.get(t.name, 0.0))
+        section, left_out = families.measure(
+            cheapest_first, measured, families.order(quality, measured), self.hooks.encode, n_boot=self.n_boot,
+            seed=self.seed, done=done, progress=lambda unit: self.tell("families", f"families: {unit}"),
+            stop=lambda task, label: self.budget.stop_reason(plan.family_seconds(task, measured[label])))
+        section["skipped"] = dict(plan.families_skipped)
+        if left_out:
+            self.report["missing"]["families"] = left_out_summary(left_out, len(measured))
+        return section
 
     def mechanism(self) -> dict:
         from analysis.data.corpora import Pairs

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from analysis.core.errors import UserError
 from analysis.report.build import DEFAULT_TASKS
+from analysis.report.families import FAMILIES
 
 HELP = ("Write one model's report: every method's STS Spearman with paired differences to the best, its cost as "
         "x the plain forward and peak memory, the intrinsic-dimension windows and a KV-Embedding layer map sized to "
@@ -28,6 +29,12 @@ def add_arguments(parser) -> None:
                         help="probe or retrieval tasks every method is also scored on, comma-separated names as in "
                              "`bench` (a labelled set, probe:FILE, beir:FOLDER); default polarity (200 built-in "
                              "sentences); none = STS only")
+    parser.add_argument("--families", default=",".join(FAMILIES),
+                        help="task families measured on small default samples after the cost, each method unit by "
+                             "unit as the budget allows (analysis/report/families.py: nano SciFact retrieval, "
+                             "Banking77 classification and clustering, 256- and 512-token passkey documents); a family "
+                             "whose data is not on this machine is named with how to get it; none = STS and --tasks "
+                             f"only (default {','.join(FAMILIES)})")
     parser.add_argument("--budget-minutes", type=float, default=30.0,
                         help="time for the whole report (default 30); the quality table must fit, the layer map is "
                              "sized to what is left")
@@ -76,6 +83,11 @@ def check_flags(args) -> tuple[Path, list]:
                         "tasks).")
     for t in tasks:  # every method embeds each task's texts: the request's texts budget holds for them too
         budgets.check("texts", t.n_texts(), f"the number of texts of --tasks {t.name}")
+    families = () if args.families.strip() == "none" else tuple(f.strip() for f in args.families.split(",") if f.strip())
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise UserError(f"--families: {unknown[0]!r:.40} is not a task family; use {', '.join(FAMILIES)} or none.")
+    args.families = families
     return out, tasks
 
 
@@ -94,11 +106,13 @@ def run(args) -> dict:
     out, tasks = check_flags(args)
     pairs, picked = choose(args, pairs_of(args.data), check_pairs)
     backbone = load_model(args)
-    plan = prepare(backbone, pairs, budget_minutes=args.budget_minutes, batch_size=args.batch_size, tasks=tasks)
+    plan = prepare(backbone, pairs, budget_minutes=args.budget_minutes, batch_size=args.batch_size, tasks=tasks,
+                   families=args.families, seed=args.seed)
     estimate = plan.as_dict()
     say(f"estimate: {estimate['estimate_total_seconds'] / 60:.1f} min of {args.budget_minutes:g} "
         f"({', '.join(f'{k} {v:.0f} s' for k, v in estimate['estimate_seconds'].items())})"
         + "".join(f"; {k} left out: {v}" for k, v in plan.skipped.items())
+        + "".join(f"; {k} not measured: {v}" for k, v in plan.families_skipped.items())
         + ("; more than the budget: the run stops when the time is up, says what is missing, and the same command "
            "goes on from the cache" if estimate["estimate_total_seconds"] > plan.budget_seconds else ""))
     store = None if args.no_cache else default_store()
@@ -133,7 +147,8 @@ def command_line(args) -> str:
         parts.append(f"--sample {args.sample if args.sample is not None else args.default_sample}")
     if args.limit is not None:
         parts.append(f"--limit {args.limit}")
-    parts.append(f"--seed {args.seed} --tasks {args.tasks} --budget-minutes {args.budget_minutes:g} "
+    parts.append(f"--seed {args.seed} --tasks {args.tasks} --families {','.join(args.families) or 'none'} "
+                 f"--budget-minutes {args.budget_minutes:g} "
                  f"--out {Path(args.out).name}" + (" --shared-plotly" if args.shared_plotly else ""))
     return " ".join(parts)
 
