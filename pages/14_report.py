@@ -16,6 +16,7 @@ from analysis.data import datasets
 from analysis.eval.tasks import load_task
 from analysis.experiments.records import recorded_report
 from analysis.report.build import DEFAULT_TASKS, build, prepare
+from analysis.report.families import FAMILIES
 from analysis.report.html import dumps, render
 from cache.report import report_hooks
 from ui.reports import key_numbers
@@ -79,10 +80,13 @@ with ui.user_errors():
     probe = st.checkbox("Also a probe on the 200 built-in polarity sentences (accuracy per method)", value=True,
                         key="report_probe")
     tasks = [load_task(task) for task in DEFAULT_TASKS] if probe else []
+    by_family = st.checkbox("Also each task family on a small sample (nano SciFact retrieval, Banking77 "
+                            "classification and clustering, 256/512-token passkey documents), method by method as "
+                            "the budget allows", value=True, key="report_families")
     timed = f"report_timing|{backbone.identity}"  # one timed forward per model and session, not one per rerun
     try:
         plan = prepare(backbone, pairs, budget_minutes=float(budget), seconds_per_text=st.session_state.get(timed),
-                       tasks=tasks)
+                       tasks=tasks, families=FAMILIES if by_family else ())
     except UserError as too_small:  # the estimate, not an error: the user raises the budget or takes fewer pairs
         st.warning(ui.md(str(too_small)))
         st.stop()
@@ -91,8 +95,9 @@ with ui.user_errors():
     st.info(ui.md(f"Estimate: {estimate['estimate_total_seconds'] / 60:.1f} min of {budget:g} ("
                   + ", ".join(f"{k} {v:.0f} s" for k, v in estimate["estimate_seconds"].items()) + f"); "
                   f"{len(plan.methods)} methods, a layer map of {len(plan.cells)} cells"
-                  + "".join(f"; {k} left out: {v}" for k, v in plan.skipped.items()) + "."))
-    key = ("report", backbone.identity, pairs.name, len(pairs), float(budget), int(n_boot), probe)
+                  + "".join(f"; {k} left out: {v}" for k, v in plan.skipped.items())
+                  + "".join(f"; {k} not measured: {v}" for k, v in plan.families_skipped.items()) + "."))
+    key = ("report", backbone.identity, pairs.name, len(pairs), float(budget), int(n_boot), probe, by_family)
     if st.button("Build the report", key="report_run", type="primary"):
         bar = st.progress(0.0, text="starting")
         report = build(backbone, pairs, plan, hooks=report_hooks(ui.store(), backbone, pairs), n_boot=int(n_boot),

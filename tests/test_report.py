@@ -224,6 +224,7 @@ def test_report_page_estimates_first_then_builds_and_offers_downloads(setup):
     at.session_state["report_limit_20"] = 10  # 10 of the 20 demo pairs
     at.session_state["report_boot"] = 20
     at.session_state["report_probe"] = False  # the command's test covers the probe
+    at.session_state["report_families"] = False  # tests/test_report_families.py covers the families
     at.run()
     assert not at.exception and not errors(at), (at.exception, errors(at))
     assert shown(at.info[0].value).startswith("Estimate:")

@@ -197,3 +197,31 @@ def test_the_command_takes_families_and_refuses_an_unknown_one(tmp_path, capsys)
                      "--out", str(tmp_path / "r.html")])
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "'poetry' is not a task family" in err
+
+
+def test_the_report_page_measures_the_families(backbone, tiny_samples, tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptools import errors, shown
+    from ui.model import MODEL_KEY
+
+    monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "tiny"
+    backbone.model.save_pretrained(folder)
+    backbone.tokenizer.save_pretrained(folder)
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "pages" / "14_report.py"),
+                           default_timeout=600)
+    at.session_state[MODEL_KEY] = str(folder)
+    at.session_state["report_set"] = "Demo paraphrase pairs"
+    at.session_state["report_limit_20"] = 12
+    at.session_state["report_boot"] = 20
+    at.session_state["report_probe"] = False
+    at.run()
+    assert not at.exception and not errors(at), (at.exception, errors(at))
+    assert "families" in shown(at.info[0].value)  # the estimate names the section
+    at.button(key="report_run").click().run()
+    assert not at.exception and not errors(at), (at.exception, errors(at))
+    html = " ".join(str(c.proto) for c in at.get("iframe"))  # the rendered report the page embeds
+    assert "Quality per task family" in html
