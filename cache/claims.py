@@ -5,6 +5,8 @@ page, the model report and Compare models show the newest one without running an
     hooks = cached_hooks(store)                   # cache.experiments: `remember` included
     save_board(store, board)                      # after `python -m analysis claims` or the page's run
     latest_board(store, backbone.identity)        # the newest board of this model, or None
+    stored_board(store, backbone)                 # ... else its published record: (board, where it comes from)
+    report_summary(store, backbone)               # the model report's Claims section
 """
 
 from __future__ import annotations
@@ -46,3 +48,30 @@ def latest_board(store, identity: str) -> dict | None:
         if entry is not None and isinstance(entry.meta.get("board"), dict):
             boards.append(entry.meta["board"])
     return max(boards, key=lambda b: b.get("created", ""), default=None)
+
+
+def stored_board(store, backbone) -> tuple[dict | None, str]:
+    """(board, where it comes from) of the model: the newest board in `store`, else the published record
+    `claims_<model>` when it was measured on exactly these weights; (None, "") when neither exists. `backbone` only
+    needs its `identity` and `facts` (a described model will do)."""
+    from analysis.experiments.claims.context import short_name
+    from analysis.experiments.records import read
+
+    board = latest_board(store, backbone.identity)
+    if board is not None:
+        return board, f"the newest board in this cache ({board['created']})"
+    rec = read("claims_" + short_name(backbone.facts).replace("-", "_"))
+    if rec is not None and rec.extra.get("board", {}).get("model", {}).get("identity") == backbone.identity:
+        return rec.extra["board"], f"the published record docs/results/{rec.id}.json ({rec.date}, `{rec.command}`)"
+    return None, ""
+
+
+def report_summary(store, backbone) -> dict:
+    """The model report's Claims section: the stored board's verdicts ({source, created, counts, rows [{paper, id,
+    says, word, number}]}), rows empty and source None when the model has no board yet."""
+    board, where = stored_board(store, backbone)
+    if board is None:
+        return {"source": None, "created": None, "counts": {}, "rows": []}
+    return {"source": where, "created": board["created"], "counts": board["counts"],
+            "rows": [{"paper": board["papers"][c["paper"]]["title"], "id": c["id"], "says": c["says"],
+                      "word": c["verdict"]["word"], "number": c["verdict"]["number"]} for c in board["claims"]]}

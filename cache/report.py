@@ -7,6 +7,7 @@ same work before it (`sts`, `sweep`, the Layer explorer) have already paid for p
 from __future__ import annotations
 
 from cache import auto_window, cached_encode
+from cache.claims import report_summary
 from cache.compute import soft_scaling
 
 
@@ -33,4 +34,4 @@ def report_hooks(store, backbone, pairs, *, batch_size: int = 16, executor: str 
         return soft_scaling(store, backbone, few, ks, {"adapter": "shipped"}, batch_size=batch_size)[0]
 
     return Hooks(encode, lambda: auto_window(store, backbone, get_method("kv_embedding", **KV_BASE)), sweep,
-                 soft_curve)
+                 soft_curve, lambda: report_summary(store, backbone))

@@ -1,8 +1,8 @@
 """Compare models
 
 Two models side by side on the same texts: their intrinsic-dimension trajectories over relative depth with the
-window KV-Embedding's rule picks for each, the Layer explorer's maps, and a methods × models table from the cache;
-or two model reports (the Report page's JSON) side by side.
+window KV-Embedding's rule picks for each, the Layer explorer's maps, a methods × models table from the cache and the
+papers' claims judged on each; or two model reports (the Report page's JSON) side by side.
 """
 
 import numpy as np
@@ -22,6 +22,7 @@ from analysis.methods import get_method, list_methods
 from analysis.data import samples
 from analysis.eval.tasks import load_task, select_task
 from cache.compute import stored_bench_cell, stored_cell_score
+from ui import claims
 from ui.model import described, load_named, title_of
 from ui.reports import compare_uploads
 
@@ -123,6 +124,16 @@ with ui.user_errors():
                              for t, c in zip(wide.columns, COLORS)])
             bar.update_layout(barmode="group", height=360, yaxis_title="Spearman", margin=dict(l=10, r=10, t=30, b=10))
             ui.show_figure(bar, frame, "compare_methods")
+
+    st.subheader("Claims side by side")
+    boards = {t: claims.stored(bb)[0] for t, bb in models.items()}
+    found = {t: b for t, b in boards.items() if b is not None}
+    if found:
+        st.dataframe(claims.side_by_side(found), hide_index=True, width="stretch")
+    absent = [t for t, b in boards.items() if b is None]
+    if absent:
+        st.info(ui.md(f"No claims board yet for {', '.join(absent)}: run it on the Claims page with that model in the "
+                      "sidebar, or `python -m analysis claims --model NAME --out board.html`."))
 
     st.subheader("Layer explorer maps side by side")
     pairs = ui.pairs_input("cmp_explorer", default="Lee corpus (human ratings)")

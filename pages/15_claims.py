@@ -72,7 +72,7 @@ with ui.user_errors():
                "beside the verdict: a claim that does not hold at 135M is a finding about this setting, not a "
                "verdict on the paper.")
     backbone = ui.get_backbone()
-    board, where = claims.stored(backbone.identity, backbone.facts)
+    board, where = claims.stored(backbone)
     fresh = st.session_state.get("claims_board")
     if fresh is not None and fresh["model"]["identity"] == backbone.identity:
         board, where = fresh, "run in this session"

@@ -194,3 +194,25 @@ def test_the_command_refuses_bad_flags_before_any_work(argv, says, tmp_path, cap
     code = main(["claims", *[a.replace("{tmp}", str(tmp_path)) for a in argv], "--model", "/no/such/model"])
     err = capsys.readouterr().err
     assert code == 2 and says in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_the_model_report_shows_the_newest_board_it_reads(tmp_path):
+    from types import SimpleNamespace
+
+    from analysis.report.html import SECTION_HTML
+    from cache import Store
+    from cache.claims import report_summary, save_board
+
+    store = Store(tmp_path)
+    model = SimpleNamespace(identity="m", facts=SimpleNamespace(name="/no/such/model"))
+    none = report_summary(store, model)
+    assert none["rows"] == [] and "No claims board for this model yet" in SECTION_HTML["claims"](
+        none, {"model": {"name": "m"}}, [])
+    save_board(store, {"model": {"identity": "m"}, "created": "2026-01-01T00:00:00+00:00",
+                       "counts": {verdicts.HOLDS: 1, verdicts.CANNOT: 1}, "papers": {"kv": {"title": "KV-Embedding"}},
+                       "claims": [{"paper": "kv", "id": "kv-reroute", "says": "Re-routing <helps>.",
+                                   "verdict": {"word": verdicts.HOLDS, "number": "+0.031 [+0.012, +0.050]"}}]})
+    summary = report_summary(store, model)
+    assert summary["rows"][0]["word"] == verdicts.HOLDS and summary["source"].startswith("the newest board")
+    html = SECTION_HTML["claims"](summary, {"model": {"name": "m"}}, [])
+    assert "+0.031 [+0.012, +0.050]" in html and "Re-routing &lt;helps&gt;." in html and "1 holds here" in html

@@ -1,7 +1,7 @@
 """The Claims page headless (AppTest) on the real default model, in a fresh cache: no board yet says how to get one;
 the estimate comes first, then the run, whose board is shown (verdict chips with their numbers, the deviations
 beside each claim, links to the views with the evidence) and offered as a standalone HTML file; the board is stored,
-so the page opened again shows it without running anything. Claims read from the published records and counted in
+so the page opened again shows it without running anything, and Compare models puts it beside the other model's. Claims read from the published records and counted in
 tokens keep it quick."""
 
 from pathlib import Path
@@ -13,6 +13,7 @@ from apptools import isolated_cache
 
 PAGE = Path(__file__).resolve().parent.parent / "pages" / "15_claims.py"
 QUICK = ["gircse-baseline", "comp-ratio", "c2v-length", "kv-id-window"]  # read from records, or counted in tokens
+QUICK_ORDER = ["kv-id-window", "gircse-baseline", "c2v-length", "comp-ratio"]  # the board's order
 
 pytestmark = pytest.mark.real
 
@@ -23,7 +24,7 @@ def page_cache(tmp_path_factory):
         yield root
 
 
-def test_estimate_first_then_the_board_with_chips_links_and_deviations(real):
+def test_estimate_first_then_the_board_with_chips_links_and_deviations_then_compare_models(real):
     at = AppTest.from_file(str(PAGE), default_timeout=1800)
     at.run()
     assert not at.exception, at.exception
@@ -45,3 +46,10 @@ def test_estimate_first_then_the_board_with_chips_links_and_deviations(real):
     again.run()
     assert not again.exception, again.exception
     assert any("the newest board in this cache" in c.value for c in again.caption)
+
+    compare = AppTest.from_file(str(PAGE.parent / "10_compare_models.py"), default_timeout=600)
+    compare.run()
+    assert not compare.exception, compare.exception
+    table = next(d.value for d in compare.dataframe if "the paper says" in d.value.columns)
+    assert list(table["claim"]) == QUICK_ORDER and "SmolLM2-135M-Instruct" in table.columns
+    assert any("No claims board yet for Gemma 3 270M" in i.value for i in compare.info)

@@ -2,7 +2,7 @@
 (verdict chips with the number and its interval, the deviations beside each claim, a link to the view that shows
 the evidence), running it for the model in the sidebar, and two models side by side.
 
-    board, where = stored(backbone.identity, backbone.facts)   # (None, "") when there is none yet
+    board, where = stored(backbone)                            # (None, "") when there is none yet
     show(board)                                                # the Claims page's body
     side_by_side({"SmolLM2": board_a, "Gemma 3": board_b})     # Compare models
 """
@@ -23,22 +23,14 @@ BAR = {verdicts.HOLDS: "#2e9d57", verdicts.REVERSED: "#d1453b", verdicts.UNRESOL
        verdicts.CANNOT: "#9aa0a8", verdicts.NOT_MEASURED: "#5b8def"}
 
 
-def stored(identity: str, facts) -> tuple[dict | None, str]:
-    """(board, where it comes from) of the model `identity`: the newest board in the cache, else the published record
-    `claims_<model>` when it was measured on exactly these weights; (None, "") when neither exists."""
-    from analysis.experiments.claims.context import short_name
-    from analysis.experiments.records import read
-    from cache.claims import latest_board
+def stored(backbone) -> tuple[dict | None, str]:
+    """(board, where it comes from) of the model: the newest in the cache, else its published record
+    (`cache.claims.stored_board`)."""
+    from cache.claims import stored_board
 
     from ui.model import store
 
-    board = latest_board(store(), identity)
-    if board is not None:
-        return board, f"the newest board in this cache ({board['created']})"
-    rec = read("claims_" + short_name(facts).replace("-", "_"))
-    if rec is not None and rec.extra.get("board", {}).get("model", {}).get("identity") == identity:
-        return rec.extra["board"], f"the published record docs/results/{rec.id}.json ({rec.date}, `{rec.command}`)"
-    return None, ""
+    return stored_board(store(), backbone)
 
 
 def chip(verdict: dict) -> str:

@@ -37,7 +37,9 @@ Report JSON (schema 1; `KEYS`, `SECTION_KEYS` and `ROW_KEYS` list the keys, `pro
         {label, verdict better/tied/worse/None, reason} | None (absent before it), families {per_task, overall,
         reasons} (the answer per family and overall, `families.recommend`; absent before it)}; best, best_per_cost
         and trusted
-        are None where the report cannot say.
+        are None where the report cannot say;
+    claims {source, created, counts, rows [{paper, id, says, word, number}]} | None: the model's newest claims board
+        (`python -m analysis claims`), read through the hooks, never run by the report (absent in older reports).
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ SECTION_KEYS = {  # each section's keys, as the module docstring documents them
     "mechanism": ("prefix_mass", "soft_tokens"),
     "recommendation": ("best", "best_per_cost", "not_different", "id_rule", "reasons"),
     "families": ("tasks", "skipped", "n_boot", "seed"),  # optional: checked when present (reports made after it)
+    "claims": ("source", "created", "counts", "rows"),  # optional, likewise
 }
 ROW_KEYS = {"quality": ("label", "name", "params", "trained", "cached", "seconds", "spearman", "ci",
                         "difference_to_best", "difference_ci", "p"),
@@ -102,6 +105,7 @@ class Hooks:
     window: Callable  # () -> (Selection, ID per hidden state): KV-Embedding's `layers=auto` window
     sweep: Callable  # (cells, progress, should_stop) -> object with scores {Cell: rho}, prompt_only, computed, cached
     soft_curve: Callable  # (pairs, ks) -> `inspect.generation.scaling_curve` arrays
+    claims: Callable = lambda: None  # () -> the model's claims board, as the Claims section shows it (read, not run)
 
 
 def local_hooks(backbone, pairs, *, batch_size: int = 16) -> Hooks:
@@ -238,6 +242,7 @@ def build(backbone, pairs, plan: planning.Plan, *, hooks: Hooks | None = None, s
         report["recommendation"]["families"] = family_tasks.recommend(report["quality"], report["families"],
                                                                       report["missing"])
         report["recommendation"]["reasons"] += report["recommendation"]["families"]["reasons"]
+    report["claims"] = hooks.claims()
     report["complete"] = not report["missing"]
     tell("recommendation", "done" if report["complete"] else "done; missing: " + ", ".join(report["missing"]))
     return report

@@ -32,9 +32,10 @@ TITLES = {"recommendation": "Recommendation", "quality": "Quality: STS Spearman 
           "cost": "Cost: time as a ratio to the plain forward, and peak memory",
           "layers": "Layers: intrinsic dimension and the KV-Embedding layer map",
           "mechanism": "Mechanism: where the re-routed prefix is read, and the soft tokens' K curve",
-          "families": "Quality per task family: retrieval, classification, clustering, long documents"}
-ORDER = ("recommendation", "quality", "families", "cost", "layers", "mechanism")
-OPTIONAL = ("families",)  # left out when absent: reports made before it, or without task families
+          "families": "Quality per task family: retrieval, classification, clustering, long documents",
+          "claims": "Claims: does each paper hold on this model?"}
+ORDER = ("recommendation", "quality", "families", "cost", "layers", "mechanism", "claims")
+OPTIONAL = ("families", "claims")  # left out when absent: older reports, no task families, no claims board read
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.missing{background:#fff4e5;border:1px solid
@@ -272,8 +273,19 @@ def _mechanism(s: dict, r: dict, figures) -> str:
     return "".join(out)
 
 
+def _claims(c: dict, r: dict, figures) -> str:
+    """The model's claims board as its verdicts (the Claims page and `python -m analysis claims` show each in full)."""
+    if not c["rows"]:
+        return (f'<p class="note">No claims board for this model yet: <code>python -m analysis claims --model '
+                f'{_e(r["model"]["name"])} --out board.html</code>, or the Claims page.</p>')
+    counts = ", ".join(f"{n} {_e(w)}" for w, n in c["counts"].items() if n)
+    return (f"<p>{counts} ({_e(c['source'])}).</p>" +
+            _table(["paper", "claim", "the paper says", "verdict here", "number [95% interval]"],
+                   [[x["paper"], x["id"], x["says"], x["word"], x["number"]] for x in c["rows"]]))
+
+
 SECTION_HTML = {"recommendation": _recommendation, "quality": _quality, "cost": _cost, "layers": _layers,
-                "mechanism": _mechanism, "families": _families}
+                "mechanism": _mechanism, "claims": _claims, "families": _families}
 
 
 def _figure(name: str, fig, figures) -> str:
