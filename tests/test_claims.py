@@ -124,6 +124,11 @@ def test_the_whole_board_on_a_tiny_model(tiny, beir):
     assert rec.table("board").column("claim") == [c.id for c in CLAIMS]
     page = render([board])
     assert all(c.id in page for c in CLAIMS) and 'class="chip"' in page and "figures-gz" in page
+    from analysis.experiments.render import claims_headline, render as results
+
+    line = f"| tiny-llama | {board['counts'][verdicts.HOLDS]} | {board['counts'][verdicts.REVERSED]} |"
+    assert claims_headline({rec.id: rec}).splitlines()[4].startswith(line)  # the README's per-model counts
+    assert "## Does the paper hold on tiny-llama? The claims board" in results({rec.id: rec})
 
 
 def test_a_budget_leaves_claims_not_measured_saying_why(tiny, beir):

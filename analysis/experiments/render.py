@@ -96,15 +96,31 @@ def render(records: dict) -> str:
     return head + "\n" + "\n\n".join(record_markdown(records[i]) for i in order(records)) + "\n"
 
 
+def claims_headline(records: dict) -> str:
+    """Per model, how many of the papers' claims hold, are reversed, unresolved or cannot run here (the claims
+    records, `claims_<model>`); "" when there is none."""
+    from analysis.experiments.records import Table
+
+    boards = [r for _, r in sorted(records.items()) if r.experiment == "claims" and r.has_table("counts")]
+    if not boards:
+        return ""
+    words = [w for w, _ in boards[0].table("counts").rows]
+    rows = tuple((r.extra["board"]["model"]["title"], *(dict(r.table("counts").rows).get(w) for w in words),
+                  f"`{r.command}`") for r in boards)
+    return table_markdown(Table("claims", "Does the paper hold here? The five papers' claims per model",
+                                ("model", *words, "command"), rows)) + "\n\n"
+
+
 def headline(records: dict) -> str:
-    """The README's short table: the methods x models scores (first 12 rows), with a link to the full document."""
+    """The README's short tables: the claims board's verdicts per model, then the methods x models scores (first 12
+    rows), with a link to the full document."""
     rec = records.get("methods_models")
     if rec is None or not rec.has_table("scores"):
         return "(no results recorded yet: see docs/RESULTS.md)"
     t = rec.table("scores")
     short = type(t)(t.name, t.title, t.columns, t.rows[:12], t.notes, t.digits)
-    return (table_markdown(short) + f"\n\n{rec.data}; `{rec.command}`, {rec.date}. Every table, with its command and "
-            "sample: [docs/RESULTS.md](docs/RESULTS.md).")
+    return (claims_headline(records) + table_markdown(short) + f"\n\n{rec.data}; `{rec.command}`, {rec.date}. Every "
+            "table, with its command and sample: [docs/RESULTS.md](docs/RESULTS.md).")
 
 
 BLOCKS = {"headline": headline}  # the README's generated blocks
