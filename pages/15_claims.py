@@ -19,9 +19,6 @@ from cache.claims import save_board
 from cache.experiments import cached_hooks
 from ui import claims
 
-RETRIEVAL = {"scifact-report": "SciFact report part, every abstract (for records)",
-             "nano:scifact-report": "SciFact nano: 50 claims, 1,000 abstracts (a quick look)"}
-
 
 def run_for(backbone, expanded: bool) -> None:
     """Settings, the estimate (a short timed probe, on request), then the run with its progress bar."""
@@ -29,11 +26,9 @@ def run_for(backbone, expanded: bool) -> None:
         c1, c2, c3 = st.columns(3)
         budget = c1.number_input("Budget (minutes)", 1.0, 24 * 60.0, 10.0, step=5.0, key="claims_budget")
         sts = c2.select_slider("Held-out STS-B pairs", [100, 200, 500, 1200], 500, key="claims_sts")
-        per_length = c3.select_slider("Long documents per length", [10, 20, 50], 50, key="claims_longdoc_n")
-        retrieval = st.radio("Retrieval set", list(RETRIEVAL), format_func=RETRIEVAL.get, horizontal=True,
-                             key="claims_retrieval")
+        per_length = c3.select_slider("Long documents per length", [10, 20, 50], 20, key="claims_longdoc_n")
         chosen = st.multiselect("Claims (none chosen: all of them)", [c.id for c in CLAIMS], key="claims_only")
-        settings = Settings(sts_sample=0 if sts == 1200 else int(sts), longdoc_n=int(per_length), retrieval=retrieval)
+        settings = Settings(sts_sample=0 if sts == 1200 else int(sts), longdoc_n=int(per_length))
         key = (backbone.identity, repr(settings), tuple(chosen))
         timed = f"claims_rate|{backbone.identity}"  # the probe once per model and session, not per rerun
         if st.button("Estimate the time", key="claims_estimate"):

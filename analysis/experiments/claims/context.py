@@ -35,14 +35,16 @@ class Settings:
     sts_sample: int = option(500, "pairs of the STS-B dev report part, stratified by genre (0 = all 1,200)", min=0)
     seed: int = option(0, "seed of the samples and of the bootstrap", min=0)
     n_boot: int = option(1000, "bootstrap resamples of every interval", min=0, limit=10_000)
-    longdoc: str = option("needle", "the long-document task (LongEmbed-style, generated here)",
+    longdoc: str = option("passkey", "the long-document task (LongEmbed-style, generated here)",
                           choices=("passkey", "needle", "scifact"))
-    longdoc_n: int = option(50, "documents (and queries) per length: 50 shares them with the Benchmark page", min=2,
+    longdoc_n: int = option(20, "documents (and queries) per length: 20 shares them with the longdoc record", min=2,
                             limit=1000)
     longdoc_lengths: tuple = option(("256", "4096"), "document lengths compared, shortest and longest (a model that "
                                                     "reads fewer tokens is compared at its longest)")
-    retrieval: str = option("scifact-report", "the retrieval set (a registry id, nano:ID or beir:FOLDER)")
-    retrieval_sample: int = option(0, "its judged queries, a seeded sample (0 = all)", min=0)
+    retrieval: str = option("scifact-report", "the retrieval set (a registry id or beir:FOLDER)")
+    retrieval_queries: int = option(100, "its queries, seeded (0 = all): the task_families record's sub-corpus", min=0)
+    retrieval_distractors: int = option(150, "abstracts judged for none of them, seeded, beside every one judged",
+                                        min=0)
     timing_texts: int = option(64, "texts timed for the cost claims", min=2, limit=2000)
     repeats: int = option(3, "interleaved timing rounds (medians kept)", min=1, limit=20)
     compression_n: int = option(200, "held-out questions when a compression claim is measured, not read", min=10,
@@ -279,7 +281,7 @@ class Context:
     # ---- retrieval ---------------------------------------------------------------------------------------------
     def retrieval_task(self):
         if "retrieval" not in self.memo:
-            from analysis.eval.tasks import load_task, select_task
+            from analysis.eval.tasks import load_task, nano_task
 
             try:
                 task = load_task(self.settings.retrieval)
@@ -288,8 +290,9 @@ class Context:
                     from None
             if task.kind != "retrieval":
                 raise CannotRun(f"needs a retrieval set; {self.settings.retrieval} is scored as {task.kind}")
-            sample = self.settings.retrieval_sample or None
-            self.memo["retrieval"] = select_task(task, sample=sample, seed=self.settings.seed)[0]
+            s = self.settings  # the sub-corpus the task_families record scores (its vectors are in the cache)
+            self.memo["retrieval"] = nano_task(task, s.retrieval_queries or len(task.data.queries),
+                                               s.retrieval_distractors, s.seed)
         return self.memo["retrieval"]
 
     def retrieval_unit(self, method) -> Unit:

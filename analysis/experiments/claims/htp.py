@@ -129,8 +129,9 @@ CLAIMS = [
           (LONG,)),
     Claim("htp-retrieval", "htp", "abstract; zero-shot retrieval table (11 BEIR sets)",
           "HTP achieves consistent performance gains across retrieval datasets.",
-          "The board's retrieval set (SciFact's report part by default: claims no selection saw, every abstract), "
-          "nDCG@10 per query: HTP against mean pooling of the plain forward; queries and documents embedded alike.",
+          "The board's retrieval set (by default the task_families record's: 100 seeded SciFact report-part claims, "
+          "every abstract judged for them and 150 seeded others), nDCG@10 per query: HTP against mean pooling of the "
+          "plain forward; queries and documents embedded alike.",
           "paired over queries: HTP minus mean > 0", _retrieval, _retrieval_work, DEVIATIONS + ("method:mean",),
           (Evidence("Benchmark: retrieval", "benchmark"),)),
     Claim("htp-sts-tp", "htp", "short-text (STS) results against Token Prepending",

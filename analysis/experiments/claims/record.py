@@ -69,7 +69,8 @@ def measure(config: Config, hooks, progress) -> Measured:
     _, sample = report_pairs(config.sts_sample, config.seed)
     return Measured(
         data=(f"STS-B dev report part for the STS claims; {config.longdoc} long documents generated for the model's "
-              f"tokenizer ({config.longdoc_n} per length); {config.retrieval} for retrieval; the records in "
+              f"tokenizer ({config.longdoc_n} per length); {config.retrieval} ({config.retrieval_queries} queries, "
+              f"{config.retrieval_distractors} distractors) for retrieval; the records in "
               "docs/results where they were measured on this model"),
         sample=sample, models=[model_entry(backbone, weights)], tables=board_tables(board),
         findings=findings(board), extra={"board": board}, variant=short_name(backbone.facts),
