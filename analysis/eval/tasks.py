@@ -75,6 +75,19 @@ class Task:
             return d.n_texts()
         return len(d.queries) + len(d.corpus)
 
+    def texts(self) -> list[str]:
+        """Every text scoring it may embed (a family's own subsampling draws from these): for estimates of its cost."""
+        d = self.data
+        if self.kind == "retrieval":
+            return [*d.queries.values(), *d.corpus.values()]
+        if self.kind == "classification":
+            return [*d.train.texts, *d.test.texts]
+        if self.kind == "longdoc":
+            return [t for b in d.sets.values() for t in [*b.queries.values(), *b.corpus.values()]]
+        if self.kind == "sts":
+            return d.unique_texts()
+        return list(d.texts)
+
     def n_units(self) -> int:
         """How many units its interval and a paired comparison resample (pairs, texts, judged queries, evaluation
         texts, clustering experiments, (length, query) items), known before any embedding."""

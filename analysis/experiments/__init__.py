@@ -26,6 +26,8 @@ from analysis.core.errors import UserError
 EXPERIMENTS: dict[str, str] = {  # in the order docs/RESULTS.md shows them
     "claims": "analysis.experiments.claims.record",  # the claims board, one record per model: RESULTS.md opens with it
     "methods_models": "analysis.experiments.methods_models",
+    "task_families": "analysis.experiments.task_families",  # one record per model: methods x task families
+    "longdoc": "analysis.experiments.longdoc",  # one record per model: nDCG@1 against document length
     "causal2vec": "analysis.experiments.causal2vec",
     "gircse": "analysis.experiments.gircse",
     "layer_map": "analysis.experiments.layer_map",

@@ -104,21 +104,7 @@ def mean_tokens(texts: list[str], tokenizer, seed: int = 0) -> float:
 def forwards(task, tokenizer, sts_tokens: float, seed: int = 0) -> float:
     """What scoring `task` costs one method, in plain forwards of one text of the STS sample (`sts_tokens` tokens on
     average): the texts it embeds times their mean tokens over the STS texts'."""
-    return task.n_texts() * mean_tokens(task_texts(task), tokenizer, seed) / sts_tokens
-
-
-def task_texts(task) -> list[str]:
-    """The texts a task embeds (all candidates: a family's own subsampling draws from these)."""
-    d = task.data
-    if task.kind == "retrieval":
-        return [*d.queries.values(), *d.corpus.values()]
-    if task.kind == "classification":
-        return [*d.train.texts, *d.test.texts]
-    if task.kind == "longdoc":
-        return [t for b in d.sets.values() for t in [*b.queries.values(), *b.corpus.values()]]
-    if task.kind == "sts":
-        return d.unique_texts()
-    return list(d.texts)
+    return task.n_texts() * mean_tokens(task.texts(), tokenizer, seed) / sts_tokens
 
 
 def order(quality: dict, methods: dict) -> list[str]:
