@@ -145,26 +145,49 @@ def test_a_budget_leaves_claims_not_measured_saying_why(tiny, beir):
 
 
 def test_claims_are_read_from_records_measured_on_the_model(tiny, beir, tmp_path):
-    """A record that names the model's identity is read, not recomputed; one of another model is not."""
+    """A record that names the model's identity is read, not recomputed (the numbers are the record's, judged by the
+    claim's rule); one of another model is not."""
     needs_stsb()
     from analysis.experiments import records
     from test_experiments import small_record
 
-    paired = records.Table("paired", "", ("A − B", "all"),
-                           (("GIRCSE K=5 − Causal-EOS K=0", "+0.040 [+0.010, +0.070]"),))
-    scores = records.Table("scores", "", ("configuration", "K", "Spearman"),
-                           (("GIRCSE", 5, 0.8), ("Causal-EOS", 0, 0.76)))
-    for rid, identity in (("gircse", tiny.identity), ("compression", "another-model")):
-        records.write(small_record(id=rid, experiment=rid, models=(records.Model("x", identity),),
-                                   tables=(paired, scores)), tmp_path)
-    plan = prepare(tiny, hooks_for(tiny), small(beir), claims=choose(["gircse-baseline", "comp-ratio"]),
-                   records_folder=tmp_path, rate=RATE)
-    board = run(plan)
-    gircse, comp = board["claims"]
-    assert gircse["verdict"]["word"] == verdicts.HOLDS and gircse["verdict"]["number"] == "+0.040 [+0.010, +0.070]"
-    assert gircse["source"].startswith("read from docs/results/gircse.json")
-    assert gircse["values"] == {"GIRCSE K=5": 0.8, "Causal-EOS K=0": 0.76}
-    assert comp["verdict"]["word"] == verdicts.CANNOT and "train compression" in comp["verdict"]["detail"]
+    T = records.Table
+    tables = {
+        "gircse": (T("paired", "", ("A − B", "all"), (("GIRCSE K=5 − Causal-EOS K=0", "+0.040 [+0.010, +0.070]"),)),
+                   T("scores", "", ("configuration", "K", "Spearman"), (("GIRCSE", 5, 0.8), ("Causal-EOS", 0, 0.76)))),
+        "compression": (T("heldout", "", ("mode", "all", "context tokens per position", "n"),
+                          (("sentence", "99.5 [97.2, 99.9]", 9.31, 200), ("paragraph", "48.5 [41.7, 55.4]", 55.7, 200),
+                           ("text", "100.0 [98.1, 100.0]", 1.0, 200))),),
+        "compression_people": (T("experiment_b", "", ("condition", "all", "n"),
+                                 (("five people", "16.0 [10.1, 24.4]", 100),
+                                  ("five people, names", "83.0 [74.5, 89.1]", 100))),
+                               T("scaling", "", ("people", "all", "n"),
+                                 ((5, "83.0 [74.5, 89.1]", 100), (100, "14.0 [7.0, 26.2]", 50)))),
+        "compression_reconstruction": (T("reconstruction", "", ("context", "token F1", "95% CI", "n"),
+                                         (("per-sentence pools", 0.8, [0.75, 0.85], 100),
+                                          ("no context (the floor)", 0.2, [0.15, 0.25], 100))),),
+    }
+    for rid, tabs in tables.items():
+        records.write(small_record(id=rid, experiment=rid, models=(records.Model("x", tiny.identity),), tables=tabs),
+                      tmp_path)
+    records.write(small_record(id="causal2vec", experiment="causal2vec", models=(records.Model("x", "another"),)),
+                  tmp_path)
+    ids = ["gircse-baseline", "comp-ratio", "comp-paragraph", "comp-names", "comp-sublinear", "comp-reconstruction",
+           "c2v-encoder"]
+    board = run(prepare(tiny, hooks_for(tiny), small(beir), claims=choose(ids), records_folder=tmp_path, rate=RATE))
+    got = {c["id"]: c for c in board["claims"]}
+    expected = {"gircse-baseline": "+0.040 [+0.010, +0.070]",
+                "comp-ratio": "99.5% [97.2, 99.9] against a bar of 90.0%",
+                "comp-paragraph": "+51.0 points [+43.7, +57.8]",
+                "comp-names": "+67.0 points [+55.0, +75.5]",
+                "comp-sublinear": "14.0% [7.0, 26.2] against a bar of 4.1%",  # 83% x 5 / 100
+                "comp-reconstruction": "+0.600 [+0.529, +0.671]"}  # half-width (0.05^2 + 0.05^2)^0.5
+    for cid, number in expected.items():
+        assert got[cid]["verdict"] == {**got[cid]["verdict"], "word": verdicts.HOLDS, "number": number}, cid
+        assert got[cid]["source"].startswith("read from docs/results/"), cid
+    assert got["gircse-baseline"]["values"] == {"GIRCSE K=5": 0.8, "Causal-EOS K=0": 0.76}
+    assert got["c2v-encoder"]["verdict"]["word"] == verdicts.CANNOT  # another model's record; no bridge for this one
+    assert "train causal2vec" in got["c2v-encoder"]["verdict"]["detail"]
 
 
 # ---- the cache ----------------------------------------------------------------------------------------------------
@@ -221,3 +244,21 @@ def test_the_model_report_shows_the_newest_board_it_reads(tmp_path):
     assert summary["rows"][0]["word"] == verdicts.HOLDS and summary["source"].startswith("the newest board")
     html = SECTION_HTML["claims"](summary, {"model": {"name": "m"}}, [])
     assert "+0.031 [+0.012, +0.050]" in html and "Re-routing &lt;helps&gt;." in html and "1 holds here" in html
+
+
+def test_the_command_writes_the_board_as_html_and_json(tiny_model_folder, tmp_path, capsys):
+    """`claims` on a model folder: the estimate first, then the board; the HTML and its JSON beside it."""
+    needs_stsb()
+    from cli import main
+
+    out = tmp_path / "board.html"
+    code = main(["claims", "--model", str(tiny_model_folder), "--claims", "htp-sts-tp,gircse-baseline",
+                 "--sts-sample", "16", "--n-boot", "20", "--no-cache", "--budget-minutes", "10", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert captured.err.startswith("estimate:")
+    result = json.loads(captured.out)
+    board = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert [c["id"] for c in board["claims"]] == ["htp-sts-tp", "gircse-baseline"]
+    assert result["counts"] == board["counts"] and result["complete"]
+    assert "htp-sts-tp" in out.read_text(encoding="utf-8")
