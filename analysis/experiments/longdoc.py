@@ -20,6 +20,7 @@ import numpy as np
 
 from analysis.core.options import option
 from analysis.experiments import Measured, cells
+from analysis.experiments.task_families import model_label
 from analysis.experiments.records import Sample, Series, Table
 
 ID = "longdoc"
@@ -88,7 +89,7 @@ def measure(config: Config, hooks, progress) -> Measured:
                       f"(up to {limit:,}), per kind", seed=config.seed,
                       strata={kind: config.per_length * n_lengths for kind in results}),
         models=[model_entry(backbone)], tables=tables, series=series, findings=findings,
-        variant=backbone.facts.name.rstrip("/").split("/")[-1], title=f"{TITLE}: {title}",
+        variant=model_label(config.model), title=f"{TITLE}: {title}",
         extra={"mean_tokens": sizes, "limit": limit,
                "per_length": {kind: {k: s.detail["lengths"] for k, s in r["scores"].items()}
                               for kind, r in results.items()}})

@@ -11,12 +11,12 @@ Families (the report parts only; nothing here was selected on):
 * clustering: Banking77's report part, MTEB's protocol (2,048 texts, 10 mini-batch k-means fits, V-measure);
 * STS: the STS-B dev report part, `sts_sample` pairs stratified by genre, as `methods_models` measures it.
 
-Size. The defaults are sized so one model's record takes about an hour at SmolLM2's ~550 tokens/s: about 2.1 M
-tokens over eight decoder methods (each method's template tokens counted; an abstract is ~327 tokens, a Banking77 text
-~14, an STS-B sentence ~15): retrieval ~0.8 M (100 claims, ~112 abstracts judged for them, 150 distractors), MTEB's
-classification ~0.9 M (its train side draws ~3,500 texts whatever the evaluation side), clustering ~0.2 M (most of its
-texts come from the cache, embedded for classification), STS ~0.2 M. Gemma 3 270M costs about twice as much per token.
-`extra["planned_tokens"]` has the count for the model measured.
+Size. The defaults are sized so one model's record takes about an hour at SmolLM2's ~550 tokens/s: 2.24 M tokens
+over the eight decoder methods, templates included (`extra["planned_tokens"]`, counted with the model's tokenizer; an
+abstract is ~327 tokens, a Banking77 text ~14, an STS-B sentence ~15): retrieval 0.90 M (100 claims, the 105 abstracts
+judged for them, 150 distractors), MTEB's classification 0.79 M (its train side draws ~3,500 texts whatever the
+evaluation side), clustering 0.36 M (about half of its 2,048 texts come from the cache, embedded for classification),
+STS 0.18 M. Gemma 3 270M has about the same tokens and costs about twice as much per token.
 """
 
 from __future__ import annotations
@@ -102,10 +102,19 @@ def measure(config: Config, hooks, progress) -> Measured:
              "(stsb-dev-report); none was used to select anything",
         sample=sample, models=[model_entry(backbone, weights)],
         tables=[scores_table(scores, compared), ranks_table(scores), samples_table(tasks, scores)],
-        findings=findings(title, scores, compared), variant=backbone.facts.name.rstrip("/").split("/")[-1],
+        findings=findings(title, scores, compared), variant=model_label(config.model),
         title=f"{TITLE}: {title}",
         extra={"compare": compared, "planned_tokens": planned_tokens(backbone, methods, tasks),
                "metrics": {f: {k: s.metrics for k, s in scores[f].items()} for f in FAMILIES}})
+
+
+def model_label(name: str) -> str:
+    """The model as a record's id names it: a built-in model by its short name ("default" is "smollm2-135m"), any
+    other by its folder's or repository's last part."""
+    from analysis.models.backbone import builtin
+
+    found = builtin(name)
+    return found.short if found is not None else name.rstrip("/").split("/")[-1]
 
 
 def ready(hooks, backbone, methods: dict, pairs) -> dict:
