@@ -51,19 +51,21 @@ def latest_board(store, identity: str) -> dict | None:
 
 
 def stored_board(store, backbone) -> tuple[dict | None, str]:
-    """(board, where it comes from) of the model: the newest board in `store`, else the published record
-    `claims_<model>` when it was measured on exactly these weights; (None, "") when neither exists. `backbone` only
-    needs its `identity` and `facts` (a described model will do)."""
+    """(board, where it comes from) of the model: the newer of the newest board in `store` and the published record
+    `claims_<model>` when that was measured on exactly these weights; (None, "") when neither exists. `backbone`
+    only needs its `identity` and `facts` (a described model will do)."""
     from analysis.experiments.claims.context import short_name
     from analysis.experiments.records import read
 
+    found = []
     board = latest_board(store, backbone.identity)
     if board is not None:
-        return board, f"the newest board in this cache ({board['created']})"
+        found.append((board, f"the newest board in this cache ({board['created']})"))
     rec = read("claims_" + short_name(backbone.facts).replace("-", "_"))
     if rec is not None and rec.extra.get("board", {}).get("model", {}).get("identity") == backbone.identity:
-        return rec.extra["board"], f"the published record docs/results/{rec.id}.json ({rec.date}, `{rec.command}`)"
-    return None, ""
+        found.append((rec.extra["board"], f"the published record docs/results/{rec.id}.json ({rec.date}, "
+                                          f"`{rec.command}`)"))
+    return max(found, key=lambda x: x[0]["created"], default=(None, ""))
 
 
 def report_summary(store, backbone) -> dict:

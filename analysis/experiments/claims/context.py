@@ -60,8 +60,9 @@ def check(settings: Settings) -> Settings:
     return settings
 
 
-# How long one text takes next to a plain forward of it (`analysis.report.plan`'s table), for the estimate only.
 def relative_cost(method) -> float:
+    """How long one text takes with `method` next to a plain forward of it (`analysis.report.plan`'s table): for the
+    estimate only."""
     from analysis.report.plan import RELATIVE_COST
 
     if method.name == "soft_tokens":
@@ -160,6 +161,9 @@ class Context:
             except UserError as err:
                 raise CannotRun(f"KV-Embedding's layers=auto window cannot be chosen on this model: "
                                 f"{str(err).rstrip('.')}") from None
+        if not self.memo["window"].layers:
+            raise CannotRun(f"KV-Embedding's intrinsic-dimension rule picks no window on this model "
+                            f"({self.memo['window'].reason})")
         return self.memo["window"]
 
     def window_unit(self) -> Unit:
@@ -357,14 +361,6 @@ class Context:
         if any(m.identity is None and m.name == short_name(facts) for m in rec.models):
             return rec, f"{where}; it names the model {short_name(facts)} but did not record its weights' identity"
         return None
-
-
-def needs_record_or(ctx, record_id: str, what: str):
-    """The record, or CannotRun saying what would measure the claim on this model."""
-    found = ctx.record(record_id)
-    if found is None:
-        raise CannotRun(f"{what}; no `{record_id}` record was measured on {short_name(ctx.backbone.facts)}")
-    return found
 
 
 # ---- numbers as records show them -------------------------------------------------------------------------------

@@ -41,8 +41,7 @@ BASELINES = {"PromptEOL": ("prompteol", {}), "Echo": ("echo", {}), "Token Prepen
 
 
 def _baselines_work(ctx):
-    return [ctx.window_unit(), ctx.sts_unit(_kv())] + [ctx.sts_unit(configured(n, **p))
-                                                              for n, p in BASELINES.values()]
+    return [ctx.window_unit(), ctx.sts_unit(_kv()), *(ctx.sts_unit(configured(n, **p)) for n, p in BASELINES.values())]
 
 
 def _baselines(ctx) -> Outcome:
