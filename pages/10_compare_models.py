@@ -132,8 +132,8 @@ with ui.user_errors():
         st.dataframe(claims.side_by_side(found), hide_index=True, width="stretch")
     absent = [t for t, b in boards.items() if b is None]
     if absent:
-        st.info(ui.md(f"No claims board yet for {', '.join(absent)}: run it on the Claims page with that model in the "
-                      "sidebar, or `python -m analysis claims --model NAME --out board.html`."))
+        st.info(f"No claims board yet for {ui.md(', '.join(absent))}: run it on the Claims page with that model in the "
+                "sidebar, or `python -m analysis claims --model NAME --out board.html`.")
 
     st.subheader("Layer explorer maps side by side")
     pairs = ui.pairs_input("cmp_explorer", default="Lee corpus (human ratings)")
