@@ -107,7 +107,7 @@ def run(plan: Plan, *, budget_seconds: float | None = None, started: float | Non
         clock: Callable[[], float] | None = None, progress: Callable | None = None,
         should_stop: Callable[[], bool] | None = None) -> dict:
     """Judge the plan's claims (the module docstring); `budget_seconds` None: no limit. `progress(done, total,
-    message)` in estimated seconds, the message with the time left."""
+    message)` in whole estimated seconds, the message with the time left."""
     from analysis.report.clock import INTERRUPTED, RESUME, Budget
 
     ctx = plan.ctx
@@ -115,7 +115,7 @@ def run(plan: Plan, *, budget_seconds: float | None = None, started: float | Non
                     asked_to_stop=should_stop, clock=clock)
     outcomes: dict[str, tuple[Outcome, float]] = {k: (o, 0.0) for k, o in plan.refused.items()}
     waiting, finished = [c for c in plan.claims if c.id in plan.units], set()  # finished: unit keys
-    total = max(plan.as_dict()["estimate_seconds"], 1e-9)
+    total = max(round(plan.as_dict()["estimate_seconds"]), 1)  # whole estimated seconds: what a progress bar counts
     while waiting:
         claim = min(waiting, key=lambda c: plan.estimate(c.id, finished))  # the cheapest first: the most verdicts
         waiting.remove(claim)
@@ -127,7 +127,7 @@ def run(plan: Plan, *, budget_seconds: float | None = None, started: float | Non
             continue
         if progress is not None:
             left = sum(plan.estimate(c.id, finished) for c in [claim, *waiting])
-            progress(max(total - left, 0.0), total, f"{claim.id}: about {_minutes(left * budget.drift())} left")
+            progress(max(total - round(left), 0), total, f"{claim.id}: about {_minutes(left * budget.drift())} left")
         began = time.perf_counter()
         try:
             outcome = claim.judge(ctx)
