@@ -90,10 +90,10 @@ def why_untested(n_boot: int, n_pairs: int) -> str | None:
 
 
 def tasks(tasks: list, methods: dict, encode, *, n_boot: int, seed: int, stop=None) -> tuple[list[dict], dict]:
-    """Every method on each probe or retrieval task (`eval.tasks.run_task`: accuracy or nDCG@10 with its
-    interval), its texts embedded through `encode` like the STS sample's: (rows, {"task: label": why not}).
-    `stop(task, label)` as in `quality`."""
-    from analysis.eval.tasks import run_task
+    """Every method on each probe or retrieval task (`eval.tasks.score_task`: accuracy or nDCG@10 with its
+    interval), its texts embedded through `encode` like the STS sample's, a retrieval task's queries as the method
+    embeds queries (`as_role`): (rows, {"task: label": why not}). `stop(task, label)` as in `quality`."""
+    from analysis.eval.tasks import score_task
 
     rows, missing, stopped = [], {}, None
     for task in tasks:
@@ -104,7 +104,8 @@ def tasks(tasks: list, methods: dict, encode, *, n_boot: int, seed: int, stop=No
                 missing[name] = stopped
                 continue
             try:
-                s = run_task(task, lambda texts, method=method: encode(method, texts)[0], n_boot=n_boot, seed=seed)
+                s = score_task(task, lambda texts, role, method=method: encode(method.as_role(role), texts)[0],
+                               n_boot=n_boot, seed=seed)
             except Exception as err:  # noqa: BLE001 -- as in `quality`
                 missing[name] = failure(err)
                 continue
