@@ -21,7 +21,8 @@ HELP = ("The five papers' headline claims, each tested on one model with its ver
 
 @dataclass(frozen=True)
 class Config(Settings):
-    model: str = option("default", "the model: a built-in name (default, gemma3-270m) or a folder")
+    model: str = option("default", "the model: a built-in name (default, gemma3-270m) or a folder (a record names a "
+                                   "folder by its last part only)", path=True)
     budget_minutes: float = option(0.0, "time for the whole board, clock-enforced claim by claim (0 = no limit)",
                                    min=0.0)
 
