@@ -6,10 +6,11 @@ The documents are generated for the model's own tokenizer (`analysis.data.longdo
 a filler haystack; or SciFact abstracts around the relevant one), `per_length` of them per length, each with the one
 query only it answers; the same needles at every length, so the curve compares like with like.
 
-Cost (SmolLM2 at ~550 tokens/s, 20 documents per length, eight methods): about 2.9 M tokens to 8,192 and 0.7 M to
-4,096 per kind, and the longest documents run slower per token (attention grows with the length): about 2.5 h to
-8,192, 45 min to 4,096 (`--max-length 4096`). Echo reads its text twice, so from 4,096 tokens on its second copy is
-cut at the model's limit (8,192 on SmolLM2), as any text longer than the limit is.
+Cost (20 documents per length, eight methods, Echo's doubled text counted): about 2.7 M tokens to 8,192 and 0.9 M to
+4,096 per kind; the longest documents cost more per token (attention grows with the length: about 2x at 8,192 on
+SmolLM2, whose layers all attend globally; Gemma 3's sliding-window layers do not), so at SmolLM2's ~550 tokens/s
+about 2.5 h to 8,192 and 1 h to 4,096 (`--max-length 4096`). Echo reads its text twice, so from 4,096 tokens on its
+second copy is cut at the model's limit (8,192 on SmolLM2), as any text longer than the limit is.
 """
 
 from __future__ import annotations
