@@ -140,3 +140,15 @@ def test_a_grid_on_ray_gives_the_local_rows(tmp_path, monkeypatch, long_other, l
     assert strip(remote) == strip(local)
     code, again, err = run_cli(capsys, *argv, "--executor", "ray")
     assert code == 0 and "computed on Ray" not in err and strip(again) == strip(local)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--executor", "dask"], "--executor must be local or ray"),
+    (["--address", "127.0.0.1:1"], "only applies to --executor ray"),
+    (["--executor", "ray", "--address", "not an address"], "host:port"),
+])
+def test_bench_executor_flags_are_one_sentence_before_any_work(argv, message, cache_dir, capsys):
+    if "ray" in argv:
+        pytest.importorskip("ray", reason="Ray is not installed (pip install -r requirements-cluster.txt)")
+    code, _, err = run_cli(capsys, "bench", "--methods", "last", "--data", "demo", "--model", "no-such/model", *argv)
+    assert code == 2 and err.count("\n") == 1 and message in err, err
