@@ -83,7 +83,8 @@ def test_report_end_to_end(made):
     assert parser.ids == [s for s in ORDER if s != "families"] and parser.missing == 0
     assert out.stat().st_size < 4 * 2**20
     report = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
-    assert tuple(report) == report_build.KEYS and report_build.problems(report) == []  # the documented keys
+    assert tuple(k for k in report if k != "claims") == report_build.KEYS  # the documented keys, the claims optional
+    assert report_build.problems(report) == [] and report["claims"]["rows"] == []  # no claims board in this cache
     assert report["data"]["genres"] == {"captions": 6, "news": 6}  # the sample is stratified by genre
     q = report["quality"]
     labels = {r["label"] for r in q["methods"]}
