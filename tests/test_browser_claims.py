@@ -20,7 +20,7 @@ def board(real):
     return run(prepare(real, local_hooks(), Settings(), claims=choose(QUICK), rate=(0.1, 1.0, 10.0, 1000.0)))
 
 
-def test_the_claims_page_shows_a_stored_board_and_its_links_open_the_evidence(board, tmp_path, browser, shots):
+def test_the_page_draws_a_stored_board_and_opens_its_evidence(board, tmp_path, browser, shots):  # noqa: F811
     from cache import Store
     from cache.claims import save_board
 
@@ -47,7 +47,7 @@ def test_the_claims_page_shows_a_stored_board_and_its_links_open_the_evidence(bo
             page.close()
 
 
-def test_the_downloaded_board_draws_offline(board, tmp_path, browser, shots):
+def test_the_downloaded_board_draws_offline(board, tmp_path, browser, shots):  # noqa: F811
     from analysis.core.standalone import save
     from analysis.experiments.claims.html import render
 
