@@ -184,6 +184,8 @@ def versus_best(task: Task, scores: dict, n_boot: int) -> tuple[list[dict], str]
 
 with ui.user_errors():
     st.title("Benchmark")
+    if st.query_params.get("family") in FAMILIES and "bench_family" not in st.session_state:
+        st.session_state["bench_family"] = st.query_params["family"]  # ?family=longdoc opens a family (Claims links)
     family = st.radio("Task family", list(FAMILIES), format_func=FAMILIES.get, horizontal=True, key="bench_family")
     st.caption(CAPTIONS[family] + " Intervals: 95% percentile bootstrap over the family's units (pairs, texts, "
                "queries, experiments, or (length, query) items).")

@@ -81,6 +81,8 @@ def test_at_least_25_claims_and_4_per_paper_each_declared_in_full():
             assert ev.view in views, (c.id, ev.view)
             if ev.view == "lessons":
                 assert 1 <= ev.query["step"] <= len(BY_ID[ev.query["lesson"]].steps), c.id
+            if ev.view == "benchmark":  # the Benchmark page's ?family= opens one of its task families
+                assert ev.query["family"] in ("sts", "retrieval", "classification", "clustering", "longdoc"), c.id
 
 
 def test_the_id_window_rank_says_its_rank_and_gap():

@@ -14,7 +14,7 @@ from analysis.experiments.claims.context import STS_HOW, configured
 
 HERE = "measured here"
 DEVIATIONS = ("method:htp",)
-LONG = Evidence("Benchmark: long documents, nDCG@1 against length", "benchmark")
+LONG = Evidence("Benchmark: long documents, nDCG@1 against length", "benchmark", {"family": "longdoc"})
 LESSON = Evidence("Lesson: HTP, one summary per sentence", "lessons", {"lesson": "summary-tokens", "step": 2})
 LONGDOC_HOW = ("Long documents generated for this model's tokenizer (LongEmbed-style: the board's task, count per "
                "length, shortest and longest length), nDCG@1 per query")
@@ -133,12 +133,13 @@ CLAIMS = [
           "every abstract judged for them and 150 seeded others), nDCG@10 per query: HTP against mean pooling of the "
           "plain forward; queries and documents embedded alike.",
           "paired over queries: HTP minus mean > 0", _retrieval, _retrieval_work, DEVIATIONS + ("method:mean",),
-          (Evidence("Benchmark: retrieval", "benchmark"),)),
+          (Evidence("Benchmark: retrieval", "benchmark", {"family": "retrieval"}),)),
     Claim("htp-sts-tp", "htp", "short-text (STS) results against Token Prepending",
           "On short texts HTP brings no gain: Token Prepending with its prompt stays ahead on STS.",
           f"{STS_HOW}, Spearman: Token Prepending (PromptEOL prompt, last token, early exit) against HTP at its "
           "defaults.", "paired: Token Prepending minus HTP > 0", _sts, _sts_work,
-          DEVIATIONS + ("method:token_prepending",), (Evidence("Benchmark", "benchmark"), LESSON)),
+          DEVIATIONS + ("method:token_prepending",), (Evidence("Benchmark: sentences", "benchmark", {"family": "sts"}),
+                                                      LESSON)),
     Claim("htp-cost", "htp", "efficiency (a few placeholder positions per document)",
           "HTP is a simple, architecture-agnostic method whose cost stays close to a plain forward.",
           "The Lee corpus' news documents (the board's timing count): median of interleaved rounds of HTP against the "

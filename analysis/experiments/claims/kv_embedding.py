@@ -14,7 +14,8 @@ HERE = "measured here"
 DEVIATIONS = ("method:kv_embedding",)
 EXPLORER = Evidence("Layer explorer: the windows and biases on your pairs", "layer_explorer")
 ID_LESSON = Evidence("Lesson: does the ID window help?", "lessons", {"lesson": "where-compress", "step": 3})
-BENCHMARK = Evidence("Benchmark", "benchmark")
+BENCHMARK = Evidence("Benchmark: sentences", "benchmark", {"family": "sts"})
+LONG = Evidence("Benchmark: long documents, nDCG@1 against length", "benchmark", {"family": "longdoc"})
 FINER_BIASES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0)  # the paper's 1 with its neighbours, each at the ID window
 
 
@@ -237,7 +238,7 @@ CLAIMS = [
           "per length): nDCG@1 of KV-Embedding (Query prompt on queries, Context prompt on documents) against "
           "PromptEOL at 4,096 tokens, or the longest length the model reads.",
           "paired over queries: KV-Embedding minus PromptEOL > 0 at the longest length", _long, _long_work,
-          DEVIATIONS + ("method:prompteol",), (BENCHMARK,)),
+          DEVIATIONS + ("method:prompteol",), (LONG,)),
     Claim("kv-cost", "kv", "efficiency (one forward pass, no second pass)",
           "Re-routing costs about 1.4 times a plain forward: one pass, no extra input text.",
           "The board's timing sentences of the held-out pairs: median of interleaved rounds of KV-Embedding against "
