@@ -249,13 +249,15 @@ def test_the_model_report_shows_the_newest_board_it_reads(tmp_path):
 
 
 def test_the_command_writes_the_board_as_html_and_json(tiny_model_folder, tmp_path, capsys):
-    """`claims` on a model folder: the estimate first, then the board; the HTML and its JSON beside it."""
+    """`claims` on a model folder: the estimate first, then the board; the HTML and its JSON beside it (plotly.js
+    shared beside them with --shared-plotly)."""
     needs_stsb()
     from cli import main
 
     out = tmp_path / "board.html"
     code = main(["claims", "--model", str(tiny_model_folder), "--claims", "htp-sts-tp,gircse-baseline",
-                 "--sts-sample", "16", "--n-boot", "20", "--no-cache", "--budget-minutes", "10", "--out", str(out)])
+                 "--sts-sample", "16", "--n-boot", "20", "--no-cache", "--budget-minutes", "10", "--out", str(out),
+                 "--shared-plotly"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert captured.err.startswith("estimate:")
@@ -263,4 +265,5 @@ def test_the_command_writes_the_board_as_html_and_json(tiny_model_folder, tmp_pa
     board = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     assert [c["id"] for c in board["claims"]] == ["htp-sts-tp", "gircse-baseline"]
     assert result["counts"] == board["counts"] and result["complete"]
-    assert "htp-sts-tp" in out.read_text(encoding="utf-8")
+    page = out.read_text(encoding="utf-8")
+    assert "htp-sts-tp" in page and '<script src="plotly.gz.js">' in page and (tmp_path / "plotly.gz.js").is_file()

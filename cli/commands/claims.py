@@ -88,7 +88,7 @@ def run(args) -> dict:
         save_board(store, board)
     json_path = out.with_suffix(".json")
     try:
-        save(render([board]), out, shared_plotly=args.shared_plotly,
+        save(render([board], shared_plotly=args.shared_plotly), out, shared_plotly=args.shared_plotly,
              extra={json_path: json.dumps(finite(board), indent=1, allow_nan=False)})
     except OSError as err:  # the folder went away or filled up during the run; the work itself is in the cache
         raise UserError(f"--out: the board could not be written to {str(out)!r:.80} ({err.strerror or err}); the "

@@ -90,7 +90,7 @@ def _header(board: dict) -> str:
         "that does not hold here is a finding about this model and this setting, not a verdict on the paper.")
 
 
-def _one(board: dict) -> str:
+def _one(board: dict) -> Document:
     doc = Document(f"Does the paper hold on {board['model']['title']}?")
     doc.add(_header(board))
     summary = [[e(p["title"]), *(str(sum(c["paper"] == key and c["verdict"]["word"] == w for c in board["claims"]))
@@ -104,10 +104,10 @@ def _one(board: dict) -> str:
                         _table(["claim", "verdict here", "how it is tested", "deviations", "evidence in the app"],
                                rows),
                         anchor=key))
-    return doc.html()
+    return doc
 
 
-def _side_by_side(boards: list[dict]) -> str:
+def _side_by_side(boards: list[dict]) -> Document:
     titles = [b["model"]["title"] for b in boards]
     doc = Document(f"Does the paper hold? {' and '.join(titles)}")
     doc.add(paragraphs("The same claims, each judged on each model by the same rule fixed before measuring."))
@@ -116,8 +116,11 @@ def _side_by_side(boards: list[dict]) -> str:
         rows = [[_claim_cell(c), *(_verdict_cell(r[c["id"]]) if c["id"] in r else "" for r in rows_of)]
                 for c in boards[0]["claims"] if c["paper"] == key]
         doc.add(section(heading(paper["title"]), _table(["claim", *titles], rows), anchor=key))
-    return doc.html()
+    return doc
 
 
-def render(boards: list[dict]) -> str:
-    return _one(boards[0]) if len(boards) == 1 else _side_by_side(boards)
+def render(boards: list[dict], *, shared_plotly: bool = False) -> str:
+    """The HTML; with `shared_plotly` it loads plotly.js from `plotly.gz.js` beside it (`standalone.save` writes
+    it) instead of embedding it."""
+    doc = _one(boards[0]) if len(boards) == 1 else _side_by_side(boards)
+    return doc.html(shared_plotly=shared_plotly)
