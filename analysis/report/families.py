@@ -206,7 +206,7 @@ def per_task(t: dict) -> dict:
     best = t["best"]
     tied = [k for k, r in rows.items() if k != best and r["p"] is not None and r["p"] >= NOT_DIFFERENT_P]
     b = rows[best]
-    text = (f"{NAMES.get(t['family'], t['family']).capitalize()} ({t['task']}, {t['n']} {t['unit']}): {best} is best "
+    text = (f"{NAMES.get(t['family'], t['family']).capitalize()} ({_task(t)}, {t['n']} {t['unit']}): {best} is best "
             f"({t['metric']} {b['value']:.3f}{_interval(b['ci'])})")
     if len(rows) > 1:
         tested = any(r["p"] is not None for k, r in rows.items() if k != best)
@@ -230,7 +230,7 @@ def overall(quality: dict | None, tasks: list[dict]) -> dict:
     if sts:
         values["STS"] = {r["label"]: r["spearman"] for r in sts}
     for t in tasks:
-        values[f"{NAMES.get(t['family'], t['family'])} ({t['task']})"] = {
+        values[f"{NAMES.get(t['family'], t['family'])} ({_task(t)})"] = {
             r["label"]: r["value"] for r in t["rows"] if not r["reference"] and _finite(r["value"])}
     ranks: dict = {}
     for family, v in values.items():
@@ -253,6 +253,12 @@ def overall(quality: dict | None, tasks: list[dict]) -> dict:
     else:
         text += "; every family ranks it first"
     return {"best": best, "ranks": ranks, "mean_rank": mean, "disagree": disagree, "reason": text + "."}
+
+
+def _task(t: dict) -> str:
+    """A task's name without its family's, which the sentence already says ("Long documents: Passkey ...")."""
+    family = NAMES.get(t["family"], t["family"])
+    return t["task"][len(family) + 2:] if t["task"].lower().startswith(family.lower() + ": ") else t["task"]
 
 
 def _ordinal(rank: float) -> str:
