@@ -6,6 +6,9 @@ Layouts (`layout`): "clean" tokenizes the template as is (a BOS only if the toke
 second copy's text tokens. "reference" follows the reference code's README and templates: the prompt starts with
 the BOS token (added when the tokenizer adds none, e.g. SmolLM2) and ends with the EOS token, which is pooled
 together with the second copy.
+
+Queries and documents: embedded alike (a retrieval query is read as any other text;
+`EmbeddingMethod.as_role` returns the method itself).
 """
 
 from dataclasses import dataclass, replace

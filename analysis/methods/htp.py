@@ -26,6 +26,9 @@ Differences from the reference code, on purpose: summaries copy the block's fina
 parser copies the token after it, which `layout="reference"` reproduces); sentences come from pysbd (the reference uses spaCy), the text is
 not edited (the reference appends a '.' to sentences without one), and the placeholders are inserted as
 positions rather than as vocabulary tokens (see token_prepending for the embedding choice).
+
+Queries and documents: embedded alike (a retrieval query is read as any other text;
+`EmbeddingMethod.as_role` returns the method itself).
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """Last-token readout: the final real token's state, the only position that has seen the whole text
-under causal attention."""
+under causal attention.
+
+Queries and documents: embedded alike (a retrieval query is read as any other text;
+`EmbeddingMethod.as_role` returns the method itself).
+"""
 
 from analysis.methods.base import EmbeddingMethod, ReadoutParams
 

@@ -1,5 +1,9 @@
 """Mean readout: masked average over the text's tokens (special tokens and padding excluded). Every
-position contributes, so early tokens are not squashed, but early tokens never saw later context."""
+position contributes, so early tokens are not squashed, but early tokens never saw later context.
+
+Queries and documents: embedded alike (a retrieval query is read as any other text;
+`EmbeddingMethod.as_role` returns the method itself).
+"""
 
 from analysis.methods.base import EmbeddingMethod, ReadoutParams
 

@@ -1,5 +1,9 @@
 """PromptEOL (Jiang et al., 2023, "Scaling Sentence Embeddings with Large Language Models"): ask the model
-to summarise the sentence in one word and read the state that would predict that word."""
+to summarise the sentence in one word and read the state that would predict that word.
+
+Queries and documents: embedded alike (a retrieval query is read as any other text;
+`EmbeddingMethod.as_role` returns the method itself).
+"""
 
 from dataclasses import dataclass
 

@@ -44,6 +44,9 @@ placeholders at the start are, like TP's, out of a sliding layer's reach for tok
 
 Trace capture (`encode(..., trace=True)`): `placeholders` (T,) int8 per text, 0 token, 1 local/TP placeholder,
 2 HTP global placeholder.
+
+Queries and documents: embedded alike (a retrieval query is read as any other text;
+`EmbeddingMethod.as_role` returns the method itself).
 """
 
 from __future__ import annotations
