@@ -128,8 +128,9 @@ def resolve_depth(spec: str, n_layers: int) -> int:
 
 
 EXIT_HELP = ("Rewiring stops before this decoder layer. A share of the depth such as 7/32 (the default) is resolved "
-             "against the loaded model, rounding half up: the paper tuned 7 of Llama-2-7B's 32 layers, i.e. rewire "
-             "in the first ~22% of the depth, which gives 7 of SmolLM2's 30 layers and 4 of Gemma 3 270M's 18. An "
+             "against the loaded model, rounding half up: TP's reference code exits at 7 of Llama-2-7B's 32 layers (3 "
+             "to 7 on its other backbones), i.e. rewires in the first ~22% of the depth, which gives 7 of SmolLM2's "
+             "30 layers and 4 of Gemma 3 270M's 18. An "
              "integer is a fixed decoder layer (clipped to the model's depth).")
 
 

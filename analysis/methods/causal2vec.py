@@ -11,11 +11,12 @@ is put in front only when the tokenizer adds none and there is no instruction, s
 Readouts (`readout`): concat = [final state of C ; final state of EOS] (the paper's answer to last-token recency
 bias; 2d dimensions), eos, contextual (C's state only), mean (over C and the text tokens), and direct: the frozen
 concatenation, the plain decoder's EOS state (no contextual token) next to the encoder vector (each L2-normalised,
-d + 384 dimensions). Nothing in it is trained, so it is not the paper's controls, which are trained with the same
-recipe: `python -m analysis train causal2vec --control no-contextual` (Table 2: the decoder's LoRA on its EOS state,
-no contextual token) or `--control concat` (Table 4: the same LoRA on the plain concatenation of its EOS state and the
-encoder's vector). A control's folder as `bridge` runs its LoRA without C (`CONTROLS`): readout eos for either,
-direct for the concatenation it was trained on.
+d + 384 dimensions). Nothing in it is trained, so it is not the paper's controls (this project's reading of its
+ablations; their table numbers, 2 and 4 here before, were not checked), which are trained with the same recipe:
+`python -m analysis train causal2vec --control no-contextual` (the decoder's LoRA on its EOS state, no contextual
+token) or `--control concat` (the same LoRA on the plain concatenation of its EOS state and the encoder's vector).
+A control's folder as `bridge` runs its LoRA without C (`CONTROLS`): readout eos for either, direct for the
+concatenation it was trained on.
 
 The MLP ("bridge") comes from `bridge`: shipped (trained by `python -m analysis train causal2vec` and committed
 for the default model), untrained (its seeded initialisation, to see what training adds) or a folder written by
@@ -23,10 +24,11 @@ the trainer (weights.safetensors + manifest.json; with LoRA weights the decoder 
 with `encoder_lora.*` weights, trained with `--encoder-lora-rank`, the encoder's into a copy of the encoder).
 Cache keys see the bridge's weights, all of them in its one file, through `bridge_digest` (filled in automatically).
 
-Queries and documents. Causal2Vec embeds as E5-Mistral does: "Instruct: <task>\nQuery: " before a query, and the
-symmetric tasks' instruction on every text of those. Here `instruction` (the one the bridge was trained with) goes
-before every document and every text of a symmetric task, and `query_instruction` before a retrieval query (empty:
-queries as documents). The contextual token reads the text alone either way (the encoder never sees an instruction).
+Queries and documents. Causal2Vec embeds as E5-Mistral does, as this project reads it (not verified against the
+paper's text): "Instruct: <task>\nQuery: " before a query, and the symmetric tasks' instruction on every text of
+those. Here `instruction` (the one the bridge was trained with) goes before every document and every text of a
+symmetric task, and `query_instruction` before a retrieval query (empty: queries as documents). The contextual
+token reads the text alone either way (the encoder never sees an instruction).
 
 Trace names added (per text): `c2v.contextual_index` () int64, the position of C in the text's tokens.
 """
@@ -57,12 +59,13 @@ from analysis.core.trace import Trace
 METHOD = "causal2vec"
 CONTEXTUAL = 125  # segment id of the contextual token (fits the int8 segments kept in traces)
 READOUTS = ("concat", "eos", "contextual", "mean", "direct")
-CONTROLS = ("no-contextual", "concat")  # the paper's trained controls (Tables 2 and 4): no contextual token in either
+CONTROLS = ("no-contextual", "concat")  # the trained controls (this project's reading): no contextual token in either
 INIT_SEED = 0
 
 DEVIATIONS = (  # the recipe's differences are the trainer's (analysis.training.causal2vec.DEVIATIONS)
-    Deviation("controls", paper="trains its controls with the same recipe: the LLM without the contextual token "
-              "(Table 2) and the plain concatenation of the encoder's and the LLM's embeddings (Table 4)",
+    Deviation("controls", paper="trains its controls with the same recipe: the LLM without the contextual token and "
+              "the plain concatenation of the encoder's and the LLM's embeddings (this project's reading of the "
+              "paper's ablations; neither they nor their table numbers were checked against its text)",
               here="offers readout=direct, the untrained concatenation: the frozen decoder's EOS state next to "
                    "MiniLM's vector",
               why="the frozen concatenation costs no training and shows what the decoder adds untrained; the "
@@ -120,7 +123,8 @@ class Causal2VecParams:
                              "with (its manifest says; none for the untrained bridge and the direct control). "
                              "Documents and every text of a symmetric task get it.")
     query_instruction: str = param(QUERY_INSTRUCTION, "Text before the contextual token of a retrieval query, in "
-                                   "E5-Mistral's 'Instruct: <task>\\nQuery: ' format as Causal2Vec instructs queries; "
+                                   "E5-Mistral's 'Instruct: <task>\\nQuery: ' format, as this project reads "
+                                   "Causal2Vec's query instructions (not verified); "
                                    "a generic retrieval instruction by default; empty = queries embedded as documents.")
     layer: int = param(-1, "Hidden state read out; the paper uses the final layer.")
     bridge_digest: str = param("", "Digest of the bridge weights, filled in automatically (cache keys).", hidden=True)
@@ -215,14 +219,14 @@ class Causal2Vec(EmbeddingMethod):
             raise UserError("causal2vec: the query_instruction must not contain {text}; the text is added after it.")
         control = self.control(params)
         if control and params.readout in ("concat", "contextual"):
-            raise UserError(f"causal2vec: this bridge folder is the paper's {control} control, trained without the "
+            raise UserError(f"causal2vec: this bridge folder is the {control} control, trained without the "
                             f"contextual token: read it with readout=eos" + (" or direct." if control == "concat"
                                                                            else "."))
         return dataclasses.replace(params, bridge_digest=self._digest(params),
                                    instruction=self._instruction(params))
 
     def control(self, params=None) -> str:
-        """"no-contextual" or "concat" when `bridge` is a folder trained as one of the paper's controls (its manifest
+        """"no-contextual" or "concat" when `bridge` is a folder trained as one of the controls (its manifest
         says, `CONTROLS`): its LoRA then runs without a contextual token. "" for everything else."""
         if (params or self.params).bridge.strip() == "untrained":
             return ""

@@ -32,7 +32,9 @@ DEVIATIONS = (
 @dataclass(frozen=True)
 class EchoParams(PromptParams):
     template: str = param("Rewrite the sentence: {text}, rewritten sentence: {text}",
-                          "The paper's symmetric-task prompt; the text must appear exactly twice.",
+                          "A rewrite prompt with the text twice, the paper's zero-shot prompt as this project read "
+                          "it (not checked word for word; the reference README's templates are 'Query: ... Query "
+                          "again:' and 'Document: ... Document again:'); the text must appear exactly twice.",
                           kind="template", copies=(2, 2))
     layout: str = param(
         "clean",

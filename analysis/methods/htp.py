@@ -48,17 +48,27 @@ DEVIATIONS = (
               "text token (its reference parser's indexing)", here="copies the block's final text token "
               "(layout=clean)", why="the block's own final token is the one that has read the block; the reference's "
               "is a lone space between sentences on SmolLM2", restore="layout=reference"),
-    Deviation("sentence splitter", paper="splits sentences with spaCy in its reference code, which also appends '.' "
-              "to a sentence without one",
+    Deviation("sentence splitter", paper="splits sentences with spaCy (en_core_web_sm) in its reference code, which "
+              "also appends '.' to a sentence that ends without '.', '!', '?' or a quote",
               here="splits with pysbd and leaves the text as it is",
               why="pysbd is pure Python with no model to download; an embedding of a text should embed that text",
               restore=""),
-    Deviation("placeholder vectors", paper="adds <PST> and <B-PST> to the vocabulary with random embeddings",
+    Deviation("placeholder vectors", paper="adds <PST> and <B-PST> to the vocabulary and resizes the embedding "
+              "matrix with no initialisation of its own (its reference code: transformers' resize_token_embeddings, "
+              "whose default starts new rows at about the mean input embedding)",
               here="draws two input vectors from the model's own embedding statistics at inserted positions",
               why="a frozen model here does not grow its vocabulary", restore=""),
-    Deviation("exit layer", paper="uses Token Prepending's exit layer, tuned per backbone (7 of Llama-2-7B's 32)",
+    Deviation("exit layer", paper="rewires decoder layers 1-6 and exits at 7 of Mistral-7B-Instruct-v0.3's 32 (its "
+              "reference code's config, the value Token Prepending's reference uses on Llama-2-7B)",
               here="takes the same share of the depth, exit=7/32", why="no exit layer was tuned for these models",
               restore="exit=7"),
+    Deviation("retrieval queries", paper="gives retrieval queries an instruction, '<s> Retrieve relevant document. "
+              "Text:{text} </s>', and embeds documents bare between BOS and EOS, '<s> {text} </s>' (its reference "
+              "code's config for HTP with mean pooling)",
+              here="embeds queries and documents alike, as the text with no instruction",
+              why="HTP here has one template for every text, and the abstract says nothing of query instructions; "
+                  "the reference's query instruction was found in its config by the check of November 2026",
+              restore=""),
 )
 
 SUMMARIES = ("both", "local", "global", "none")
@@ -66,25 +76,28 @@ SUMMARIES = ("both", "local", "global", "none")
 
 @dataclass(frozen=True)
 class HTPParams:
-    partition: str = param("sentences", "Blocks of K sentences (the paper; pysbd splitter) or of N tokens (the "
-                           "paper's ablation).", choices=PARTITIONS)
-    k: int = param(1, "Sentences per block; the paper uses one summary token per sentence.", min=1, max=1000)
-    n_tokens: int = param(32, "Tokens per block when partition = tokens (about one sentence; the paper gives no "
-                          "single value).", min=1, max=100000)
+    partition: str = param("sentences", "Blocks of K sentences (the reference code's sentence blocks; pysbd splitter "
+                           "here) or of N tokens (the reference code's every-k-tokens option).", choices=PARTITIONS)
+    k: int = param(1, "Sentences per block; the reference code puts one summary token before each sentence.", min=1,
+                   max=1000)
+    n_tokens: int = param(32, "Tokens per block when partition = tokens (about one sentence; no value was taken from "
+                          "the paper or its code).", min=1, max=100000)
     summary: str = param("both", "Which summary tokens: both (HTP), local only (sentence-level TP), global only, "
                          "or none (the plain forward at the readout layer).", choices=SUMMARIES)
-    start: int = param(1, "First decoder layer whose input is rewired (the paper's setting, as for TP).",
+    start: int = param(1, "First decoder layer whose input is rewired (the reference code's setting, as TP's).",
                        min=0, max=512)
     exit: str = param("7/32", EXIT_HELP + " HTP uses TP's setting.", parse=parse_depth)
     layer: int = param(-2, "Hidden state read out (early exit): -2 = second-to-last decoder layer's output, no final "
-                       "norm, as in the paper's configuration.", kind="layer")
+                       "norm, as in the reference code's configuration (Mistral-7B-Instruct-v0.3).", kind="layer")
     pooling: str = param("mean", "Readout: mean over the text tokens, placeholders excluded (the paper: mean avoids "
                          "last-token over-squashing), or last token.", choices=("mean", "last"))
-    template: str = param("{text}", "Prompt around the text (needs {text} once); the paper embeds documents bare. "
+    template: str = param("{text}", "Prompt around the text (needs {text} once); the reference code embeds documents "
+                          "bare (queries get an instruction: DEVIATIONS). "
                           "A template that starts with the text gets the tokenizer's BOS (else EOS) token in front "
                           "when the tokenizer adds none itself: position 0 must not be a placeholder.",
                           kind="template", copies=(1, 1))
-    seed: int = param(0, "Seed of the two random placeholder embeddings (local and global), fixed as in the paper.",
+    seed: int = param(0, "Seed of the two random placeholder embeddings (local and global); the reference code "
+                      "leaves its new rows to transformers' resize (DEVIATIONS).",
                       min=0, max=2**31 - 1)
     layout: str = param("clean", "Which token a summary copies. clean: its block's final text token. reference: the "
                         "token after it, as the reference code's parser does (a lone-space token between sentences "

@@ -39,9 +39,11 @@ function (`_without_causality`) registered under two more backend names (`kv_bid
 attention functions, so re-routing combines with it and the default (`mask="causal"`) runs exactly as before.
 
 Readout and window: the hybrid's mean half averages the text's tokens by default (`mean_over="text"`; the paper's
-Algorithm 1 averages every position, `mean_over="all"`), and `layers=auto`'s window spans floor(0.1 L) + 1 layers by
-the paper's Eq. 4 (`width="eq4"`; `width="reported"` spans about a quarter of the depth, like the windows the paper
-reports). `DEVIATIONS` lists what differs from the paper.
+Algorithm 1, as this project read it, averages every position, `mean_over="all"`), and `layers=auto`'s window spans
+floor(0.1 L) + 1 layers by the paper's Eq. 4 as this project read it (`width="eq4"`; `width="reported"` spans about a
+quarter of the depth, like the windows this project read in the paper's results). `DEVIATIONS` lists what differs
+from the paper; the prompt's exact wording, Algorithm 1, Eq. 4 and the reported windows are this project's reading,
+not checked against the paper's full text (the abstract says none of them).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ MEAN_OVER = ("text", "all")
 
 PROMPTS = {
     "document": 'Context: "{text}"\nCompress the context in one word:',
-    "paper": '"Context: {text}" Compress the context in one word:',  # the paper's prompt, word for word
+    "paper": '"Context: {text}" Compress the context in one word:',  # the paper's prompt as this project read it
     "query": 'Query: "{text}"\nCompress the query in one word:',
 }
 
@@ -114,8 +116,9 @@ class KVEmbeddingParams:
     )
     bias: float = param(
         1.0,
-        "Added to the pre-softmax score of the re-routed position(s); the paper's default 1.0 nudges every token "
-        "to read the summary. A very negative (finite) value such as -1e9 switches the re-routing off.",
+        "Added to the pre-softmax score of the re-routed position(s); 1.0 (the paper's default as this project read "
+        "it, not verified) nudges every token to read the summary. A very negative (finite) value such as -1e9 "
+        "switches the re-routing off.",
         max=50.0, step=0.5,
     )
     n: int = param(1, "How many final tokens are re-routed (the last n); the paper re-routes the final token only.",
@@ -127,8 +130,9 @@ class KVEmbeddingParams:
     )
     prompt: str = param("document", "The compression prompt of documents and every text of a symmetric task: "
                         "document = 'Context: \"{text}\"' and 'Compress the context in one word:' on a new line "
-                        "(this repository's default, not the paper's wording); paper = the paper's '\"Context: "
-                        "{text}\" Compress the context in one word:'; query = the Query prompt. Retrieval queries get "
+                        "(this repository's default, not the paper's wording); paper = the paper's prompt as this "
+                        "project read it, '\"Context: {text}\" Compress the context in one word:' (not verified word "
+                        "for word); query = the Query prompt. Retrieval queries get "
                         "the Query prompt, as the paper embeds queries and contexts.", choices=tuple(PROMPTS))
     template: str = param("", "Custom prompt with {text}; empty = the compression prompt chosen by `prompt`.",
                           kind="template", optional=True)
@@ -137,10 +141,11 @@ class KVEmbeddingParams:
                          "text; last and mean as options.", choices=("hybrid", "last", "mean"))
     mean_over: str = param("text", "Positions the mean half of the hybrid (and the mean readout) averages: text = the "
                            "text's tokens only (this repository's default); all = every position, prompt included, "
-                           "as the paper's Algorithm 1.", choices=MEAN_OVER)
+                           "as this project read the paper's Algorithm 1 (not verified).", choices=MEAN_OVER)
     width: str = param("eq4", "How wide `layers=auto`'s window is: eq4 = floor(0.1 L) + 1 layers by the paper's Eq. 4 "
-                       "(4 of SmolLM2's 30); reported = about a quarter of the depth, round(L/4) layers (8 of 30), "
-                       "like the 7-10-layer windows the paper reports for its 28-36-layer backbones.",
+                       "as this project read it (4 of SmolLM2's 30); reported = about a quarter of the depth, "
+                       "round(L/4) layers (8 of 30), like the 7-10-layer windows this project read in the paper's "
+                       "results for its 28-36-layer backbones (neither verified against the full text).",
                        choices=intrinsic_dim.WIDTHS)
     mask: str = param("causal", "causal = the model's own attention mask; bidirectional = the causal mask removed in "
                       "every layer (the paper's ablation: every token sees the whole text, padding stays hidden).",
@@ -149,17 +154,22 @@ class KVEmbeddingParams:
 
 
 DEVIATIONS = (
-    Deviation("prompt", paper="asks '\"Context: {text}\" Compress the context in one word:' (the quotes around "
-              "'Context: ' and the text, one line)", here="asks 'Context: \"{text}\"' then 'Compress the context in "
-              "one word:' on a new line (and lays out the Query prompt of retrieval queries the same way)",
+    Deviation("prompt", paper="asks, as this project read it, '\"Context: {text}\" Compress the context in one "
+              "word:' (the quotes around 'Context: ' and the text, one line; not verified word for word: the abstract "
+              "quotes no prompt, and third-party reimplementations write 'Compress the Context in one word:')",
+              here="asks 'Context: \"{text}\"' then 'Compress the context in one word:' on a new line (and lays out "
+                   "the Query prompt of retrieval queries the same way)",
               why="an earlier reading of the paper; it stays the default so that the published records and stored "
                   "windows keep their meaning", restore="prompt=paper"),
-    Deviation("mean readout", paper="averages every position in the mean half of its hybrid readout (Algorithm 1)",
+    Deviation("mean readout", paper="averages every position in the mean half of its hybrid readout (Algorithm 1 as "
+              "this project read it; not verified against the full text)",
               here="averages the text's tokens only", why="the prompt's tokens are the same for every text and pull "
               "every embedding towards one point", restore="mean_over=all"),
     Deviation("window width", paper="defines the window as l* .. l* + floor(0.1 L) (Eq. 4) but reports windows of "
-              "7-10 layers on its 28-36-layer backbones", here="follows Eq. 4: 4 layers on SmolLM2's 30, 2 on Gemma 3 "
-              "270M's 18", why="the rule is what a new model can be given; the reported windows are offered too",
+              "7-10 layers on its 28-36-layer backbones (both as this project read the paper; not verified against "
+              "its full text, the abstract says only that layers are selected by intrinsic dimensionality)",
+              here="follows Eq. 4: 4 layers on SmolLM2's 30, 2 on Gemma 3 270M's 18",
+              why="the rule is what a new model can be given; the reported windows are offered too",
               restore="width=reported"),
 )
 
@@ -296,7 +306,7 @@ class KVEmbedding(EmbeddingMethod):
 
     @property
     def mean_segments(self):
-        """The text's tokens, or every position (`mean_over="all"`, the paper's Algorithm 1)."""
+        """The text's tokens, or every position (`mean_over="all"`, the paper's Algorithm 1 as this project read it)."""
         return None if self.params.mean_over == "all" else (1,)
 
     def backend(self, attention: bool = False) -> str:

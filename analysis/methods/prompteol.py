@@ -15,7 +15,8 @@ TEMPLATE = 'This sentence : "{text}" means in one word:"'
 
 DEVIATIONS = (
     Deviation("in-context example", paper="reaches its best training-free scores with a demonstration in the prompt "
-              "(PromptEOL with in-context learning: an example sentence and its one word before the text)",
+              "(PromptEOL with in-context learning: an example sentence and its one word before the text; its "
+              "reference README evaluates the candidate demonstrations on the STS-B development set)",
               here="uses the bare PromptEOL prompt, no demonstration",
               why="the demonstration was searched per backbone on STS-B; none was searched for these models",
               restore="template=<the prompt with a demonstration before the text>"),

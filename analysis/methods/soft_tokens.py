@@ -65,7 +65,8 @@ DEVIATIONS = (  # the training recipe's differences are the trainer's (analysis.
               "space after 'Query:' in its reference code)", here="uses one neutral instruction, 'Represent this "
               "text.', with a space after 'Query:'", why="the shipped adapters were trained with it, and one "
               "instruction keeps one cache entry per text", restore="instruction=<the task's instruction>"),
-    Deviation("retrieval documents", paper="embeds retrieval documents as bare text (instructions on queries only)",
+    Deviation("retrieval documents", paper="embeds retrieval documents as bare text, instructions on queries only "
+              "(its reference code; a non-retrieval task's texts all get the instruction)",
               here="puts `instruction` before documents too", why="a document is embedded one way here, and the "
               "symmetric tasks need the instruction", restore="instruction= (bare documents, and bare symmetric "
               "texts too)"),

@@ -64,20 +64,32 @@ from analysis.methods.base import param
 
 DEVIATIONS = (
     Deviation("placeholder position", paper="puts its <PST> token before the opening quote of "
-              "'This sentence : <PST> \"{text}\" ...', which splits the prompt's tokens there (a lone-space token "
-              "before it on byte-level BPE tokenizers)", here="inserts the placeholder immediately before the text's "
-              "first token, so the prompt is tokenized exactly as PromptEOL's (layout=clean)",
+              "'This sentence : <PST> \"{text}\" ...' (its reference code's prompts), which splits the prompt's "
+              "tokens there (a lone-space token before it on byte-level BPE tokenizers)",
+              here="inserts the placeholder immediately before the text's first token, so the prompt is tokenized "
+                   "exactly as PromptEOL's (layout=clean)",
               why="a clean comparison with PromptEOL: the same tokens plus one position; the two give cosines of "
               "0.94-0.97 on SmolLM2", restore="layout=reference"),
-    Deviation("placeholder vector", paper="adds <PST> to the vocabulary with a random embedding",
+    Deviation("placeholder vector", paper="adds <PST> to the vocabulary with a random embedding (a standard-normal "
+              "row in its reference code)",
               here="draws the placeholder's input vector once from the per-dimension mean and spread of the model's "
                    "own input embeddings (seeded) at an inserted position",
               why="a frozen model here does not grow its vocabulary, and from layer `start` on the state is "
                   "overwritten anyway", restore=""),
-    Deviation("exit layer", paper="tunes its exit layer per backbone (7 of Llama-2-7B's 32 decoder layers)",
+    Deviation("exit layer", paper="rewires decoder layers 1-6 and exits at 7 of Llama-2-7B's 32, set per backbone "
+              "(its reference code's config: 7 for its Llama-2 configurations, 3 for Llama-3-8B, 6 for Qwen2-7B and "
+              "Gemma-2-9B)",
               here="takes the same share of the depth, exit=7/32 (7 of SmolLM2's 30, 4 of Gemma 3 270M's 18)",
-              why="no exit layer was tuned for these models; a share carries the paper's setting to any depth",
+              why="no exit layer was tuned for these models; a share carries the Llama-2-7B setting to any depth",
               restore="exit=7"),
+    Deviation("readout layer", paper="reads its Llama-2-7B PromptEOL embedding at hidden state 27 of 32 (the 27th "
+              "decoder layer's output), and at the second-to-last layer's output (-2) in its other configurations, "
+              "which use the Pretended-CoT prompt (its reference code's config; the paper's text was not checked)",
+              here="reads the second-to-last decoder layer's output (layer=-2, no final norm) on every model, with "
+                   "the PromptEOL prompt",
+              why="no readout layer was tuned for these models; -2 is the reference's setting on most of its "
+                  "backbones, and HTP's reference reads -2 too; `layer=` takes any other layer",
+              restore=""),
 )
 
 
@@ -85,24 +97,27 @@ DEVIATIONS = (
 class TokenPrependingParams:
     template: str = param(
         'This sentence : "{text}" means in one word:"',
-        "PromptEOL's prompt, the paper's main recipe; the placeholder goes in front of the text. Needs {text} once.",
+        "PromptEOL's prompt (the reference code's Llama-2-7B configuration; its other configurations use the "
+        "Pretended-CoT prompt); the placeholder goes in front of the text. Needs {text} once.",
         kind="template", copies=(1, 1),
     )
     start: int = param(
         1,
-        "First decoder layer whose input is rewired. The paper starts at 1: layer 0 sees the plain embeddings, "
-        "where the final token has not read anything yet.",
+        "First decoder layer whose input is rewired. The reference code starts at 1: layer 0 sees the plain "
+        "embeddings, where the final token has not read anything yet.",
         min=0, max=512,
     )
     exit: str = param("7/32", EXIT_HELP, parse=parse_depth)
     layer: int = param(
         -2,
         "Hidden state read out (early exit). -2 = output of the second-to-last decoder layer, no final norm: the "
-        "paper's setting for most backbones (Llama-2-7B used 27 of 32). The pass stops there.", kind="layer",
+        "reference code's setting for most of its backbones, though its Llama-2-7B PromptEOL configuration reads "
+        "hidden state 27 of 32 (DEVIATIONS). The pass stops there.", kind="layer",
     )
-    pooling: str = param("last", "Readout: the PromptEOL last token (the paper) or the mean over the text tokens "
-                         "(placeholder excluded).", choices=("last", "mean"))
-    seed: int = param(0, "Seed of the placeholder's random input embedding (the paper's <PST> is random too).",
+    pooling: str = param("last", "Readout: the PromptEOL last token (the reference code) or the mean over the text "
+                         "tokens (placeholder excluded).", choices=("last", "mean"))
+    seed: int = param(0, "Seed of the placeholder's random input embedding (the reference code's <PST> is a random "
+                      "standard-normal row).",
                       min=0, max=2**31 - 1)
     placeholder: bool = param(True, "Insert the placeholder. Off (with start = exit) is plain PromptEOL at the "
                               "readout layer: the ablation.")

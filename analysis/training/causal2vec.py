@@ -1,9 +1,14 @@
-"""`python -m analysis train causal2vec`: train Causal2Vec as its paper does, at this machine's scale.
+"""`python -m analysis train causal2vec`: train Causal2Vec as this project reads its paper, at this machine's scale.
+
+Only the paper's abstract was available to check (November 2026: trained "solely on publicly available retrieval
+datasets", the concatenated Contextual and EOS readout); its recipe's details below and in `DEVIATIONS` (the rank,
+the temperature, the encoder's training, the instruction format, the two controls) are this project's reading, not
+verified against its text.
 
 The bridge (MLP) and a LoRA on the decoder train jointly (`--lora-rank`, default 16 on q/k/v/o: the paper's rank 64
 at 1.3-1.5B scaled to a 135M model whose step time barely depends on the rank), the loss on the **concat readout**
 (C's and EOS's final states) over the **whole text**, so the decoder learns to read C while it reads the words.
-The instruction prefix (`--instruction`, E5-style "Instruct: ...\nQuery: " as Causal2Vec uses) is on every text in
+The instruction prefix (`--instruction`, E5-style "Instruct: ...\nQuery: "; see DEVIATIONS) is on every text in
 training and evaluation; the shipped manifest records it and the method reads it from there.
 
 Data: STS-B train only (in-domain STS: the judgement is on held-out dev genres, see docs/RESULTS.md).
@@ -18,10 +23,11 @@ never saw. `--train-readout contextual` keeps the old, cheaper MLP-only recipe (
 `--encoder-lora-rank R` (default 0: MiniLM frozen, the shipped recipe) also tunes the sentence encoder, as the paper
 does, with a LoRA of rank R (alpha 2R) on its attention projections, trained jointly through its pooled vector.
 
-The paper's controls, trained with this same recipe and budget (`--control`, shipped below the system's folder in
-`ablations/<control>`, `ship_place`): `no-contextual` (Table 2) trains the decoder's LoRA on its EOS state with no
-contextual token and no bridge; `concat` (Table 4) trains it on the plain concatenation of its EOS state and the
-encoder's vector (each L2-normalised: the method's `direct` readout), again without C. Everything else (data, batches,
+The controls (this project's reading of the paper's ablations), trained with this same recipe and budget
+(`--control`, shipped below the system's folder in `ablations/<control>`, `ship_place`): `no-contextual` trains the
+decoder's LoRA on its EOS state with no contextual token and no bridge; `concat` trains it on the plain
+concatenation of its EOS state and the encoder's vector (each L2-normalised: the method's `direct` readout), again
+without C. Everything else (data, batches,
 hard negatives, loss, steps, learning rate, instruction, selection) is the system's, so a difference is the token's.
 The result is an artefact (weights.safetensors with `bridge.*`, `lora.*` and, with the option, `encoder_lora.*`
 tensors + manifest.json), written by `analysis.training.systems.run` like every trained system's.
@@ -45,23 +51,28 @@ INSTRUCTION = "Instruct: Retrieve semantically similar text.\nQuery: "  # E5-Mis
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 DEVIATIONS = (
-    Deviation("training data", paper="trains on publicly available retrieval datasets (queries, positives and mined "
-              "hard negatives)", here="trains on STS-B train: pairs scored >= 4 are positives, one STS-B source per "
-              "batch, 8 of that source's sentences from pairs scored <= 1 as hard negatives",
+    Deviation("training data", paper="trains \"solely on publicly available retrieval datasets\" (its abstract; "
+              "queries, positives and mined hard negatives as this project reads it)",
+              here="trains on STS-B train: pairs scored >= 4 are positives, one STS-B source per batch, 8 of that "
+                   "source's sentences from pairs scored <= 1 as hard negatives",
               why="offline on this machine, and STS is what this repository measures the system on", restore=""),
     Deviation("batch, schedule and length", paper="trains with large batches over its whole data under its own "
-              "learning-rate schedule", here="takes 180 steps of 16 pairs (and 8 hard negatives), AdamW at 3e-4 with "
-              "19 warm-up steps then cosine decay to a tenth",
+              "learning-rate schedule (its values were not checked against the paper's text)",
+              here="takes 180 steps of 16 pairs (and 8 hard negatives), AdamW at 3e-4 with 19 warm-up steps then "
+                   "cosine decay to a tenth",
               why="a step takes about 33 s on this CPU: 180 steps are the shipped run's 1.6 hours",
               restore="--batch-size N --steps N --lr X (the warm-up and cosine schedule stay)"),
-    Deviation("encoder training", paper="fine-tunes its lightweight BERT-style encoder together with the LLM",
+    Deviation("encoder training", paper="fine-tunes its lightweight BERT-style encoder together with the LLM (this "
+              "project's reading; not verified against the paper's text)",
               here="keeps MiniLM-L6 frozen (the shipped bridge)", why="the shipped recipe measured first what the "
               "decoder side adds; a LoRA on the encoder was then measured once", restore="--encoder-lora-rank 8"),
-    Deviation("LoRA rank", paper="uses rank 64 on its 1.3-1.5B backbones", here="uses rank 16 on q/k/v/o",
+    Deviation("LoRA rank", paper="uses rank 64 on its 1.3-1.5B backbones (this project's reading; not verified "
+              "against the paper's text)", here="uses rank 16 on q/k/v/o",
               why="scaled to a 135M model whose step time barely depends on the rank", restore="--lora-rank 64"),
     Deviation("instruction format", paper="puts the instruction in its backbone's own instruction (chat) format, "
-              "with the model's instruction tokens", here="prefixes plain text, 'Instruct: <task>\\nQuery: ', no chat "
-              "template", why="plain text keeps one recipe for every model, instruction-tuned or not",
+              "with the model's instruction tokens (this project's reading; not verified against the paper's text)",
+              here="prefixes plain text, 'Instruct: <task>\\nQuery: ', no chat template",
+              why="plain text keeps one recipe for every model, instruction-tuned or not",
               restore="--instruction '<the instruction in the model's chat format>'"),
 )
 
@@ -74,11 +85,13 @@ class Config(RunOptions):
     lora_rank: int = option(16, "LoRA rank on the decoder's q/k/v/o projections; 0 = train the MLP only (the old "
                             "recipe)", min=0, limit=256)
     encoder_lora_rank: int = option(0, "LoRA rank (alpha 2R) on the sentence encoder's attention projections, "
-                                    "trained jointly (the paper tunes its encoder too); 0 = the encoder stays frozen",
+                                    "trained jointly (this project reads the paper as tuning its encoder too); 0 = "
+                                    "the encoder stays frozen",
                                     min=0, limit=256)
-    loss: str = option("infonce", "infonce (the paper's: positives, in-batch and hard negatives), cosent (graded "
-                       "pairs) or both", choices=("infonce", "cosent", "both"))
-    temperature: float = option(0.05, "InfoNCE temperature (paper: 0.05)", above=0.0, max=10.0)
+    loss: str = option("infonce", "infonce (the paper's loss as this project reads it: positives, in-batch and hard "
+                       "negatives), cosent (graded pairs) or both", choices=("infonce", "cosent", "both"))
+    temperature: float = option(0.05, "InfoNCE temperature (0.05: the paper's as this project reads it, not "
+                                "verified)", above=0.0, max=10.0)
     positive_min: float = option(HIGH, "gold score of a positive pair", min=0.0, max=5.0)
     negative_max: float = option(LOW, "gold score at or below which a pair's sentences are hard negatives",
                                  min=0.0, max=5.0)
@@ -91,10 +104,11 @@ class Config(RunOptions):
     eval_pairs: int = option(300, "pairs of the dev selection part scored at each validation", min=10)
     final_eval: str = option("report", "score the best weights on the dev report part, which selection never saw, "
                              "or skip it", choices=("report", "none"))
-    control: str = option("none", "train one of the paper's controls with this same recipe instead of the system: "
-                          "no-contextual = the decoder's LoRA on its EOS state without the contextual token (Table 2); "
-                          "concat = the LoRA on the plain concatenation of its EOS state and the encoder's vector "
-                          "(Table 4); none = Causal2Vec itself", choices=("none", "no-contextual", "concat"))
+    control: str = option("none", "train one of the controls (this project's reading of the paper's ablations) with "
+                          "this same recipe instead of the system: no-contextual = the decoder's LoRA on its EOS state "
+                          "without the contextual token; concat = the LoRA on the plain concatenation of its EOS state "
+                          "and the encoder's vector; none = Causal2Vec itself",
+                          choices=("none", "no-contextual", "concat"))
 
 
 def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder=None):

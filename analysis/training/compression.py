@@ -45,28 +45,33 @@ POOLS_MODES = ("sentence", "paragraph")
 
 DEVIATIONS = (
     Deviation("models", source="source", paper="encodes with EmbeddingGemma and decodes with Gemma 4 E2B, about two "
-              "hours on one GPU", here="encodes with all-MiniLM-L6-v2 (384-d) and decodes with SmolLM2-135M",
+              "hours on one GPU (this project's record of the write-up, not re-checked)",
+              here="encodes with all-MiniLM-L6-v2 (384-d) and decodes with SmolLM2-135M",
               why="what trains on this 2-core CPU", restore=""),
     Deviation("optimiser and schedule", source="source", paper="trains at learning rate 1e-4, one row per step, with "
-              "no schedule and no gradient clipping", here="trains AdamW at 2e-3 on 16 rows per step, warm-up then "
-              "cosine decay, gradients clipped at norm 1",
+              "no schedule and no gradient clipping (this project's record of the write-up, not re-checked)",
+              here="trains AdamW at 2e-3 on 16 rows per step, warm-up then cosine decay, gradients clipped at norm 1",
               why="at 1e-4 and one row a step, the hour this machine gives a run would see a few thousand rows and "
                   "not learn to read the pools; 16 rows a step use the CPU's throughput",
               restore="--lr 1e-4 (batches of at least 2; warm-up, cosine decay and clipping are the training loop's)"),
-    Deviation("adapter initialisation", source="source", paper="initialises the adapter at N(0, 0.02^2) with zero bias",
+    Deviation("adapter initialisation", source="source", paper="initialises the adapter at N(0, 0.02^2) with zero "
+              "bias (this project's record of the write-up, not re-checked)",
               here="fits the adapter in closed form first (the value warm start: each fact sentence's pool starts at "
                    "the mean input embedding of its value's tokens)",
               why="from the source's start four runs here never learnt to read a pool", restore="--warm-start none"),
     Deviation("persona vocabularies", source="source", paper="draws personas from 250 first names, 210 surnames, 180 "
-              "professions, 200 employers, 200 cities and 120 countries", here="draws from 36, 36, 24, 20, 20 and 20",
+              "professions, 200 employers, 200 cities and 120 countries (this project's record of the write-up, not "
+              "re-checked)", here="draws from 36, 36, 24, 20, 20 and 20",
               why="the first vocabularies written for this repository; a small value list is easier to memorise than "
                   "to read, which the unseen-values probe tests", restore="--vocabulary source"),
     Deviation("reconstruction", source="source", paper="asks half its training items for the paragraph back from its "
-              "pools (Experiment C), content words weighted 3 in the loss", here="trains the questions alone (every "
-              "shipped run)", why="the shipped runs answer questions; reconstruction is its own run",
+              "pools (Experiment C), content words weighted 3 in the loss (this project's record of the write-up, "
+              "not re-checked)", here="trains the questions alone (every shipped run)",
+              why="the shipped runs answer questions; reconstruction is its own run",
               restore="--reconstruct 0.5 --content-weight 3"),
     Deviation("Experiment B length", source="source", paper="trains its several-people experiments for at least 2,000 "
-              "steps", here="trained the shipped five-person run (B2) for 120 steps from the single-person weights",
+              "steps (this project's record of the write-up, not re-checked)",
+              here="trained the shipped five-person run (B2) for 120 steps from the single-person weights",
               why="the time budget of one session (about 9 s a step here); whether B's 16% is a budget artefact needs "
                   "the longer run", restore="--steps 2000"),
 )

@@ -1,7 +1,7 @@
 """Train GIRCSE's soft-token generation (LoRA on the decoder, Iterative Contrastive Refinement) and its fair
 baseline Causal-EOS, on STS-B train.
 
-    python -m analysis train gircse                              # ICR as the paper writes it (sum over steps, λ = 1)
+    python -m analysis train gircse                              # ICR as this project reads the paper (a sum, λ = 1)
     python -m analysis train gircse --objective causal-eos       # the fair baseline: same LoRA, data, steps, loss,
                                                                  # no generation (the prompt's last state)
     python -m analysis train gircse --objective stepwise         # ablations: no regulariser / --objective final
@@ -40,26 +40,29 @@ HELP = ("Train the soft_tokens LoRA adapter with GIRCSE's Iterative Contrastive 
 CAUSAL_EOS = "causal-eos"
 
 DEVIATIONS = (
-    Deviation("learning rate and length", paper="trains at 1e-5 for one epoch of its data (5% of a public retrieval "
-              "mix), decaying linearly after a 10% warm-up (its reference code's default warm-up is 3%)",
+    Deviation("learning rate and length", paper="trains at 1e-5 for one epoch over 5% of a public retrieval mix "
+              "(cfli/bge-full-data), decaying linearly after a 3% warm-up (its reference code's defaults; the 10% "
+              "warm-up this project once read in the paper was not verified against its text)",
               here="trains at 2e-4 with 5 warm-up steps then cosine decay, for 320 steps of 16 pairs (the shipped "
                    "run; 88 by default)",
               why="one epoch of the paper's data is days on this CPU, and at 1e-5 a few hundred steps barely move "
-                  "the LoRA", restore="--lr 1e-5 --warmup 32 (for 320 steps; the decay stays cosine)"),
+                  "the LoRA", restore="--lr 1e-5 --warmup 10 (3% of 320 steps; the decay stays cosine)"),
     Deviation("LoRA", paper="adapts every projection of every layer with rank 16, alpha 64 and dropout 0.1 (its "
               "reference code's lora.json)", here="adapts every projection of the top 12 of 30 layers with rank 8, "
               "alpha 16, no dropout", why="the backward pass stops 12 layers down, a few-MB adapter, deterministic "
               "steps", restore="--lora-rank 16 --lora-alpha 64 --lora-layers 0 (no dropout)"),
-    Deviation("training data", paper="contrasts queries with their positive and one mined hard negative from public "
-              "retrieval data", here="contrasts STS-B train pairs scored >= 4 with in-batch negatives from the same "
-              "STS-B source (8 of its pairs scored <= 1 as hard negatives in the shipped run)",
+    Deviation("training data", paper="contrasts queries with one of their positives and one of their mined hard "
+              "negatives from public retrieval data (its reference code, on cfli/bge-full-data)",
+              here="contrasts STS-B train pairs scored >= 4 with in-batch negatives from the same STS-B source (8 of "
+                   "its pairs scored <= 1 as hard negatives in the shipped run)",
               why="offline on this machine, and STS is what this repository measures the adapter on", restore=""),
     Deviation("step-loss reduction", paper="averages the K step losses before adding the regulariser (its reference "
-              "code; this repository reads the paper's equation as their sum)", here="sums them (objective icr), so "
-              "the regulariser weighs K times less than in the reference code",
+              "code; this repository reads the paper's equation as their sum, not verified against its text)",
+              here="sums them (objective icr), so the regulariser weighs K times less than in the reference code",
               why="the sum is the equation as written; under AdamW a constant scale of the loss barely changes the "
                   "steps, the regulariser's relative weight is what differs", restore="--objective icr-mean"),
-    Deviation("loss direction", paper="contrasts each query against the passages (one direction)",
+    Deviation("loss direction", paper="contrasts each query against the passages, one direction (its reference "
+              "code)",
               here="uses the symmetric InfoNCE (left to right and right to left)",
               why="an STS pair has no query side, and the second direction doubles the signal per pair", restore=""),
 )
@@ -72,16 +75,17 @@ class Config(RunOptions):
     eval_every: int = option(10, "validate every N steps", min=1)
     lr: float = option(2e-4, "AdamW learning rate", above=0.0, max=1.0)
     k: int = option(5, "soft tokens generated in training (the paper's K)", min=1, limit=64)
-    objective: str = option("icr", "icr = sum of the stepwise InfoNCE losses + λ·refinement regulariser (the paper); "
-                            "icr-mean = the mean instead of the sum; stepwise / final = the paper's ablations; "
+    objective: str = option("icr", "icr = sum of the stepwise InfoNCE losses + λ·refinement regulariser (the paper's "
+                            "equation as this project reads it); icr-mean = the mean instead of the sum (the "
+                            "reference code); stepwise / final = this project's reading of the paper's ablations; "
                             "causal-eos = the fair baseline (no generation)", choices=OBJECTIVES + (CAUSAL_EOS,))
     lam: float = option(1.0, "regulariser weight λ", min=0.0, max=100.0)
-    temperature: float = option(TEMPERATURE, "InfoNCE temperature on cosine similarities (the paper's 0.02)",
+    temperature: float = option(TEMPERATURE, "InfoNCE temperature on cosine similarities (the reference code's 0.02)",
                                 above=0.0, max=10.0)
     gen_temperature: float = option(1.0, "τ_gen of s_k = softmax(logits/τ_gen), as the method at inference",
                                     above=0.0, max=100.0)
-    warmup: int = option(5, "linear warm-up steps before the cosine decay (the paper: a tenth of its one epoch)", min=0,
-                         limit=100_000)
+    warmup: int = option(5, "linear warm-up steps before the cosine decay (the reference code: a ratio of 0.03 of "
+                         "its one epoch)", min=0, limit=100_000)
     # LoRA: GIRCSE's reference code adapts every layer with rank 16, alpha 64 (DEVIATIONS). At 135M on a CPU, rank 8 on
     # the attention and MLP projections of the top layers keeps the adapter at a few MB and stops the backward pass.
     lora_rank: int = option(8, "LoRA rank", min=1, limit=256)

@@ -27,8 +27,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--starts", default=None, help="window starts (decoder layers): '1,5,9', '1-29' or '1-29:4' "
                         "(every 4th); default every 4th from 1")
     parser.add_argument("--widths", default=None, help="window widths in layers, e.g. '1-8' (default: the paper's "
-                        "Eq. 4, floor(0.1 L) + 1; its reported windows are 7-10 layers)")
-    parser.add_argument("--biases", default="1", help="pre-softmax biases, e.g. '0,1,3' (default 1, the paper's)")
+                        "Eq. 4 as this project read it, floor(0.1 L) + 1; it read windows of 7-10 layers in the "
+                        "paper's results; neither verified against the full text)")
+    parser.add_argument("--biases", default="1", help="pre-softmax biases, e.g. '0,1,3' (default 1, the paper's as "
+                        "this project read it, not verified)")
     parser.add_argument("--rerotate", default="false", help="re-rotate the re-routed key: false, true or both")
     parser.add_argument("--prompt", default="document", choices=["document", "query"])
     parser.add_argument("--pooling", default="hybrid", choices=["hybrid", "last", "mean"])

@@ -31,9 +31,9 @@ class Paper:
 
 PAPERS = {p.key: p for p in (
     Paper("kv", "KV-Embedding", "Tang & Yang, 2026, arXiv:2601.01046 (ACL 2026)"),
-    Paper("htp", "HTP", "Ding et al., 2025, arXiv:2511.14868"),
+    Paper("htp", "HTP", "Ding et al., 2025, arXiv:2511.14868 (ACL 2026)"),
     Paper("gircse", "GIRCSE", "Tsai et al., 2025, arXiv:2509.24291 (ICLR 2026)"),
-    Paper("causal2vec", "Causal2Vec", "Lin et al., 2025, arXiv:2507.23386"),
+    Paper("causal2vec", "Causal2Vec", "Lin et al., 2025, arXiv:2507.23386 (ACL 2026)"),
     Paper("compression", "Sentence-pool compression",
           "the context-compression source this project's system follows (its Experiments A, B, B2, C)"),
 )}

@@ -1,7 +1,11 @@
-"""HTP's claims (Ding et al., 2025): block summaries and mean pooling help most on long documents, while on short
-sentences Token Prepending with a prompt stays ahead, at about the cost of a plain forward. The long-document
-claims compare methods on the same generated documents and queries (LongEmbed's nDCG@1), the retrieval claim on the
-board's retrieval set (nDCG@10 per query), each with the paired bootstrap over queries.
+"""HTP's claims (Ding et al., 2025): block summaries and mean pooling help most on long documents and on retrieval
+(the abstract's claims); on short sentences Token Prepending with a prompt stays ahead, at about the cost of a plain
+forward (this project's expectations, labelled so: the paper's STS and cost figures were not checked). The
+long-document claims compare methods on the same generated documents and queries (LongEmbed's nDCG@1), the retrieval
+claim on the board's retrieval set (nDCG@10 per query), each with the paired bootstrap over queries.
+
+Sources checked (November 2026): the abstract (arXiv:2511.14868, ACL 2026) and the reference code's README, configs and
+parser (github.com/snap-research/HTP); the paper's tables were not available.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ import numpy as np
 
 from analysis.experiments import verdicts
 from analysis.experiments.claims import Claim, Evidence, Outcome
-from analysis.experiments.claims.context import STS_HOW, configured
+from analysis.experiments.claims.context import STS_HOW, configured, project_bar
 
 HERE = "measured here"
 DEVIATIONS = ("method:htp",)
@@ -108,42 +112,56 @@ def _cost_work(ctx):
 
 def _cost(ctx) -> Outcome:
     seconds, ratio = ctx.timed("htp", {"HTP": ctx.method("htp")}, _documents(ctx))["HTP"]
-    return Outcome(verdicts.ratio(ratio, claimed=1.0), HERE, {"× plain forward": ratio, "seconds": seconds})
+    verdict = project_bar(verdicts.ratio(ratio, claimed=1.0))  # 1.0x + 25%: this project's bar, not the paper's
+    return Outcome(verdict, HERE, {"× plain forward": ratio, "seconds": seconds})
 
 
 CLAIMS = [
-    Claim("htp-long-mean", "htp", "abstract; long-document results (LongEmbed)",
-          "HTP gives superior long-document embeddings: block summaries beat mean pooling of the plain model.",
+    Claim("htp-long-mean", "htp", "abstract; LongEmbed tasks and a vanilla mean-pooling baseline are in its "
+          "reference code (snap-research/HTP), the paper's long-document tables were not checked",
+          "HTP offers \"a scalable route to superior long-document embeddings\" (abstract); tested here as HTP "
+          "beating mean pooling of the plain model.",
           f"{LONGDOC_HOW}: HTP at its defaults (bare text, sentence blocks, mean readout) against mean pooling of the "
           "plain forward.", "paired over (length, query) items: HTP minus mean > 0", _vs_mean, _vs_mean_work,
           DEVIATIONS + ("method:mean",), (LONG, LESSON)),
-    Claim("htp-long-gap", "htp", "long-document results by length",
-          "The gains are largest in long-context settings: HTP's lead over mean pooling widens with document length.",
+    Claim("htp-long-gap", "htp", "abstract; the paper's results by length were not checked",
+          "HTP \"achieves consistent performance gains ... especially in long-context settings\" (abstract); read here "
+          "as a lead over mean pooling that widens with document length.",
           f"{LONGDOC_HOW}: per query, HTP minus mean at the longest length against the same at the shortest (the "
           "same needles at both lengths).", "paired over queries: the gap at the longest minus at the shortest > 0",
           _gap, _vs_mean_work, DEVIATIONS + ("method:mean",), (LONG,)),
-    Claim("htp-long-readout", "htp", "readout-level over-squashing (mean against last-token pooling)",
-          "Replacing last-token pooling with mean pooling resolves readout-level over-squashing on long documents.",
+    Claim("htp-long-readout", "htp", "abstract (readout-level over-squashing); its theoretical analysis and readout "
+          "results were not checked",
+          "\"To address readout-level over-squashing, we replace last-token pooling with mean-pooling, a choice "
+          "supported by theoretical analysis\" (abstract).",
           f"{LONGDOC_HOW}: HTP with its mean readout against the same HTP read out at the last token.",
           "paired over (length, query) items: mean readout minus last > 0", _readout, _readout_work, DEVIATIONS,
           (LONG,)),
-    Claim("htp-retrieval", "htp", "abstract; zero-shot retrieval table (11 BEIR sets)",
-          "HTP achieves consistent performance gains across retrieval datasets.",
+    Claim("htp-retrieval", "htp", "abstract (11 retrieval datasets; its reference code runs MTEB retrieval tasks such "
+          "as SciFact); the retrieval table was not checked",
+          "\"HTP achieves consistent performance gains across 11 retrieval datasets and 30 general embedding "
+          "benchmarks\" (abstract).",
           "The board's retrieval set (by default the task_families record's: 100 seeded SciFact report-part claims, "
           "every abstract judged for them and 150 seeded others), nDCG@10 per query: HTP against mean pooling of the "
           "plain forward; queries and documents embedded alike.",
           "paired over queries: HTP minus mean > 0", _retrieval, _retrieval_work, DEVIATIONS + ("method:mean",),
           (Evidence("Benchmark: retrieval", "benchmark", {"family": "retrieval"}),)),
-    Claim("htp-sts-tp", "htp", "short-text (STS) results against Token Prepending",
-          "On short texts HTP brings no gain: Token Prepending with its prompt stays ahead on STS.",
+    Claim("htp-sts-tp", "htp", "not found in the text checked (the abstract reports gains on 30 general embedding "
+          "benchmarks, \"especially in long-context settings\"): this project's expectation, not the paper's",
+          "This project expects Token Prepending with its prompt to stay ahead of HTP on short STS sentences, where "
+          "HTP's blocks add little; the paper's own STS comparison was not checked.",
           f"{STS_HOW}, Spearman: Token Prepending (PromptEOL prompt, last token, early exit) against HTP at its "
           "defaults.", "paired: Token Prepending minus HTP > 0", _sts, _sts_work,
           DEVIATIONS + ("method:token_prepending",), (Evidence("Benchmark: sentences", "benchmark", {"family": "sts"}),
                                                       LESSON)),
-    Claim("htp-cost", "htp", "efficiency (a few placeholder positions per document)",
-          "HTP is a simple, architecture-agnostic method whose cost stays close to a plain forward.",
+    Claim("htp-cost", "htp", "abstract (a simple, architecture-agnostic method); no cost figure was found in the text "
+          "checked",
+          "HTP is \"a simple, architecture-agnostic method\" offering \"a scalable route\" to long-document embeddings "
+          "(abstract); a cost within 1.25x of a plain forward (a few placeholder positions per document) is this "
+          "project's bar, not the paper's.",
           "The Lee corpus' news documents (the board's timing count): median of interleaved rounds of HTP against the "
           "plain forward of the same documents, in the same run.",
-          "ratio: holds at most 1.25x a plain forward, reversed above it", _cost, _cost_work, DEVIATIONS,
+          "ratio: holds at most 1.25x a plain forward (this project's bar), reversed above it", _cost, _cost_work,
+          DEVIATIONS,
           (Evidence("Report: cost per method", "report"),)),
 ]
