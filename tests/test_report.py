@@ -109,7 +109,8 @@ def test_report_end_to_end(made):
 def test_reports_in_one_folder_can_share_one_plotly_file(made, tmp_path):
     """--shared-plotly (what scripts/reports.sh uses): plotly.js goes once into plotly.gz.js beside the reports, each
     report is small and loads it, and a second report leaves the shared file as it is."""
-    from analysis.report.html import SHARED_PLOTLY, save
+    from analysis.core.standalone import SHARED_PLOTLY
+    from analysis.report.html import save
 
     report = json.loads(made[3].with_suffix(".json").read_text(encoding="utf-8"))
     first, _ = save(report, tmp_path / "a.html", shared_plotly=True)

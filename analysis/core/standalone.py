@@ -126,16 +126,17 @@ class Document:
         self.parts.extend(parts)
         return self
 
-    def figure(self, fig) -> str:
-        """A place for one interactive figure (a plotly Figure or its dict). Streamlit's theme does not travel with
-        a figure, so the copy gets Plotly's white template and margins that grow to fit the labels."""
+    def figure(self, fig, name: str = "") -> str:
+        """A place for one interactive figure (a plotly Figure or its dict), its element named `name` (a stable
+        anchor a reader can link to) or numbered. Streamlit's theme does not travel with a figure, so the copy gets
+        Plotly's white template and margins that grow to fit the labels."""
         import plotly.graph_objects as go
 
         fig = go.Figure(fig)  # a copy: the caller's figure stays as drawn
         fig.update_layout(template="plotly_white")
         fig.update_xaxes(automargin=True)
         fig.update_yaxes(automargin=True)
-        name = f"figure-{len(self._figures)}"
+        name = name or f"figure-{len(self._figures)}"
         self._figures.append((name, fig.to_plotly_json()))
         return f'<div id="{name}" class="figure"></div>'
 
