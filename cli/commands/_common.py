@@ -100,6 +100,21 @@ def check_writable(path: Path, flag: str) -> Path:
     return path
 
 
+def check_html_out(value: str, budget_minutes: float) -> Path:
+    """An --out that names a writable .html file with its .json beside it, and a positive --budget-minutes: the
+    checks the report and the claims board make before any work. Returns the path."""
+    import math
+
+    out = Path(value)
+    if out.suffix.lower() != ".html":
+        raise UserError(f"--out must name an .html file (its .json goes beside it), not {value!r:.60}.")
+    check_writable(out, "--out")
+    check_writable(out.with_suffix(".json"), "--out's .json")
+    if not (math.isfinite(budget_minutes) and budget_minutes > 0):
+        raise UserError(f"--budget-minutes must be a positive number of minutes, not {budget_minutes}.")
+    return out
+
+
 def add_boot_argument(parser) -> None:
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates for the intervals (0 = none)")
 

@@ -6,7 +6,6 @@ the budget, through the compute cache (the same command run again resumes)."""
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -39,15 +38,9 @@ def check_flags(args) -> tuple[Path, list]:
     """Every flag that needs no model, before any work: (the output path, the claims chosen)."""
     from analysis.experiments.claims.board import choose
 
-    from cli.commands._common import check_writable
+    from cli.commands._common import check_html_out
 
-    out = Path(args.out)
-    if out.suffix.lower() != ".html":
-        raise UserError(f"--out must name an .html file (its .json goes beside it), not {args.out!r:.60}.")
-    check_writable(out, "--out")
-    check_writable(out.with_suffix(".json"), "--out's .json")
-    if not (math.isfinite(args.budget_minutes) and args.budget_minutes > 0):
-        raise UserError(f"--budget-minutes must be a positive number of minutes, not {args.budget_minutes}.")
+    out = check_html_out(args.out, args.budget_minutes)
     return out, choose([c.strip() for c in args.claims.split(",") if c.strip()])
 
 

@@ -4,7 +4,6 @@ model's report (which method, which layers, at what cost) as a standalone HTML f
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -54,15 +53,9 @@ def check_flags(args) -> tuple[Path, list]:
     from analysis.core import budgets
     from analysis.eval.tasks import load_task
 
-    from cli.commands._common import check_boot, check_writable
+    from cli.commands._common import check_boot, check_html_out
 
-    out = Path(args.out)
-    if out.suffix.lower() != ".html":
-        raise UserError(f"--out must name an .html file (its .json goes beside it), not {args.out!r:.60}.")
-    check_writable(out, "--out")
-    check_writable(out.with_suffix(".json"), "--out's .json")
-    if not (math.isfinite(args.budget_minutes) and args.budget_minutes > 0):
-        raise UserError(f"--budget-minutes must be a positive number of minutes, not {args.budget_minutes}.")
+    out = check_html_out(args.out, args.budget_minutes)
     if args.executor not in ("local", "ray"):
         raise UserError(f"--executor must be local or ray, not {args.executor!r:.40}.")
     if args.address is not None and args.executor != "ray":

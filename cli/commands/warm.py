@@ -11,7 +11,8 @@ from analysis.core.errors import UserError
 from cli.commands._common import load_model
 
 HELP = ("Precompute into the cache everything the lessons and every page's default view need (default model: "
-        "about 30 min on two CPU cores; --all-models: both built-in models).")
+        "about 3-4 min on two quiet CPU cores, it prints an estimate; --all-models: both built-in models, about 10 "
+        "min more).")
 BUILTIN = ("default", "gemma3-270m")
 
 
