@@ -120,6 +120,12 @@ def test_the_readme_headline_is_filled_from_records():
     rec = small_record(id="methods_models")
     out = render.readme(text, {"methods_models": rec})
     assert "old" not in out and "| last |" in out and out.endswith("after\n")
+    ranks = Table("ranks", "Rank of each decoder method in each family (1 = best)", ("method", "STS", "Retrieval"),
+                  (("mean", 2.0, 1.0), ("last", 1.0, 2.0)))
+    families = small_record(id="task_families_tiny", experiment="task_families", tables=(ranks,))
+    out = render.readme(text, {"methods_models": rec, families.id: families})
+    assert "family (1 = best) on tiny: demo pairs**" in out and "| mean | 2.000 | 1.000 |" in out
+    assert out.index("family (1 = best)") < out.index("| last | 0.50 |")  # the ranks before the STS scores
     with pytest.raises(UserError, match="no <!-- headline:start -->"):
         render.readme("no markers", {})
 

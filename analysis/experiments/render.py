@@ -111,15 +111,30 @@ def claims_headline(records: dict) -> str:
                                 ("model", *words, "command"), rows)) + "\n\n"
 
 
+def families_headline(records: dict) -> str:
+    """Per model measured on every task family (the task_families records): each decoder method's rank per family,
+    so a reader sees at once where STS's ranking does not carry over; "" when there is none."""
+    from analysis.experiments.records import Table
+
+    out = ""
+    for _, r in sorted(records.items()):
+        if r.experiment == "task_families" and r.has_table("ranks"):
+            t = r.table("ranks")
+            model = r.models[0].name if r.models else r.id
+            out += table_markdown(Table(t.name, f"{t.title} on {model}: {r.data}", t.columns, t.rows, t.notes,
+                                        t.digits)) + f"\n\n`{r.command}`, {r.date}.\n\n"
+    return out
+
+
 def headline(records: dict) -> str:
-    """The README's short tables: the claims board's verdicts per model, then the methods x models scores (first 12
-    rows), with a link to the full document."""
+    """The README's short tables: the claims board's verdicts per model, each task-family record's ranks, then the
+    methods x models STS scores (first 12 rows), with a link to the full document."""
     rec = records.get("methods_models")
     if rec is None or not rec.has_table("scores"):
         return "(no results recorded yet: see docs/RESULTS.md)"
     t = rec.table("scores")
     short = type(t)(t.name, t.title, t.columns, t.rows[:12], t.notes, t.digits)
-    return (claims_headline(records) + table_markdown(short) + f"\n\n{rec.data}; `{rec.command}`, {rec.date}. Every "
+    return (claims_headline(records) + families_headline(records) + table_markdown(short) + f"\n\n{rec.data}; `{rec.command}`, {rec.date}. Every "
             "table, with its command and sample: [docs/RESULTS.md](docs/RESULTS.md).")
 
 
