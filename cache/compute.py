@@ -317,6 +317,15 @@ def bench_cell(store, backbone, method, task, *, n_boot: int, seed: int = 0, emb
     return score_from_record(arrays, meta), meta, hit
 
 
+def bench_cell_stored(store, backbone, method, task, *, n_boot: int, seed: int = 0) -> bool:
+    """Whether `bench_cell` with these arguments would be read from `store` (no computing): a page asks before it
+    starts work that takes minutes."""
+    if store is None:
+        return False
+    parts = keys.bench_parts(backbone.identity, method, task, n_boot=n_boot, seed=seed)
+    return store.get(make_key(parts), keys.BENCH) is not None
+
+
 def put_bench_cell(store, backbone, method, task, arrays: dict, meta: dict, *, n_boot: int, seed: int = 0):
     """Store a benchmark cell computed elsewhere (a Ray worker of the benchmark grid: `score_record`'s arrays and meta
     with "encode_seconds"), under the key `bench_cell` reads; returns its Score."""

@@ -19,7 +19,7 @@ from analysis.data import datasets, longdoc, samples
 from analysis.data.files import load_beir, read_sts, read_texts
 from analysis.eval.score import best_of, compare_scores
 from analysis.eval.tasks import KIND_OF, METRIC, Task, load_task, select_task
-from cache.compute import bench_cell
+from cache.compute import bench_cell, bench_cell_stored
 
 KIND_NAMES = {"sts": "STS", "probe": "probe"}
 SAMPLE_FROM = 1000  # pair sets with more distinct texts are scored on a sample (the slider); Lee, demo: whole
@@ -182,6 +182,28 @@ def versus_best(task: Task, scores: dict, n_boot: int) -> tuple[list[dict], str]
             for d in table["differences"]], table["bootstrap"]
 
 
+LONG_WORK_TEXTS = 500  # texts not yet in the cache past which the page asks first (a nano SciFact cell: ~1,100)
+
+
+def confirm_long_work(backbone, methods, tasks, n_boot: int) -> None:
+    """Stop with the size of the work and a button when the chosen cells would embed many texts that are not in the
+    cache: opening the Retrieval family on a real model is minutes of work per method, which nobody should start by
+    clicking a tab. Cells already stored are never held back."""
+    missing = [(m, t) for m in methods for t in tasks
+               if not bench_cell_stored(ui.store(), backbone, m, t, n_boot=n_boot, seed=0)]
+    texts = sum(t.n_texts() for _, t in missing)
+    cells = {f"{m.name} {m.params!r} on {t.name}" for m, t in missing}
+    if texts < LONG_WORK_TEXTS or cells <= st.session_state.get("bench_go", set()):
+        return
+    st.info(f"{len(missing)} cell(s) are not in the cache: {texts:,} texts to embed in all (a SciFact abstract is "
+            "about 325 tokens; SmolLM2-135M embeds about 550 tokens/s on two CPU cores). Choose fewer methods or "
+            "sets, or the nano version, to make it shorter.")
+    if st.button(f"Compute {len(missing)} cell(s)", key="bench_compute", type="primary"):
+        st.session_state["bench_go"] = cells
+        st.rerun()
+    st.stop()
+
+
 with ui.user_errors():
     st.title("Benchmark")
     if st.query_params.get("family") in FAMILIES and "bench_family" not in st.session_state:
@@ -200,6 +222,7 @@ with ui.user_errors():
         st.stop()
     for t in tasks:
         budgets.check("texts", t.n_texts(), f"the number of texts to embed for {t.name}")
+    confirm_long_work(backbone, methods, tasks, n_boot)
 
     table_slot, rows, scores = st.empty(), [], {}
     for m in methods:
