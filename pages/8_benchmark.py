@@ -182,22 +182,34 @@ def versus_best(task: Task, scores: dict, n_boot: int) -> tuple[list[dict], str]
             for d in table["differences"]], table["bootstrap"]
 
 
-LONG_WORK_TEXTS = 500  # texts not yet in the cache past which the page asks first (a nano SciFact cell: ~1,100)
+LONG_WORK_TOKENS = 100_000  # tokens not yet in the cache past which the page asks first (about 3 min on SmolLM2)
+
+
+def tokens_to_embed(backbone, task) -> int:
+    """About how many tokens scoring `task` embeds: the texts it embeds (`Task.n_texts`) times their mean length, each
+    text cut at the model's limit as the methods cut it (a classification task draws its train texts from more)."""
+    texts = task.texts()
+    lengths = backbone.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+    mean = sum(min(len(ids), backbone.facts.max_length) for ids in lengths) / max(len(lengths), 1)
+    return round(mean * task.n_texts())
 
 
 def confirm_long_work(backbone, methods, tasks, n_boot: int) -> None:
-    """Stop with the size of the work and a button when the chosen cells would embed many texts that are not in the
-    cache: opening the Retrieval family on a real model is minutes of work per method, which nobody should start by
-    clicking a tab. Cells already stored are never held back."""
+    """Stop with the size of the work and a button when the chosen cells would embed many tokens that are not in
+    the cache: opening the Retrieval family on a real model is minutes of work per method, which nobody should start
+    by clicking a tab. Cells already stored are never held back."""
     missing = [(m, t) for m in methods for t in tasks
                if not bench_cell_stored(ui.store(), backbone, m, t, n_boot=n_boot, seed=0)]
-    texts = sum(t.n_texts() for _, t in missing)
-    cells = {f"{m.name} {m.params!r} on {t.name}" for m, t in missing}
-    if texts < LONG_WORK_TEXTS or cells <= st.session_state.get("bench_go", set()):
+    if not missing:
         return
-    st.info(f"{len(missing)} cell(s) are not in the cache: {texts:,} texts to embed in all (a SciFact abstract is "
-            "about 325 tokens; SmolLM2-135M embeds about 550 tokens/s on two CPU cores). Choose fewer methods or "
-            "sets, or the nano version, to make it shorter.")
+    per_task = {t.name: tokens_to_embed(backbone, t) for t in {t.name: t for _, t in missing}.values()}
+    tokens = sum(per_task[t.name] for _, t in missing)
+    cells = {f"{m.name} {m.params!r} on {t.name}" for m, t in missing}
+    if tokens < LONG_WORK_TOKENS or cells <= st.session_state.get("bench_go", set()):
+        return
+    st.info(f"{len(missing)} cell(s) are not in the cache: about {tokens:,} tokens to embed in all (SmolLM2-135M "
+            f"embeds about 550 tokens/s on two CPU cores: about {tokens / 550 / 60:.0f} min there). Choose fewer "
+            "methods or sets, or the nano version, to make it shorter.")
     if st.button(f"Compute {len(missing)} cell(s)", key="bench_compute", type="primary"):
         st.session_state["bench_go"] = cells
         st.rerun()
