@@ -121,12 +121,16 @@ def test_the_readme_headline_is_filled_from_records():
     rec = small_record(id="methods_models")
     out = render.readme(text, {"methods_models": rec})
     assert "old" not in out and "| last |" in out and out.endswith("after\n")
-    ranks = Table("ranks", "Rank of each decoder method in each family (1 = best)", ("method", "STS", "Retrieval"),
-                  (("mean", 2.0, 1.0), ("last", 1.0, 2.0)))
-    families = small_record(id="task_families_tiny", experiment="task_families", tables=(ranks,))
+    scores = Table("scores", "Scores", ("method", "STS Spearman", "STS 95% CI", "retrieval nDCG@10", "retrieval p"),
+                   (("mean", 0.5, [0.4, 0.6], 0.7, "0.002"), ("last", 0.6, [0.5, 0.7], 0.2, "0.002"),
+                    ("sentence_encoder (reference: MiniLM alone)", 0.8, [0.7, 0.9], 0.9, "0.002")))
+    ranks = Table("ranks", "Rank of each decoder method in each family (1 = best)",
+                  ("method", "STS", "retrieval", "mean rank"), (("mean", 2.0, 1.0, 1.5), ("last", 1.0, 2.0, 1.5)))
+    families = small_record(id="task_families_tiny", experiment="task_families", tables=(scores, ranks))
     out = render.readme(text, {"methods_models": rec, families.id: families})
-    assert "family (1 = best) on tiny: demo pairs**" in out and "| mean | 2.000 | 1.000 |" in out
-    assert out.index("family (1 = best)") < out.index("| last | 0.50 |")  # the ranks before the STS scores
+    assert "| method | STS Spearman | retrieval nDCG@10 |" in out and "| mean | 0.500 (2) | 0.700 (1) |" in out
+    assert "| sentence_encoder (reference: MiniLM alone) | 0.800 | 0.900 |" in out and "demo pairs; `" in out
+    assert out.index("(1) |") < out.index("| last | 0.50 |")  # the families before the STS scores
     with pytest.raises(UserError, match="no <!-- headline:start -->"):
         render.readme("no markers", {})
 

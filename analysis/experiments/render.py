@@ -112,17 +112,29 @@ def claims_headline(records: dict) -> str:
 
 
 def families_headline(records: dict) -> str:
-    """Per model measured on every task family (the task_families records): each decoder method's rank per family,
-    so a reader sees at once where STS's ranking does not carry over; "" when there is none."""
+    """Per model measured on every task family (the task_families records): each method's main metric per family
+    with its rank among the decoder methods, so a reader sees at once where STS's ranking does not carry over;
+    "" when there is none. The intervals and paired differences are in RESULTS.md."""
     from analysis.experiments.records import Table
 
     out = ""
     for _, r in sorted(records.items()):
-        if r.experiment == "task_families" and r.has_table("ranks"):
-            t = r.table("ranks")
-            model = r.models[0].name if r.models else r.id
-            out += table_markdown(Table(t.name, f"{t.title} on {model}: {r.data}", t.columns, t.rows, t.notes,
-                                        t.digits)) + f"\n\n`{r.command}`, {r.date}.\n\n"
+        if r.experiment != "task_families" or not (r.has_table("scores") and r.has_table("ranks")):
+            continue
+        scores, ranks = r.table("scores"), r.table("ranks")
+        families = ranks.columns[1:-1]
+        main = [c for c in scores.columns[1:] if c.split(" ")[0] in families and " " in c
+                and not c.endswith(("CI", "(paired)", " p"))]
+        rank_of = {row[0]: row[1:-1] for row in ranks.rows}
+        rows = []
+        for row in scores.rows:
+            value = dict(zip(scores.columns, row))
+            places = rank_of.get(row[0])
+            rows.append((row[0], *(f"{value[c]:.3f}" + (f" ({places[i]:g})" if places else "")
+                                   for i, c in enumerate(main))))
+        out += table_markdown(Table("families", f"{r.title}: each family's main metric (rank among the decoder "
+                                                "methods)", ("method", *main), tuple(rows))) \
+            + f"\n\n{r.data}; `{r.command}`, {r.date}; intervals and paired differences in RESULTS.md.\n\n"
     return out
 
 
