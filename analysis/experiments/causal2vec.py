@@ -5,7 +5,8 @@ readouts, the same readouts with the untrained bridge and no LoRA, the frozen co
 state next to the encoder vector, nothing trained), the encoder alone, PromptEOL, and the earlier MLP-only bridge (a
 shipped ablation). The paper's controls, when they are shipped (`train causal2vec --control ... --ship`, trained with
 the system's recipe and budget): the same recipe without the contextual token (Table 2, its EOS state) and the plain
-concatenation of the two embeddings trained (Table 4); the claims then include the system against each.
+concatenation of the two embeddings trained (Table 4; both table numbers as this project read the paper); the claims
+then include the system against each.
 Each with a 95% bootstrap interval; the claims as paired differences overall and per genre. Cost: ratios to the
 plain forward of the same texts, timed interleaved in this run, on sentences and on the Lee corpus' documents.
 

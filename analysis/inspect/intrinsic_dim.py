@@ -15,9 +15,10 @@ layers 1..L-1; decoder layer 0 reads bare token embeddings, whose final-token ke
 * "u-shape": the trajectory has a CLEAR U-SHAPE, tested explicitly as: among the candidates there is exactly one
   interior local minimum whose prominence (how far the curve rises on BOTH sides before it meets a lower value)
   is at least PROMINENCE = 25% of the ID range, and it is the global minimum l*. Window: l* .. min(L-1, l* + w),
-  w = floor(0.1 L) by the paper's Eq. 4 (`width="eq4"`, the default: 4 layers on SmolLM2's 30), or w = round(L / 4)
-  - 1 (`width="reported"`): the paper's own windows are 7-10 layers on its 28-36-layer backbones, about a quarter
-  of the depth, wider than its Eq. 4 gives them (`WIDTHS`, `window_width`).
+  w = floor(0.1 L) by the paper's Eq. 4 as this project read it (`width="eq4"`, the default: 4 layers on SmolLM2's
+  30), or w = round(L / 4) - 1 (`width="reported"`): the paper's own windows are 7-10 layers on its 28-36-layer
+  backbones, about a quarter of the depth, wider than its Eq. 4 gives them (`WIDTHS`, `window_width`; both readings
+  this project's, not verified against the full text).
 * "several-minima": otherwise (no clear U), the lowest-ID layer l* among the middle-to-late candidates, i.e.
   excluding the first floor(0.2 L) hidden states; window l* .. min(L-1, l* + w).
 * "flat": the ID range is below FLAT = 5% of the median ID, so the estimates carry no usable minimum; the

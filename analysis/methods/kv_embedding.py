@@ -148,7 +148,8 @@ class KVEmbeddingParams:
                        "results for its 28-36-layer backbones (neither verified against the full text).",
                        choices=intrinsic_dim.WIDTHS)
     mask: str = param("causal", "causal = the model's own attention mask; bidirectional = the causal mask removed in "
-                      "every layer (the paper's ablation: every token sees the whole text, padding stays hidden).",
+                      "every layer (an ablation of the paper, as this project read it: every token sees the whole "
+                      "text, padding stays hidden).",
                       choices=MASKS)
     layer: int = param(-1, "Hidden state read out; the paper pools the final layer.", kind="layer")
 

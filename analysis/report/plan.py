@@ -48,7 +48,8 @@ ID_TEXT_FORWARDS = 362 * 2.0  # the `layers=auto` trajectory: 362 texts, the 50 
 
 def ladder(n_layers: int) -> list[tuple[list[int], list[int], list[float]]]:
     """Layer-map grids from the finest to the coarsest: (starts, widths, biases). Each step halves the work
-    roughly; the coarsest still spans the depth (a start every quarter) at Eq. 4's width and the paper's bias."""
+    roughly; the coarsest still spans the depth (a start every quarter) at Eq. 4's width and the paper's bias (both
+    as this project read the paper)."""
     L, w = n_layers, windows.paper_width(n_layers)
     every = lambda step: list(range(1, L, max(1, step)))  # noqa: E731 - decoder layers 1.., as the sweep command
     return [(every(2), sorted({w, min(2 * w, L)}), [0.0, 1.0, 3.0]),

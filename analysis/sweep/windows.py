@@ -36,8 +36,8 @@ class Cell:
 
 
 def paper_width(n_layers: int) -> int:
-    """Layers in the window of the paper's Eq. 4, l*..l*+floor(0.1 L): floor(0.1 L) + 1 (the windows it reports are
-    wider, 7-10 layers: `analysis.inspect.intrinsic_dim.window_width`)."""
+    """Layers in the window of the paper's Eq. 4 (as this project read it), l*..l*+floor(0.1 L): floor(0.1 L) + 1
+    (the windows it reports are wider, 7-10 layers: `analysis.inspect.intrinsic_dim.window_width`)."""
     return int(np.floor(0.1 * n_layers)) + 1
 
 
