@@ -82,12 +82,11 @@ def main(argv=None) -> dict:
 
     from analysis import UserError
     from analysis.core.timing import interleaved_medians
-    from analysis.methods import get_method, list_methods, method_class
+    from analysis.methods import get_method, method_class, method_names
 
     load_before = os.getloadavg()
     try:
-        names = [m.name for m in list_methods()] if args.methods == "all" else \
-            [n.strip() for n in args.methods.split(",") if n.strip()]
+        names = method_names(args.methods)
         for n in names:
             method_class(n)
         bb = backbone(args.model)

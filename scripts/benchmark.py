@@ -46,14 +46,13 @@ def main(argv=None) -> dict:
     from transformers.utils import logging as hf_logging
 
     from analysis import UserError, load_backbone
-    from analysis.methods import get_method, list_methods, method_class
+    from analysis.methods import get_method, method_class, method_names
     from analysis.core.timing import interleaved_medians
     from analysis.eval.cost import plain_forward
 
     hf_logging.disable_progress_bar()
     try:
-        names = [m.name for m in list_methods()] if args.methods == "all" else \
-            [n.strip() for n in args.methods.split(",") if n.strip()]
+        names = method_names(args.methods)
         for n in names:
             method_class(n)
         bb = load_backbone(args.model)

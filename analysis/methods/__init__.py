@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from analysis.core.errors import UserError
 from analysis.methods.base import EmbeddingMethod, ReadoutParams, param
 
-__all__ = ["EmbeddingMethod", "ReadoutParams", "param", "get_method", "list_methods", "method_class", "parse_params",
-           "deviations"]
+__all__ = ["EmbeddingMethod", "ReadoutParams", "param", "get_method", "list_methods", "method_class", "method_names",
+           "parse_params", "deviations"]
 
 _REGISTRY: dict[str, type[EmbeddingMethod]] = {}
 
@@ -59,6 +59,14 @@ def deviations(name: str) -> tuple:
     """Method `name`'s declared differences from its paper: its module's `DEVIATIONS` (`analysis.core.deviations`;
     empty for a baseline with no paper to differ from)."""
     return tuple(getattr(sys.modules[method_class(name).__module__], "DEVIATIONS", ()))
+
+
+def method_names(spec: str) -> list[str]:
+    """The entries of a comma-separated method list ('all': every method, in `list_methods` order), as typed: the
+    command line and the benchmark scripts read `--methods` with it (names are checked by the caller)."""
+    if spec.strip() == "all":
+        return [m.name for m in list_methods()]
+    return [n.strip() for n in spec.split(",") if n.strip()]
 
 
 def get_method(name: str, **params) -> EmbeddingMethod:

@@ -153,10 +153,9 @@ def configure_methods(names: str, params: list[str]) -> dict:
 
     An entry LABEL=NAME adds a labelled copy, so one method can be compared with itself under other parameters:
     `--methods last,deep=last --param deep.layer=20`. Unknown names, labels and keys are one UserError each."""
-    from analysis.methods import get_method, list_methods, method_class, parse_params
+    from analysis.methods import get_method, method_class, method_names, parse_params
 
-    entries = [m.name for m in list_methods()] if names.strip() == "all" else \
-        [n.strip() for n in names.split(",") if n.strip()]
+    entries = method_names(names)
     if not entries:
         raise UserError("--methods names no method.")
     chosen: dict[str, str] = {}  # label -> method name
