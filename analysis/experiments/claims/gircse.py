@@ -100,8 +100,8 @@ def _recorded(ctx, a: tuple, b: tuple):
     if row is None:
         return None
     d, ci = recorded_difference(row["all"])
-    scores = {(r["configuration"], r["K"]): r["Spearman"] for r in rec.table("scores").dicts()}
-    values = {_name(*side): scores.get((side[0], _k(*side))) for side in (a, b)}
+    scores = {r["configuration"]: r["Spearman"] for r in rec.table("scores").dicts()}  # rows named as `_name` names
+    values = {_name(*side): scores.get(_name(*side)) for side in (a, b)}
     return verdicts.paired(d, ci, rec.sample.n, unit="pairs"), note, values
 
 
