@@ -225,3 +225,11 @@ def test_the_report_page_measures_the_families(backbone, tiny_samples, tmp_path,
     assert not at.exception and not errors(at), (at.exception, errors(at))
     html = " ".join(str(c.proto) for c in at.get("iframe"))  # the rendered report the page embeds
     assert "Quality per task family" in html
+
+
+def test_the_families_come_after_the_layer_map_and_the_mechanism():
+    """The families are the one step whose estimate can pass any budget; run before the seconds-long mechanism and
+    layer map they took the time those needed (a 14-min report under load lost both for 5 s)."""
+    from analysis.report.build import STEPS
+
+    assert STEPS.index("families") > max(STEPS.index("layers"), STEPS.index("mechanism"))
