@@ -172,6 +172,16 @@ def test_benchmark_without_data_sets_says_so():
     assert any("at least one data set" in i.value for i in at.info)
 
 
+def _retrieval_on(folder, beir_root) -> AppTest:
+    """The Benchmark page on the model in `folder`, the Retrieval family, mean pooling on the BEIR folder."""
+    at = AppTest.from_file(BENCH, default_timeout=TIMEOUT)
+    at.session_state["embedscope_model"] = str(folder)
+    at.session_state["bench_family"] = "retrieval"
+    at.run()
+    at.multiselect(key="bench_methods").set_value(["mean"])
+    return at.text_input(key="bench_beir").set_value(str(beir_root)).run()
+
+
 def test_long_work_waits_for_a_button_and_then_runs(tmp_path, tiny_folder, monkeypatch):
     """A retrieval set of 1,000 long documents (128k tokens at the tiny model's 128-token limit) not in the cache is
     not embedded by opening the family: the page says how many tokens and waits for the button; pressed, it scores
@@ -186,21 +196,11 @@ def test_long_work_waits_for_a_button_and_then_runs(tmp_path, tiny_folder, monke
                                                   for i in range(5)))
     (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" +
                                              "".join(f"q{i}\td{i}\t1\n" for i in range(5)))
-    at = AppTest.from_file(BENCH, default_timeout=TIMEOUT)
-    at.session_state["embedscope_model"] = str(tiny_folder)
-    at.session_state["bench_family"] = "retrieval"
-    at.run()
-    at.multiselect(key="bench_methods").set_value(["mean"])
-    at.text_input(key="bench_beir").set_value(str(root)).run()
+    at = _retrieval_on(tiny_folder, root)
     assert not at.exception, at.exception
     assert not at.dataframe and any("tokens to embed" in i.value for i in at.info)
     at.button(key="bench_compute").click().run()
     assert not at.exception and not errors(at)
     assert list(at.dataframe[0].value.columns) == ["BEIR big (nDCG@10)"]
-    again = AppTest.from_file(BENCH, default_timeout=TIMEOUT)
-    again.session_state["embedscope_model"] = str(tiny_folder)
-    again.session_state["bench_family"] = "retrieval"
-    again.run()
-    again.multiselect(key="bench_methods").set_value(["mean"])
-    again.text_input(key="bench_beir").set_value(str(root)).run()
+    again = _retrieval_on(tiny_folder, root)
     assert again.dataframe and not any("tokens to embed" in i.value for i in again.info)
