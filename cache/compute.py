@@ -323,7 +323,7 @@ def bench_cell_stored(store, backbone, method, task, *, n_boot: int, seed: int =
     if store is None:
         return False
     parts = keys.bench_parts(backbone.identity, method, task, n_boot=n_boot, seed=seed)
-    return store.get(make_key(parts), keys.BENCH) is not None
+    return store.contains(make_key(parts), keys.BENCH)
 
 
 def put_bench_cell(store, backbone, method, task, arrays: dict, meta: dict, *, n_boot: int, seed: int = 0):

@@ -92,6 +92,13 @@ class Store:
                 _discard(path)
             return self._seeded(key, namespace, validate)
 
+    def contains(self, key: str, namespace: str = "default") -> bool:
+        """Whether an entry for `key` is here or in the seeds, without reading it: a page asks this before it offers
+        long work. A damaged entry still counts; `get` finds the damage and the caller recomputes it."""
+        if self.path_for(key, namespace).is_dir():
+            return True
+        return self.seeds is not None and self.seeds.contains(key, namespace)
+
     def _seeded(self, key: str, namespace: str, validate) -> Entry | None:
         """The seeds' entry for `key`, copied into this store first (so the next read is local), or None."""
         if self.seeds is None:

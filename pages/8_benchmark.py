@@ -187,7 +187,16 @@ LONG_WORK_TOKENS = 100_000  # tokens not yet in the cache past which the page as
 
 def tokens_to_embed(backbone, task) -> int:
     """About how many tokens scoring `task` embeds: the texts it embeds (`Task.n_texts`) times their mean length, each
-    text cut at the model's limit as the methods cut it (a classification task draws its train texts from more)."""
+    text cut at the model's limit as the methods cut it (a classification task draws its train texts from more).
+    Counted once per model and set in a session: the page reruns on every click while a cell is missing."""
+    counted = st.session_state.setdefault("bench_tokens", {})
+    memo = (backbone.identity, task.name, task.n_texts())
+    if memo not in counted:
+        counted[memo] = _count_tokens(backbone, task)
+    return counted[memo]
+
+
+def _count_tokens(backbone, task) -> int:
     texts = task.texts()
     lengths = backbone.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     mean = sum(min(len(ids), backbone.facts.max_length) for ids in lengths) / max(len(lengths), 1)

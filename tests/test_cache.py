@@ -79,6 +79,14 @@ def test_same_parts_hit_once(tmp_path):
     assert e1.created == pytest.approx(e2.created)
 
 
+def test_contains_answers_without_computing(tmp_path):
+    store = Store(tmp_path)
+    key = make_key(dict(PARTS))
+    assert not store.contains(key)
+    store.get_or_compute(dict(PARTS), compute_counter()[0])
+    assert store.contains(key) and not store.contains(key, "auto_layers")
+
+
 @pytest.mark.parametrize("change", [
     {"model": "m@rev2"},
     {"method": "pcoteol"},

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cache.seeds import SEEDS_ROOT, export, seed_store
-from cache.store import Store
+from cache.store import Store, make_key
 
 PARTS = {"model": "m", "texts": ["a"], "code": "v1"}
 
@@ -25,6 +25,12 @@ def test_a_seed_is_copied_into_the_cache_and_read_as_a_hit(tmp_path):
     entry, hit = store.get_or_compute(PARTS, lambda: pytest.fail("computed although seeded"), "auto_layers")
     assert hit and entry.arrays["x"].tolist() == [0.0, 1.0, 2.0]
     assert Store(tmp_path / "cache").get_or_compute(PARTS, lambda: pytest.fail("not copied"), "auto_layers")[1]
+
+
+def test_a_seeded_entry_is_contained_before_it_is_read(tmp_path):
+    store = Store(tmp_path / "cache", seeds=_seeds(tmp_path))
+    assert store.contains(make_key(PARTS), "auto_layers")
+    assert not store.contains(make_key({**PARTS, "code": "v2"}), "auto_layers")
 
 
 def test_another_key_is_computed_not_served_from_a_seed(tmp_path):
