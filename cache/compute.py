@@ -102,6 +102,24 @@ def cached_encode(store, backbone, method, texts: list[str], *, namespace: str =
     return arrays["embeddings"], meta, hit or meta.get("computed") == 0
 
 
+def encoded_stored(store, backbone, method, texts: list[str]) -> bool:
+    """Whether `cached_encode(store, backbone, method, texts)` would compute nothing: the list is stored, or every
+    document of it is. Nothing is computed to answer, so a method still choosing its `layers=auto` window is
+    resolved only from a stored window (else False)."""
+    if store is None:
+        return False
+    if needs_window(method, backbone):
+        found = auto_window(store, backbone, method, compute=False)
+        if found is None or not found[0].layers:
+            return False
+        method = method.with_window(backbone, found[0].layers)
+    texts = list(texts)
+    if store.contains(make_key(keys.encode_parts(backbone, method, texts, {})), keys.EMBEDDINGS):
+        return True
+    digests = list(dict.fromkeys(keys.text_digest(t) for t in texts))
+    return len(VectorStore(store, backbone, method).find(digests)) == len(digests)
+
+
 def encode_documents(store, backbone, method, texts: list[str], *, normalize: bool = True, batch_size: int = 16,
                      max_tokens: int | None = None, progress: Progress | None = None) -> tuple[np.ndarray, dict, bool]:
     """Embed a corpus, each document's vector kept in the method's vector store (`cache.vectors`) by text digest.

@@ -146,6 +146,27 @@ def test_a_budget_leaves_claims_not_measured_saying_why(tiny, beir):
     assert not board["complete"]
 
 
+def test_a_plan_counts_only_the_work_the_cache_lacks(tiny, beir, tmp_path):
+    """A board run again plans nothing to compute for what the cache holds (the KV window, STS pairs, long documents,
+    retrieval vectors), so a budget too small for the first run measures the second; a claim's estimate never
+    computes anything."""
+    needs_stsb()
+    from cache import Store
+    from cache.experiments import cached_hooks
+
+    hooks = cached_hooks(Store(tmp_path))
+    ids = choose(["kv-reroute", "htp-long-gap", "htp-retrieval"])
+    first = prepare(tiny, hooks, small(beir), claims=ids, rate=RATE)
+    assert all(first.estimate(c.id) > 0 for c in ids) and "window" not in first.ctx.memo  # planning computed nothing
+    assert run(first)["complete"]
+    again = prepare(tiny, hooks, small(beir), claims=ids, rate=RATE)
+    assert again.as_dict()["estimate_seconds"] == 0
+    budget = first.as_dict()["estimate_seconds"] / 2
+    assert first.estimate("kv-reroute") > budget  # the first run could not have started it
+    board = run(again, budget_seconds=budget)
+    assert {c["verdict"]["word"] for c in board["claims"]} <= set(MEASURED) and board["complete"]
+
+
 def test_claims_are_read_from_records_measured_on_the_model(tiny, beir, tmp_path):
     """A record that names the model's identity is read, not recomputed (the numbers are the record's, judged by the
     claim's rule); one of another model is not."""

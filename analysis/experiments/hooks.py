@@ -22,6 +22,12 @@ class Hooks:
     # (parts, compute) -> compute()'s JSON-able value, kept under `parts`: what cannot be recomputed from stored
     # vectors (a timing); the claims board's cost claims resume from it
     remember: Callable = lambda parts, compute: compute()
+    # What is already stored, asked without computing anything, so a budget counts only the work left (the claims
+    # board's plan): (backbone, method, texts) -> whether `encode` would only read; a method still choosing its
+    # `layers=auto` window says False
+    stored: Callable = lambda backbone, method, texts: False
+    # (backbone) -> the `report` hooks' `window()` when it is stored, else None
+    stored_window: Callable = lambda backbone: None
 
 
 def local_hooks(batch_size: int = 16) -> Hooks:
