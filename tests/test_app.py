@@ -304,8 +304,8 @@ def test_pairs_input_counts():
 # ---- Compare models -----------------------------------------------------------------------------------------
 
 def test_compare_models_reads_the_cache_without_loading_the_models(monkeypatch):
-    """Both built-in models, once converted, are described from their folders: opening the page loads only the
-    sidebar's model, which the app holds anyway (loading Gemma 3 too took 5 s of the page's first figure)."""
+    """Both built-in models, once converted, are described from their folders: opening the page loads neither
+    (loading Gemma 3 too took 5 s of the page's first figure)."""
     import ui.model
     from analysis import load_backbone
 
@@ -324,6 +324,25 @@ def test_compare_models_reads_the_cache_without_loading_the_models(monkeypatch):
     assert not errors(at)
     assert at.get("plotly_chart")
     assert "gemma3-270m" not in loaded, loaded  # the sidebar's model is app.py's, loaded once per server
+
+
+@pytest.mark.parametrize("page", ["app.py", "pages/3_intrinsic_dimension.py", "pages/5_layer_explorer.py",
+                                  "pages/7_geometry.py"])
+def test_a_stored_first_figure_needs_no_model_load(page, monkeypatch):
+    """The sidebar's facts and a view's stored first figure need only the model's description (`LazyBackbone`): the
+    seconds of importing transformers' modeling code and loading the weights are paid when a computation needs
+    them, not on opening the app (issue 38)."""
+    import ui.model
+
+    ui.model._lazy.clear()  # a handle an earlier test loaded would hide a load
+    loads, real = [], ui.model._load_shown
+    monkeypatch.setattr(ui.model, "_load_shown", lambda *a: loads.append(a) or real(*a))
+    at = run_app() if page == "app.py" else open_page(page)
+    assert not at.exception and not errors(at), at.exception or errors(at)
+    sidebar = " ".join(c.value for c in at.sidebar.caption)
+    assert "30 layers" in sidebar and "135 M parameters" in sidebar  # the facts a load gives, read from the folder
+    assert page == "app.py" or at.get("plotly_chart")
+    assert not loads, f"{page} loaded the model"
 
 
 def test_compare_models_reads_the_methods_table_from_the_cache():

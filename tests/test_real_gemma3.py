@@ -40,8 +40,8 @@ def test_facts_and_licence(gemma):
     assert gemma.identity.startswith("gemma3-270m:")
     from analysis.models.describe import describe
 
-    d = describe("gemma3-270m")  # what cache keys need, without the weights
-    assert (d.identity, d.n_layers, d.title) == (gemma.identity, f.n_layers, f.title)
+    d = describe("gemma3-270m")  # what cache keys and the sidebar need, without the weights
+    assert (d.identity, d.facts) == (gemma.identity, f)
 
 
 def test_disabled_kv_rerouting_is_the_vanilla_forward(gemma):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import streamlit as st
 
 import cache
@@ -85,18 +87,68 @@ def described(name: str):
         return None
 
 
+class LazyBackbone:
+    """The chosen built-in model before anything needs its weights: `identity` and `facts` read from its converted
+    folder (`describe`, milliseconds, exactly what loading gives), every other attribute taken from the Backbone,
+    loaded on first use. A view whose first figure is stored (a seed, or an earlier visit) reads it by identity and
+    never pays the seconds of importing transformers and loading the model (issue 38's profile: most of a fresh
+    page's 10 s)."""
+
+    def __init__(self, described, load):
+        self.identity, self.facts = described.identity, described.facts
+        self._load, self._loaded = load, None
+        self._loading = threading.Lock()
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._loaded is not None
+
+    def __getattr__(self, name: str):  # only what __init__ did not set: the model, tokenizer, lock, ...
+        if name.startswith("_"):
+            raise AttributeError(name)
+        with self._loading:
+            if self._loaded is None:
+                self._loaded = self._load()
+        return getattr(self._loaded, name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=3)
+def _lazy(name: str, device: str, dtype: str) -> LazyBackbone | None:
+    """One handle per model and process, shared by every session as the loaded model is (so what the library memoises
+    per backbone, merged adapter copies, is made once); None when only a load can describe the model."""
+    from analysis.models.describe import describe
+
+    try:
+        found = describe(name, device=device, dtype=dtype)
+    except UserError:
+        return None
+    return None if found is None else LazyBackbone(found, lambda: _load_shown(name, device, dtype))
+
+
+def _load_shown(name: str, device: str, dtype: str):
+    """`_load` behind the same spinner as `_try_load` when a page's own thread asks (a worker thread has no page to
+    show it on)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return _load(name, device, dtype)
+    with st.spinner(f"Loading {md(title_of(name))}…", show_time=True):
+        return _load(name, device, dtype)
+
+
 LOADED_KEY = "ui_backbone"  # session state: (model name, Backbone) of the last successful load
 
 
 def _backbone():
     """The chosen model, looked up once per session and model choice (the sidebar, the method picker and every
-    method on a page ask for it on each rerun; only a new choice goes through loading again)."""
+    method on a page ask for it on each rerun; only a new choice goes through loading again). A converted built-in
+    model comes as a `LazyBackbone`: loaded, behind the same spinner, only when something needs its weights."""
     name = model_name()
     key = (name, *hardware())  # a new device or precision is a new model too
     held = st.session_state.get(LOADED_KEY)
     if held is not None and held[0] == key:
         return held[1]
-    backbone = _try_load(name)
+    backbone = _lazy(*key) or _try_load(name)
     st.session_state[LOADED_KEY] = (key, backbone)
     return backbone
 

@@ -7,27 +7,22 @@ and this reader computes nothing that is stored."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.core.paths import cache_root
-from analysis.models.backbone import _builtin_folder, _torch_dtype, builtin, resolve_device
+from analysis.models.backbone import Facts, _builtin_folder, _torch_dtype, builtin, resolve_device
 
 
 @dataclass(frozen=True)
 class Described:
-    """`identity` exactly as `load_backbone` gives it, the name asked for, the title and the decoder layers.
-    `facts` is itself, so code that reads only `.identity` and `.facts.n_layers` / `.name` / `.title` (a key,
-    `cache.auto_window(..., compute=False)`) takes it as it takes a Backbone."""
+    """`identity` and `facts` exactly as `load_backbone` gives them (tests/test_real_model.py compares both), so code
+    that reads only these (a cache key, `cache.auto_window(..., compute=False)`, the sidebar's facts) takes it as it
+    takes a Backbone."""
 
     identity: str
-    name: str
-    title: str
-    n_layers: int
-
-    @property
-    def facts(self) -> Described:
-        return self
+    facts: Facts
 
 
 def describe(name: str, *, device: str = "cpu", dtype: str = "float32") -> Described | None:
@@ -44,5 +39,24 @@ def describe(name: str, *, device: str = "cpu", dtype: str = "float32") -> Descr
     folder, identity = _builtin_folder(entry)
     config = json.loads(Path(folder, "config.json").read_text(encoding="utf-8"))
     config = config.get("text_config", config)  # what `_facts` reads (`get_text_config`)
-    return Described(identity if dtype == "float32" else f"{identity}|{dtype}|cpu", name, entry.title,
-                     int(config["num_hidden_layers"]))
+    heads = config["num_attention_heads"]
+    types = list(config.get("layer_types") or [])
+    window = config.get("sliding_window")
+    n_sliding = sum(t == "sliding_attention" for t in types) if types else (config["num_hidden_layers"] if window else 0)
+    facts = Facts(name=name, architecture=config["model_type"], n_layers=config["num_hidden_layers"], n_heads=heads,
+                  n_kv_heads=config.get("num_key_value_heads") or heads,
+                  head_dim=config.get("head_dim") or config["hidden_size"] // heads, hidden_size=config["hidden_size"],
+                  vocab_size=config["vocab_size"], max_length=config.get("max_position_embeddings", 2048),
+                  n_params=_n_params(Path(folder, "model.safetensors"), config.get("tie_word_embeddings", True)),
+                  sliding_window=window if n_sliding else None, n_sliding=n_sliding, title=entry.title,
+                  licence=entry.licence, dtype=dtype, device="cpu")
+    return Described(identity if dtype == "float32" else f"{identity}|{dtype}|cpu", facts)
+
+
+def _n_params(weights: Path, tied: bool) -> int:
+    """Parameters as `model.parameters()` counts them, from the safetensors header alone (8 bytes of length, then
+    JSON: name -> dtype, shape, offsets); a tied output matrix is the input embeddings, counted once."""
+    with weights.open("rb") as f:
+        header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+    return sum(math.prod(t["shape"]) for k, t in header.items()
+               if k != "__metadata__" and not (tied and k == "lm_head.weight"))
