@@ -140,13 +140,19 @@ def families_headline(records: dict) -> str:
 
 def headline(records: dict) -> str:
     """The README's short tables: the claims board's verdicts per model, each task-family record's ranks, then the
-    methods x models STS scores (first 12 rows), with a link to the full document."""
+    methods x models STS scores (first 12 rows) unless the task-family tables already show them (the same report
+    part and sample), with a link to the full document."""
     rec = records.get("methods_models")
     if rec is None or not rec.has_table("scores"):
         return "(no results recorded yet: see docs/RESULTS.md)"
+    families = families_headline(records)
+    if families:  # their STS column is this record's Spearman: its intervals and paired differences are one link away
+        return (claims_headline(records) + families + "STS with its intervals and the paired difference of every method "
+                f"to the best (`{rec.command}`): [docs/RESULTS.md](docs/RESULTS.md), with every other table, its command "
+                "and sample.")
     t = rec.table("scores")
     short = type(t)(t.name, t.title, t.columns, t.rows[:12], t.notes, t.digits)
-    return (claims_headline(records) + families_headline(records) + table_markdown(short) + f"\n\n{rec.data}; `{rec.command}`, {rec.date}. Every "
+    return (claims_headline(records) + table_markdown(short) + f"\n\n{rec.data}; `{rec.command}`, {rec.date}. Every "
             "table, with its command and sample: [docs/RESULTS.md](docs/RESULTS.md).")
 
 
