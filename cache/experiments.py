@@ -1,9 +1,9 @@
 """An experiment's hooks (`analysis.experiments.hooks.Hooks`) served from the compute cache: embeddings through
 `cached_encode` (KV-Embedding's `layers=auto` window through the store), context-compression answers through
 `cached_compress_predict`, the model report's hooks through `cache.report`, and the claims board's timings through
-`cache.claims`; what is stored is asked through `encoded_stored` and `auto_window(compute=False)`. So `python -m analysis measure` run twice computes once, an interrupted measurement resumes, and the
-pages that did the same work before it (Benchmark, Context compression, the Layer explorer) have already paid for
-part of it."""
+`cache.claims`; what is stored is asked through `encoded_stored` and `auto_window(compute=False)`. So `python -m
+analysis measure` run twice computes once, an interrupted measurement resumes, and the pages that did the same work
+before it (Benchmark, Context compression, the Layer explorer) have already paid for part of it."""
 
 from __future__ import annotations
 

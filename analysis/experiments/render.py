@@ -147,13 +147,13 @@ def headline(records: dict) -> str:
         return "(no results recorded yet: see docs/RESULTS.md)"
     families = families_headline(records)
     if families:  # their STS column is this record's Spearman: its intervals and paired differences are one link away
-        return (claims_headline(records) + families + "STS with its intervals and the paired difference of every method "
-                f"to the best (`{rec.command}`): [docs/RESULTS.md](docs/RESULTS.md), with every other table, its command "
-                "and sample.")
+        return (claims_headline(records) + families + "STS with its intervals and the paired difference of every "
+                f"method to the best (`{rec.command}`): [docs/RESULTS.md](docs/RESULTS.md), with every other table, "
+                "its command and sample.")
     t = rec.table("scores")
     short = type(t)(t.name, t.title, t.columns, t.rows[:12], t.notes, t.digits)
-    return (claims_headline(records) + table_markdown(short) + f"\n\n{rec.data}; `{rec.command}`, {rec.date}. Every "
-            "table, with its command and sample: [docs/RESULTS.md](docs/RESULTS.md).")
+    return (claims_headline(records) + table_markdown(short) + f"\n\n{rec.data}; `{rec.command}`, {rec.date}. "
+            "Every table, with its command and sample: [docs/RESULTS.md](docs/RESULTS.md).")
 
 
 BLOCKS = {"headline": headline}  # the README's generated blocks

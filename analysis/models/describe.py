@@ -42,7 +42,8 @@ def describe(name: str, *, device: str = "cpu", dtype: str = "float32") -> Descr
     heads = config["num_attention_heads"]
     types = list(config.get("layer_types") or [])
     window = config.get("sliding_window")
-    n_sliding = sum(t == "sliding_attention" for t in types) if types else (config["num_hidden_layers"] if window else 0)
+    n_sliding = (sum(t == "sliding_attention" for t in types) if types
+                 else (config["num_hidden_layers"] if window else 0))
     facts = Facts(name=name, architecture=config["model_type"], n_layers=config["num_hidden_layers"], n_heads=heads,
                   n_kv_heads=config.get("num_key_value_heads") or heads,
                   head_dim=config.get("head_dim") or config["hidden_size"] // heads, hidden_size=config["hidden_size"],

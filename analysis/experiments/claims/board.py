@@ -8,7 +8,8 @@ A claim that cannot run on this model (no weights trained for it, data missing, 
 when the plan is made, with what it needs. The others run cheapest first, each started only when its estimate
 (the units of work it still needs, none for what the hooks already store, scaled by the measured drift of the
 claims so far: `report.clock.Budget`) fits the time left; a claim not reached is "not measured" with the reason, and
-the same board run again resumes from the hooks' cache. A claim that fails is "not measured" with its error, and the others go on.
+the same board run again resumes from the hooks' cache. A claim that fails is "not measured" with its error, and the
+others go on.
 
 Board JSON (schema 1): schema, created, model {name, title, identity, n_layers}, settings, papers {key: {title,
 cite}}, plan {estimate_seconds, claims {id: seconds}, probe}, budget_seconds, spent_seconds, complete,

@@ -196,6 +196,13 @@ class Context:
         stored = self.hooks.stored(self.backbone, method.as_role(role), list(texts))
         return Unit(key, 0.0 if stored else seconds)
 
+    def two_sided_unit(self, key: tuple, seconds: float, method, beir) -> Unit:
+        """A retrieval unit (queries embedded as queries, documents as documents): free only when both sides are
+        stored."""
+        sides = [self.unit(key, seconds, method, list(beir.queries.values()), "query"),
+                 self.unit(key, seconds, method, list(beir.corpus.values()))]
+        return Unit(key, max(u.seconds for u in sides))
+
     # ---- held-out STS-B ----------------------------------------------------------------------------------------
     @cached_property
     def pairs(self):
@@ -284,11 +291,9 @@ class Context:
 
     def longdoc_unit(self, method, length: int) -> Unit:
         docs = self.longdocs()
-        key, beir = ("longdoc", method_key(method), length), docs.sets[length]
-        seconds = self.seconds(docs.tokens[length], relative_cost(method))
-        stored = [self.unit(key, seconds, method, list(beir.queries.values()), "query"),
-                  self.unit(key, seconds, method, list(beir.corpus.values()))]
-        return Unit(key, max(u.seconds for u in stored))
+        beir = docs.sets[length]
+        return self.two_sided_unit(("longdoc", method_key(method), length),
+                                   self.seconds(docs.tokens[length], relative_cost(method)), method, beir)
 
     def longdoc_hits(self, method, length: int) -> np.ndarray:
         """(n_queries,) nDCG@1 of each query among the documents of one length (LongEmbed's metric), queries
@@ -331,14 +336,11 @@ class Context:
         return self.memo["retrieval"]
 
     def retrieval_unit(self, method) -> Unit:
+        data = self.retrieval_task().data
         if "retrieval_tokens" not in self.memo:
-            data = self.retrieval_task().data
             self.memo["retrieval_tokens"] = self.tokens([*data.corpus.values(), *data.queries.values()])
-        data, key = self.retrieval_task().data, ("retrieval", method_key(method))
-        seconds = self.seconds(self.memo["retrieval_tokens"], relative_cost(method))
-        stored = [self.unit(key, seconds, method, list(data.queries.values()), "query"),
-                  self.unit(key, seconds, method, list(data.corpus.values()))]
-        return Unit(key, max(u.seconds for u in stored))
+        return self.two_sided_unit(("retrieval", method_key(method)),
+                                   self.seconds(self.memo["retrieval_tokens"], relative_cost(method)), method, data)
 
     def retrieval_score(self, method):
         """`eval.score.Score` (nDCG@10 per query) of `method` on the retrieval set."""
