@@ -21,6 +21,7 @@ from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method, list_methods
 from analysis.data import samples
 from analysis.eval.tasks import load_task, select_task
+from analysis.experiments import records, render
 from cache.compute import stored_bench_cell, stored_cell_score
 from ui import claims
 from ui.model import described, load_named, title_of
@@ -37,6 +38,25 @@ def bench_row(bb, method, task) -> dict:
     s, meta = found
     return {"spearman": round(s.value, 3), "ci": f"[{s.lo:.3f}, {s.hi:.3f}]",
             "seconds": float(meta.get("encode_seconds", np.nan))}
+
+
+def recorded_methods_table(models: dict, fill: str) -> None:
+    """The published methods x models record in place of a table with no cached cell (a fresh install), when it
+    measured exactly these models: labelled as the record, with its own sample, command and date."""
+    rec = records.read("methods_models")
+    if rec is None or not {bb.identity for bb in models.values()} <= {m.identity for m in rec.models}:
+        st.info(f"No cell of this table is in the cache yet. Fill it from the command line: {fill}.")
+        return
+    t, per_model, title, columns = rec.table("scores"), ("95% CI", "vs best decoder (paired)", "p"), "", []
+    for c in t.columns[1:]:  # each model's title (its Spearman), then its interval, paired difference and p
+        title = title if c in per_model else c
+        columns.append(f"{title}: {c}" if c in per_model else f"{title}: Spearman")
+    frame = pd.DataFrame([[row[0], *(render.cell(v) if isinstance(v, list) else v for v in row[1:])] for row in t.rows],
+                         columns=["method", *columns])
+    st.caption(f"Nothing for this sample is in the cache yet: the published record instead, on {rec.data}, "
+               f"{render.sample_text(rec.sample)}; `{rec.command}`, {rec.date}. To compute the table for the sample "
+               f"above: {fill}.")
+    st.dataframe(frame, hide_index=True, width="stretch")
 
 
 def explorer_cells(bb, pairs) -> pd.DataFrame:
@@ -86,7 +106,8 @@ with ui.user_errors():
         if sel.layers:
             fig.add_vrect(x0=(sel.start - 0.5) / L, x1=(sel.end + 0.5) / L, fillcolor=color, opacity=0.12,
                           line_width=0, annotation_text=f"{t}: {sel.start}–{sel.end}", annotation_position="top left")
-        rows += [{"model": t, "hidden state": k, "relative depth": d, "ID": v} for k, (d, v) in enumerate(zip(depth, ids))]
+        rows += [{"model": t, "hidden state": k, "relative depth": d, "ID": v}
+                 for k, (d, v) in enumerate(zip(depth, ids))]
         st.caption(f"**{t}**: {sel.rule}, decoder layers {sel.start}–{sel.end} of {L}. {sel.reason}.")
     fig.update_xaxes(range=[-0.02, 1.02])  # the depth axis even before any trajectory is drawn
     fig.update_layout(height=420, xaxis_title="relative depth k / L", yaxis_title="intrinsic dimension (TwoNN)",
@@ -114,11 +135,15 @@ with ui.user_errors():
                               "× last": round(r["seconds"] / base, 2) if np.isfinite(r["seconds"] / base) else None})
         frame = pd.DataFrame(table)
         wide = frame.pivot_table(index="method", columns="model", values="Spearman", sort=False)
-        st.dataframe(frame.pivot(index="method", columns="model", values=["Spearman", "95% CI", "× last"]),
-                     width="stretch")
-        st.caption(f"Fill it from the command line: `python -m analysis bench --models {a},{b} --methods all "
-                   f"--data stsb-dev{'' if size == 1500 else f' --sample {size}'}` (cost: encode time over `last`'s "
-                   "on the same texts, as recorded when each cell was computed; under load only a rough guide).")
+        fill = (f"`python -m analysis bench --models {a},{b} --methods all --data stsb-dev"
+                f"{'' if size == 1500 else f' --sample {size}'}`")
+        if wide.notna().any().any():
+            st.dataframe(frame.pivot(index="method", columns="model", values=["Spearman", "95% CI", "× last"]),
+                         width="stretch")
+            st.caption(f"Fill it from the command line: {fill} (cost: encode time over `last`'s on the same texts, as "
+                       "recorded when each cell was computed; under load only a rough guide).")
+        else:
+            recorded_methods_table(models, fill)
         if wide.notna().any().any():
             bar = go.Figure([go.Bar(name=t, x=list(wide.index), y=wide[t], marker_color=c)
                              for t, c in zip(wide.columns, COLORS)])

@@ -326,8 +326,8 @@ def test_compare_models_reads_the_cache_without_loading_the_models(monkeypatch):
     assert "gemma3-270m" not in loaded, loaded  # the sidebar's model is app.py's, loaded once per server
 
 
-@pytest.mark.parametrize("page", ["app.py", "pages/3_intrinsic_dimension.py", "pages/5_layer_explorer.py",
-                                  "pages/7_geometry.py"])
+@pytest.mark.parametrize("page", ["app.py", "pages/3_intrinsic_dimension.py", "pages/4_attention.py",
+                                  "pages/5_layer_explorer.py", "pages/6_sensitivity.py", "pages/7_geometry.py"])
 def test_a_stored_first_figure_needs_no_model_load(page, monkeypatch):
     """The sidebar's facts and a view's stored first figure need only the model's description (`LazyBackbone`): the
     seconds of importing transformers' modeling code and loading the weights are paid when a computation needs
@@ -376,3 +376,12 @@ def test_compare_models_reads_the_methods_table_from_the_cache():
     assert flat[("prompteol", "× last", "SmolLM2-135M-Instruct")] == pytest.approx(1.75)
     assert flat[("prompteol", "× last", "Gemma 3 270M (base)")] == pytest.approx(1.5)
     assert flat[("prompteol", "95% CI", "SmolLM2-135M-Instruct")] == "[0.760, 0.860]"
+    from analysis.experiments import records
+
+    at.select_slider(key="cmp_limit").set_value(200).run()  # a sample nothing was computed on
+    assert not at.exception, at.exception
+    assert any("the published record instead" in c.value for c in at.caption)  # labelled as the record
+    recorded = at.dataframe[0].value.set_index("method")
+    scores = records.read("methods_models").table("scores")
+    want = dict(zip(scores.column("method"), scores.column("SmolLM2-135M-Instruct")))
+    assert recorded.loc["prompteol", "SmolLM2-135M-Instruct: Spearman"] == pytest.approx(want["prompteol"])

@@ -1,6 +1,7 @@
 """GIRCSE training: known answers for the ICR loss, gradients through the cached soft-token generation into the
 LoRA weights (tiny models), a few training steps lower the loss, and the shipped adapter on the real model."""
 
+import copy
 import math
 import warnings
 
@@ -83,6 +84,31 @@ def test_lora_copy_leaves_the_shared_backbone_alone(tiny_llama):
     assert all(torch.equal(p, before[n]) for n, p in tiny_llama.model.named_parameters())
     assert not any("lora" in n for n, _ in tiny_llama.model.named_modules())
     assert not any(p.requires_grad for p in tiny_llama.model.parameters())
+
+
+def test_a_merged_lora_shares_every_weight_it_does_not_change(tiny_llama):
+    """`merged_backbone` (Causal2Vec's shipped LoRA) on a copy over the model's own tensors: the merged copy gives the
+    unmerged LoRA model's logits, the shared model is untouched, and only the adapted weights are held twice."""
+    from analysis.weights.lora import add_lora, lora_config, lora_tensors, merged_backbone
+
+    before = {n: p.clone() for n, p in tiny_llama.model.named_parameters()}
+    cfg = lora_config(4, targets=("q_proj", "v_proj"))
+    unmerged = add_lora(copy.deepcopy(tiny_llama.model), cfg)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for n, p in unmerged.named_parameters():
+            if "lora_" in n:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.05)
+    tuned = merged_backbone(tiny_llama, lora_tensors(unmerged), cfg, "test-shared-merge")
+    ids = torch.tensor([tiny_llama.tokenizer("A cat sat on the mat.")["input_ids"]])
+    with torch.inference_mode():
+        torch.testing.assert_close(tuned.model(input_ids=ids).logits, unmerged(input_ids=ids).logits, atol=1e-4,
+                                   rtol=1e-4)
+    assert all(torch.equal(p, before[n]) for n, p in tiny_llama.model.named_parameters())
+    own = {n: p.data_ptr() for n, p in tiny_llama.model.named_parameters()}
+    merged = {n.replace(".base_layer", ""): p.data_ptr() for n, p in tuned.model.named_parameters() if "lora_" not in n}
+    assert {n for n, ptr in merged.items() if ptr == own[n]} == {n for n in own
+                                                                if not n.endswith(("q_proj.weight", "v_proj.weight"))}
 
 
 def test_gradients_reach_lora_through_every_soft_step(tiny_llama, monkeypatch):

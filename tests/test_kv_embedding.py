@@ -146,7 +146,7 @@ def test_model_is_restored_after_an_error(tiny_llama):
         with torch.inference_mode():
             from analysis.core.forward import attention_backend
 
-            with attention_backend(tiny_llama, "kv_reroute"):
+            with attention_backend(tiny_llama, m.backend()):
                 run(tiny_llama, batch, [-1], **{KWARG: cfg})
     assert tiny_llama.model.config._attn_implementation == "sdpa"
     assert isinstance(cfg, Reroute)

@@ -2,6 +2,7 @@
 other attribute from the model loaded once, on first use."""
 
 import threading
+from types import SimpleNamespace
 
 import pytest
 
@@ -11,7 +12,8 @@ from ui.model import LazyBackbone
 
 def test_identity_and_facts_come_without_a_load_and_the_rest_from_one_load():
     real, loads = tiny_backbone("llama"), []
-    handle = LazyBackbone(real, lambda: loads.append(1) or real)  # a Backbone has what a description has
+    described = SimpleNamespace(identity=real.identity, facts=real.facts, folder="")  # what `describe` gives
+    handle = LazyBackbone(described, lambda: loads.append(1) or real)
     assert (handle.identity, handle.facts) == (real.identity, real.facts) and not handle.is_loaded and not loads
     threads = [threading.Thread(target=lambda: handle.model) for _ in range(4)]  # pages' workers ask at once
     for t in threads:
@@ -23,6 +25,8 @@ def test_identity_and_facts_come_without_a_load_and_the_rest_from_one_load():
 
 
 def test_private_and_missing_names_are_not_loaded_for():
-    handle = LazyBackbone(tiny_backbone("llama"), lambda: pytest.fail("loaded"))
+    real = tiny_backbone("llama")
+    handle = LazyBackbone(SimpleNamespace(identity=real.identity, facts=real.facts, folder=""),
+                          lambda: pytest.fail("loaded"))
     with pytest.raises(AttributeError):
         handle._private  # noqa: B018 -- copy and pickle probe such names: they must not load the model

@@ -42,6 +42,22 @@ def test_describe_gives_the_loaded_identity_without_loading(real, tmp_path):
     assert describe(str(tmp_path)) is None  # not built in: only a load can tell
 
 
+def test_the_sidebar_handle_tokenizes_as_the_loaded_model_without_loading_it(real):
+    """The Attention and Sensitivity pages only tokenize before their stored figure: the handle's tokenizer, read
+    alone from the converted folder, must be the loaded model's in every respect a method uses."""
+    from analysis.models.describe import describe
+    from ui.model import LazyBackbone
+
+    handle = LazyBackbone(describe("default"), lambda: pytest.fail("loaded the weights"))
+    alone = handle.tokenizer
+    assert alone is not real.tokenizer and handle.tokenizer is alone  # read once per handle
+    assert (alone.pad_token_id, alone.padding_side, len(alone)) == (real.tokenizer.pad_token_id, "right",
+                                                                     len(real.tokenizer))
+    assert alone(TEXTS, padding=True)["input_ids"] == real.tokenizer(TEXTS, padding=True)["input_ids"]
+    assert alone.apply_chat_template([{"role": "user", "content": TEXTS[0]}], tokenize=False) == \
+        real.tokenizer.apply_chat_template([{"role": "user", "content": TEXTS[0]}], tokenize=False)
+
+
 @pytest.mark.parametrize("name", BASELINES)
 def test_embeddings_are_unit_float32_rows(real, name):
     emb = get_method(name).encode(real, TEXTS)

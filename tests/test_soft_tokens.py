@@ -313,6 +313,10 @@ def test_adapter_is_merged_into_a_copy(tiny_llama, tmp_path):
         base = tiny_llama.model(input_ids=ids).logits
     torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
     assert not torch.allclose(got, base, atol=1e-3)  # the adapter does something
+    own = {n: p.data_ptr() for n, p in tiny_llama.model.named_parameters()}
+    shared = {n for n, p in tuned.model.named_parameters() if p.data_ptr() == own[n]}
+    adapted = {n for n in own if any(f"{t}.weight" in n for t in ("q_proj", "v_proj", "o_proj"))}
+    assert shared == set(own) - adapted  # the weights the adapter leaves alone are not held twice (issue 34)
 
 
 def test_adapter_parameter_and_fingerprint(tiny_llama, tmp_path):

@@ -55,16 +55,18 @@ def tiny_data(monkeypatch):
 
 def test_task_families_record(tiny_llama, tiny_data):
     module = experiment("task_families")
-    cfg = module.Config(model="tiny", methods=("last", "mean", "kv_embedding", "sentence_encoder"), queries=15,
-                        n_boot=100)
+    cfg = module.Config(model="tiny", methods=("last", "mean", "kv_embedding", "soft_tokens", "sentence_encoder"),
+                        queries=15, n_boot=100)
     rec = run("task_families", cfg, hooks=tiny_hooks(tiny_llama))
     records.validate(rec)
     assert rec.command == ("python -m analysis measure task_families --model tiny --methods "
-                           "last,mean,kv_embedding,sentence_encoder --queries 15 --n-boot 100")
+                           "last,mean,kv_embedding,soft_tokens,sentence_encoder --queries 15 --n-boot 100")
     assert rec.id.startswith("task_families_") and rec.models[0].identity == tiny_llama.identity
     assert rec.sample.strata == {"retrieval": 15, "classification": 60, "clustering": 10, "STS": 20}
     scores = rec.table("scores")
-    assert scores.column("method") == ["last", "mean", "kv_embedding", "sentence_encoder (reference: MiniLM alone)"]
+    frozen = "soft_tokens (frozen: no adapter shipped for tiny)"  # no GIRCSE adapter: never passed off as GIRCSE
+    assert scores.column("method") == ["last", "mean", "kv_embedding", frozen,
+                                       "sentence_encoder (reference: MiniLM alone)"]
     for family, metric in (("retrieval", "nDCG@10"), ("classification", "accuracy"), ("clustering", "V-measure"),
                            ("STS", "Spearman")):
         verdicts = scores.column(f"{family} vs best decoder (paired)")
@@ -72,7 +74,7 @@ def test_task_families_record(tiny_llama, tiny_data):
         values, intervals = scores.column(f"{family} {metric}"), scores.column(f"{family} 95% CI")
         assert all(ci[0] - 1e-4 <= v <= ci[1] + 1e-4 for v, ci in zip(values, intervals))
     ranks = rec.table("ranks")
-    assert sorted(ranks.column("method")) == ["kv_embedding", "last", "mean"]  # decoder methods only
+    assert sorted(ranks.column("method")) == ["kv_embedding", "last", "mean", frozen]  # decoder methods only
     assert rec.findings[0].startswith(f"{tiny_llama.facts.title or tiny_llama.facts.name}: on STS the best")
     assert sum("MiniLM alone is" in f for f in rec.findings) == 4
     assert all(("as on STS" in f) or ("not STS's best" in f) for f in rec.findings[1:4])

@@ -96,12 +96,27 @@ class LazyBackbone:
 
     def __init__(self, described, load):
         self.identity, self.facts = described.identity, described.facts
-        self._load, self._loaded = load, None
+        self._described = described
+        self._load, self._loaded, self._tokenizer = load, None, None
         self._loading = threading.Lock()
 
     @property
     def is_loaded(self) -> bool:
         return self._loaded is not None
+
+    @property
+    def tokenizer(self):
+        """The loaded model's tokenizer, or before any load the same tokenizer read alone from the converted folder
+        (`load_tokenizer`, set up as loading sets it up): a view that only tokenizes waits a second, not for the
+        weights."""
+        if self._loaded is not None:
+            return self._loaded.tokenizer
+        with self._loading:
+            if self._tokenizer is None:
+                from analysis.models.describe import load_tokenizer
+
+                self._tokenizer = load_tokenizer(self._described)
+        return self._tokenizer
 
     def __getattr__(self, name: str):  # only what __init__ did not set: the model, tokenizer, lock, ...
         if name.startswith("_"):

@@ -51,6 +51,12 @@ def methods_for(backbone, names) -> tuple[dict, dict]:
     return methods, weights
 
 
+def frozen_label(models: list[str]) -> str:
+    """The soft_tokens row's name when `models` have no shipped GIRCSE adapter: what ran is the frozen model's soft
+    tokens, not GIRCSE, and a table must not let it pass for GIRCSE."""
+    return f"soft_tokens (frozen: no adapter shipped for {', '.join(models)})"
+
+
 def measure(config: Config, hooks, progress) -> Measured:
     from analysis.eval.sts import compare_cosines
     from analysis.experiments.provenance import model_entry
@@ -89,8 +95,8 @@ def scores_table(config: Config, results: dict, frozen: dict) -> Table:
     for name, r in results.items():
         columns += [r["title"], "95% CI", "vs best decoder (paired)", "p"]
     for method in config.methods:
-        row = [method + (" (frozen: no adapter shipped for " + ", ".join(k for k, v in frozen.items() if v) + ")"
-                         if method == "soft_tokens" and any(frozen.values()) else "")]
+        row = [frozen_label([k for k, v in frozen.items() if v]) if method == "soft_tokens" and any(frozen.values())
+               else method]
         for r in results.values():
             score = next(x for x in r["methods"] if x["method"] == method)
             d = versus_best(r)[method]

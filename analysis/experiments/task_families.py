@@ -27,7 +27,7 @@ import numpy as np
 
 from analysis.core.options import option
 from analysis.experiments import Measured, cells, heldout_sts
-from analysis.experiments.methods_models import ENCODER, METHODS, methods_for
+from analysis.experiments.methods_models import ENCODER, METHODS, frozen_label, methods_for
 from analysis.experiments.records import Sample, Table
 
 ID = "task_families"
@@ -82,6 +82,8 @@ def measure(config: Config, hooks, progress) -> Measured:
                                              f"{len(pairs)} pairs stratified by genre")}
     backbone = hooks.backbone(config.model)
     methods, weights = methods_for(backbone, config.methods)
+    if "soft_tokens" in methods and not weights:  # the frozen model's soft tokens: named so in every table
+        methods = {(frozen_label([config.model]) if k == "soft_tokens" else k): m for k, m in methods.items()}
     methods = ready(hooks, backbone, methods, pairs)
     scores: dict = {f: {} for f in FAMILIES}
     units = [(f, label) for label in methods for f in FAMILIES]

@@ -50,14 +50,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import sys
 from dataclasses import dataclass, field
 
 import torch
-from transformers import AttentionInterface
-from transformers.integrations.sdpa_attention import sdpa_attention_forward
-from transformers.masking_utils import (AttentionMaskInterface, bidirectional_mask_function, eager_mask, sdpa_mask,
-                                        sliding_window_bidirectional_mask_function)
 
 from analysis.inspect import intrinsic_dim
 from analysis.core.deviations import Deviation
@@ -231,6 +228,8 @@ def _additive(mask: torch.Tensor | None, B: int, T: int, dtype, device) -> torch
 
 
 def _kv_attention(module, query, key, value, attention_mask, *, eager: bool, **kwargs):
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
     cfg: Reroute | None = kwargs.pop(KWARG, None)
     base = _eager_of(module) if eager else sdpa_attention_forward
     if cfg is None or module.layer_idx not in cfg.layers:
@@ -278,6 +277,8 @@ def _without_causality(make_mask):
     key, padding stays hidden, and a sliding-window layer (it is given `local_size`) keeps its window on both sides.
     Never skipped to sdpa's `is_causal` shortcut, which would put the causal mask back."""
 
+    from transformers.masking_utils import bidirectional_mask_function, sliding_window_bidirectional_mask_function
+
     def mask(*args, mask_function=None, local_size=None, allow_is_causal_skip=True, **kwargs):
         pattern = sliding_window_bidirectional_mask_function(local_size) if local_size else bidirectional_mask_function
         return make_mask(*args, mask_function=pattern, allow_is_causal_skip=False, **kwargs)
@@ -285,15 +286,20 @@ def _without_causality(make_mask):
     return mask
 
 
-AttentionInterface.register(BACKEND, _sdpa_reroute)
-AttentionInterface.register(BACKEND_EAGER, _eager_reroute)
-AttentionInterface.register(BIDIRECTIONAL, _sdpa_reroute)
-AttentionInterface.register(BIDIRECTIONAL_EAGER, _eager_reroute)
-# The mask functions must be registered too, or transformers builds no causal mask at all for these names.
-AttentionMaskInterface.register(BACKEND, sdpa_mask)
-AttentionMaskInterface.register(BACKEND_EAGER, eager_mask)
-AttentionMaskInterface.register(BIDIRECTIONAL, _without_causality(sdpa_mask))
-AttentionMaskInterface.register(BIDIRECTIONAL_EAGER, _without_causality(eager_mask))
+@functools.cache
+def registered_backends() -> None:
+    """Registers the re-routing attention functions and their mask functions with transformers, once, on first use
+    rather than on import: importing transformers costs over a second, which every page that only lists the methods
+    paid (issue 38). The mask functions must be registered too, or transformers builds no causal mask at all for
+    these names."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
+
+    for name, attention, mask in ((BACKEND, _sdpa_reroute, sdpa_mask), (BACKEND_EAGER, _eager_reroute, eager_mask),
+                                  (BIDIRECTIONAL, _sdpa_reroute, _without_causality(sdpa_mask)),
+                                  (BIDIRECTIONAL_EAGER, _eager_reroute, _without_causality(eager_mask))):
+        AttentionInterface.register(name, attention)
+        AttentionMaskInterface.register(name, mask)
 
 
 # ---- the method ----------------------------------------------------------------------------------------------
@@ -312,6 +318,7 @@ class KVEmbedding(EmbeddingMethod):
 
     def backend(self, attention: bool = False) -> str:
         """The registered attention backend this configuration runs under (eager when attention maps are kept)."""
+        registered_backends()
         if self.params.mask == "bidirectional":
             return BIDIRECTIONAL_EAGER if attention else BIDIRECTIONAL
         return BACKEND_EAGER if attention else BACKEND
@@ -320,7 +327,8 @@ class KVEmbedding(EmbeddingMethod):
         try:
             canonical = parse_layers(params.layers)
         except ValueError as err:
-            raise UserError(f"kv_embedding: layers={params.layers!r:.40}: {err}; use auto, none or e.g. 3,4,5.") from None
+            raise UserError(f"kv_embedding: layers={params.layers!r:.40}: {err}; use auto, none or e.g. 3,4,5.") \
+                from None
         return dataclasses.replace(params, layers=canonical)  # one spelling per layer set, so cache keys agree
 
     def check(self, backbone) -> None:

@@ -23,6 +23,7 @@ class Described:
 
     identity: str
     facts: Facts
+    folder: str  # the converted model: its tokenizer loads from here without the weights (`load_tokenizer`)
 
 
 def describe(name: str, *, device: str = "cpu", dtype: str = "float32") -> Described | None:
@@ -51,7 +52,21 @@ def describe(name: str, *, device: str = "cpu", dtype: str = "float32") -> Descr
                   n_params=_n_params(Path(folder, "model.safetensors"), config.get("tie_word_embeddings", True)),
                   sliding_window=window if n_sliding else None, n_sliding=n_sliding, title=entry.title,
                   licence=entry.licence, dtype=dtype, device="cpu")
-    return Described(identity if dtype == "float32" else f"{identity}|{dtype}|cpu", facts)
+    return Described(identity if dtype == "float32" else f"{identity}|{dtype}|cpu", facts, str(folder))
+
+
+def load_tokenizer(described: Described):
+    """The described model's tokenizer set up as `load_backbone` sets it up (padding on the right, the end-of-text
+    token when no padding token is named; tests/test_real_model.py compares the two), without the weights: a view
+    that only tokenizes before its stored figure (Attention's word view, Sensitivity's length check) waits a second,
+    not for the model (issue 38)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(described.folder, local_files_only=True, trust_remote_code=False)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "right"
+    return tokenizer
 
 
 def _n_params(weights: Path, tied: bool) -> int:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from analysis.models.backbone import Backbone
 from analysis.core.errors import UserError
+from analysis.weights.lora import merged_copy, own_lora_bases
 CONFIG = "adapter_config.json"
 WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin", "weights.safetensors")  # peft's, or our artefact's
 SAFE, PICKLE = WEIGHTS[:2]  # peft's two formats: only the first is ever read
@@ -149,8 +150,6 @@ def load_adapter(backbone: Backbone, path: str) -> Backbone:
     Raises:
         UserError: the folder is not a PEFT adapter, or it does not fit this model.
     """
-    from analysis.weights.lora import merged_copy
-
     folder = adapter_folder(path)
     fingerprint = adapter_fingerprint(folder)
 
@@ -166,7 +165,8 @@ def load_adapter(backbone: Backbone, path: str) -> Backbone:
         try:
             if (folder / MANIFEST).is_file():  # trained here: check it was trained for this very model
                 return _artefact_model(model, folder, backbone.identity)
-            return PeftModel.from_pretrained(model, str(folder), is_trainable=False).merge_and_unload()
+            peft_model = PeftModel.from_pretrained(model, str(folder), is_trainable=False)
+            return own_lora_bases(peft_model).merge_and_unload()
         except UserError:
             raise
         except (OSError, ValueError, KeyError, RuntimeError, AttributeError, TypeError) as err:
@@ -189,4 +189,4 @@ def _artefact_model(model, folder: Path, identity: str):
     result = set_peft_model_state_dict(peft_model, tensors)
     if getattr(result, "unexpected_keys", None):
         raise ValueError(f"unexpected adapter weights {result.unexpected_keys[:3]}")
-    return peft_model.merge_and_unload()
+    return own_lora_bases(peft_model).merge_and_unload()

@@ -64,17 +64,38 @@ def lora_tensors(model) -> dict:
     return {f"lora.{n}": p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
 
 
+def shared_copy(model):
+    """A copy of `model` with new modules over the original's own parameter and buffer tensors: hooks and LoRA
+    layers put on the copy never reach the original, and the weights are not held twice (a whole copy was the
+    540 MB that put soft tokens with an adapter over 2 GiB on 4,096-token documents, issue 34). A merge writes into
+    weights in place, so whatever a build merges into must first be made the copy's own (`own_lora_bases`)."""
+    return copy.deepcopy(model, memo={id(t): t for t in (*model.parameters(), *model.buffers())})
+
+
+def own_lora_bases(model):
+    """`model` with every LoRA-wrapped layer's base weight replaced by its own copy: merging adds the update in
+    place, and on a `shared_copy` the base weight is the original model's."""
+    import torch
+
+    peft = _peft()
+    for module in model.modules():
+        if isinstance(module, peft.tuners.lora.LoraLayer):
+            base = module.get_base_layer()
+            base.weight = torch.nn.Parameter(base.weight.detach().clone(), requires_grad=False)
+    return model
+
+
 def merged_copy(backbone: Backbone, key: str, build, suffix: str) -> Backbone:
     """The one memo of merged decoder copies (Causal2Vec's LoRA, GIRCSE adapters): a Backbone over
-    `build(copy of backbone.model)`, identity `<identity>+<suffix>`, made once per (backbone, key) and freed with
-    the backbone (weak keys). `build` returns the merged model; it runs under the lock, so two pages asking for
-    the same adapter at once build it once."""
+    `build(shared_copy(backbone.model))`, identity `<identity>+<suffix>`, made once per (backbone, key) and freed
+    with the backbone (weak keys). `build` returns the merged model, calling `own_lora_bases` before it merges; it
+    runs under the lock, so two pages asking for the same adapter at once build it once."""
     with _lock:
         done = _memo.get(backbone, {}).get(key)
         if done is not None:
             return done
         with backbone.lock:  # nobody hooks the base model while we copy it
-            model = copy.deepcopy(backbone.model)
+            model = shared_copy(backbone.model)
         model = build(model)
         model.eval().requires_grad_(False)
         tuned = Backbone(model, backbone.tokenizer, backbone.facts, f"{backbone.identity}+{suffix}")
@@ -99,7 +120,7 @@ def merged_backbone(backbone: Backbone, tensors: dict, cfg: dict, tag: str) -> B
                     raise UserError(f"The LoRA weight {n} has shape {tuple(v.shape)}, the model needs "
                                     f"{tuple(params[n].shape)}.")
                 params[n].copy_(v)
-        for module in model.modules():
+        for module in own_lora_bases(model).modules():
             if isinstance(module, peft.tuners.lora.LoraLayer):
                 module.merge()
         return model
