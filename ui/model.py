@@ -78,9 +78,13 @@ def described(name: str):
     """A built-in model as cache keys see it, on the sidebar's device and precision, without loading its weights
     (`analysis.models.describe`): a view reads its stored result with it and loads the model only on a
     miss. None when only a load can tell (or cannot: `load_named` then says why)."""
+    return _describe(name, *hardware())
+
+
+def _describe(name: str, device: str, dtype: str):
+    """`describe`, or None where it raises: the load that follows says why in its own sentence."""
     from analysis.models.describe import describe
 
-    device, dtype = hardware()
     try:
         return describe(name, device=device, dtype=dtype)
     except UserError:
@@ -131,12 +135,7 @@ class LazyBackbone:
 def _lazy(name: str, device: str, dtype: str) -> LazyBackbone | None:
     """One handle per model and process, shared by every session as the loaded model is (so what the library memoises
     per backbone, merged adapter copies, is made once); None when only a load can describe the model."""
-    from analysis.models.describe import describe
-
-    try:
-        found = describe(name, device=device, dtype=dtype)
-    except UserError:
-        return None
+    found = _describe(name, device, dtype)
     return None if found is None else LazyBackbone(found, lambda: _load_shown(name, device, dtype))
 
 
