@@ -24,11 +24,13 @@ from cache.store import DATA, META, Store
 SEEDS_ROOT = Path(__file__).resolve().parent / "seeds"
 # What a first visit would compute for seconds to minutes: the re-routing window behind KV-Embedding's layers=auto
 # (an intrinsic-dimension trajectory over 362 texts: 75% of the Attention page's first visit, 86 s), the pages'
-# default trajectories, maps, traces and scores. Embeddings and document vectors are left out: large, and quick to
-# recompute for the few texts a default view shows.
+# default trajectories, maps, traces and scores, and the embeddings of the few texts a default view shows: quick to
+# compute, but computing them loads the model, which kept five lesson steps and Embed & compare over 10 s on a fresh
+# install (issue 38). Per-document vector shards are left out: large, and only corpora read them.
 NAMESPACES = (keys.AUTO_LAYERS, keys.ATTENTION, keys.SENSITIVITY, keys.GEOMETRY, keys.ANISOTROPY,
               keys.EMBEDDING_MAP, keys.BENCH, keys.STS_SCORE, keys.SOFT_SCALING, keys.SOFT_GENERATION,
-              keys.COMPRESSION, keys.POOL_ATTENTION, keys.INTRINSIC_DIM)
+              keys.COMPRESSION, keys.POOL_ATTENTION, keys.INTRINSIC_DIM, keys.EMBEDDINGS)
+LAST = (keys.EMBEDDINGS,)  # seeded with the room the others leave: they are what a page computes for a minute
 MAX_ENTRY_BYTES = 2_000_000  # a larger entry is cheaper to recompute than to ship
 MAX_TOTAL_BYTES = 12_000_000  # the wheel carries them: a few MB at most
 
@@ -44,8 +46,8 @@ def seed_store() -> Store | None:
 def export(source: Path, target: Path = SEEDS_ROOT, namespaces=NAMESPACES, *,
            max_entry_bytes: int = MAX_ENTRY_BYTES, max_total_bytes: int = MAX_TOTAL_BYTES) -> dict:
     """Replace the seeds in `target` by the entries of `namespaces` in the cache at `source` that are at most
-    `max_entry_bytes` each, smallest first until `max_total_bytes`. Returns {namespace: entries} and what was left
-    out."""
+    `max_entry_bytes` each, smallest first until `max_total_bytes`, those of `LAST` after all others. Returns
+    {namespace: entries} and what was left out."""
     found = []
     for ns in namespaces:
         for meta in sorted((source / ns).glob(f"*/*/{META}")):
@@ -55,7 +57,7 @@ def export(source: Path, target: Path = SEEDS_ROOT, namespaces=NAMESPACES, *,
                 found.append((size, ns, entry))
     shutil.rmtree(target, ignore_errors=True)
     kept, total, left_out = {}, 0, []
-    for size, ns, entry in sorted(found, key=lambda f: f[0]):
+    for size, ns, entry in sorted(found, key=lambda f: (f[1] in LAST, f[0])):
         if total + size > max_total_bytes:
             left_out.append(f"{ns}/{entry.name}")
             continue

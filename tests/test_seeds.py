@@ -60,6 +60,17 @@ def test_export_keeps_small_entries_within_the_total(tmp_path):
     assert out["entries"] == {"bench": 1}  # 800 and 1,600 bytes of data: only the first is small enough
 
 
+def test_embeddings_are_seeded_only_with_the_room_the_other_entries_leave(tmp_path):
+    """Embeddings are quick to recompute once the model is loaded: a page's minute of work (a map, a window) must
+    never be left out of the seeds to make room for them, however small they are."""
+    made = Store(tmp_path / "made")
+    made.get_or_compute({"i": 0}, lambda: ({"x": np.zeros(10)}, {}), "embeddings")  # the smallest entry
+    made.get_or_compute({"i": 1}, lambda: ({"x": np.zeros(200)}, {}), "bench")
+    one = sum(f.stat().st_size for f in (tmp_path / "made" / "bench").rglob("*") if f.is_file())
+    out = export(tmp_path / "made", tmp_path / "seeds", namespaces=("bench", "embeddings"), max_total_bytes=one + 10)
+    assert out["entries"] == {"bench": 1} and len(out["left_out"]) == 1
+
+
 def test_seeds_can_be_switched_off(monkeypatch):
     monkeypatch.setenv("EMBEDSCOPE_SEEDS", "0")
     assert seed_store() is None
