@@ -226,6 +226,23 @@ def test_readout_layer_and_encode_layers(tiny_llama):
     np.testing.assert_allclose(layers[:, 1], top, atol=1e-5)
 
 
+def test_a_generation_pass_holds_at_most_the_generation_budget(tiny_llama, monkeypatch):
+    """Generation keeps a pass's whole key-value cache, so soft tokens cap every pass at GENERATION_TOKENS whatever
+    budget the caller gives (issue 34); the embeddings do not depend on how the texts were batched."""
+    import analysis.methods.soft_tokens as soft
+
+    m = get_method("soft_tokens", k=3)
+    whole = m.encode(tiny_llama, TEXTS, max_tokens=None, batch_size=1)
+    widths, real = [], soft.generate
+    monkeypatch.setattr(soft, "generate", lambda bb, batch, *a, **kw: widths.append(batch.input_ids.numel())
+                        or real(bb, batch, *a, **kw))
+    monkeypatch.setattr(soft, "GENERATION_TOKENS", 40)
+    capped = m.encode(tiny_llama, TEXTS, max_tokens=100_000)
+    lengths = [len(e) + 3 for e in m.prepare(tiny_llama, TEXTS)]  # the prompt and its K = 3 slots
+    assert len(widths) == len(soft.batches_by_length(lengths, soft.BATCH_SIZE, 40)) > 1  # not one pass of three
+    np.testing.assert_allclose(capped, whole, atol=1e-5)
+
+
 def test_no_state_leaks_between_calls(tiny_llama):
     model = tiny_llama.model
     backend = model.config._attn_implementation

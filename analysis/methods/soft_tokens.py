@@ -47,13 +47,18 @@ from analysis.core.errors import UserError
 from analysis.core.forward import Captured, resolve_layer, run
 from analysis.core.vectors import l2_normalize
 from analysis.methods.base import EmbeddingMethod, param
-from analysis.core.tokens import Batch, Encoded, PLACEHOLDER, batches_by_length, check_texts, encode_texts
+from analysis.core.tokens import (TOKEN_BUDGET, Batch, Encoded, PLACEHOLDER, batches_by_length, check_texts,
+                                  encode_texts)
 from analysis.core.trace import Trace
 
 GENERATED = 127  # segment id of generated positions (fits the int8 segments kept in traces)
 # A generation step pushes one position per text through every layer, so on a CPU it costs about one read of
 # all the weights whatever the batch: more texts per batch share that read (see scripts/bench_soft_tokens.py).
 BATCH_SIZE = 64
+# Generation keeps the whole pass's key-value cache (on SmolLM2 30 layers x keys and values x 192 floats per token:
+# 377 MB at the library's 8,192-token budget, the part of a 4,096-token pass that took soft tokens over 2 GiB), so a
+# pass holds at most half the tokens other methods' passes do. Short texts are bounded by BATCH_SIZE well before this.
+GENERATION_TOKENS = TOKEN_BUDGET // 2
 TOPN = 10  # most likely tokens recorded per step in traces
 DEFAULT_INSTRUCTION = "Represent this text."
 # A retrieval query's instruction when the task gives none (GIRCSE writes one per task, in E5-Mistral's wording).
@@ -120,6 +125,12 @@ class SoftCaptured(Captured):
 
 
 # ---- the mechanism, usable on its own ---------------------------------------------------------------------
+def generation_budget(max_tokens: int | None) -> int:
+    """A caller's padded-token budget per pass ("at most", None = none) within `GENERATION_TOKENS`: a lower bound
+    still honours the caller's, and no caller can make one pass hold a key-value cache for a whole corpus."""
+    return GENERATION_TOKENS if max_tokens is None else min(int(max_tokens), GENERATION_TOKENS)
+
+
 def next_token_logits(backbone, h: torch.Tensor) -> torch.Tensor:
     """(B, d) final states (after the final norm) -> (B, V) logits, as the causal-LM head computes them."""
     logits = backbone.model.get_output_embeddings()(h)  # (B, V)
@@ -323,11 +334,15 @@ class SoftTokens(EmbeddingMethod):
             trace.tokens[n_before + b] = [next(names) if g else t for t, g in zip(trace.tokens[n_before + b], is_gen)]
 
     # ---- entry points: the adapter (if any) is merged into a copy of the model once -------------------------
-    def encode(self, backbone, texts, *, batch_size: int = BATCH_SIZE, **kwargs):
-        return super().encode(self.adapted(backbone), texts, batch_size=batch_size, **kwargs)
+    def encode(self, backbone, texts, *, batch_size: int = BATCH_SIZE, max_tokens: int | None = GENERATION_TOKENS,
+               **kwargs):
+        return super().encode(self.adapted(backbone), texts, batch_size=batch_size,
+                              max_tokens=generation_budget(max_tokens), **kwargs)
 
-    def encode_layers(self, backbone, texts, layers="all", *, batch_size: int = BATCH_SIZE, **kwargs):
-        return super().encode_layers(self.adapted(backbone), texts, layers, batch_size=batch_size, **kwargs)
+    def encode_layers(self, backbone, texts, layers="all", *, batch_size: int = BATCH_SIZE,
+                      max_tokens: int | None = GENERATION_TOKENS, **kwargs):
+        return super().encode_layers(self.adapted(backbone), texts, layers, batch_size=batch_size,
+                                     max_tokens=generation_budget(max_tokens), **kwargs)
 
     def adapted(self, backbone):
         """The backbone with this method's adapter merged into a copy (the same object when there is none)."""
