@@ -444,6 +444,13 @@ def jacobians(store, backbone, method, text: str, layer: int, probes: int, exact
     return computed(store, keys.SENSITIVITY, parts, compute, progress)
 
 
+def jacobians_stored(store, backbone, method, text: str, layer: int, probes: int, exact: bool) -> bool:
+    """Whether `jacobians(...)` would compute nothing. A stored result passed the token budget when it was computed,
+    so a page checks the budget (which tokenizes) only before real work."""
+    parts = keys.sensitivity_parts(backbone, method, text, layer, probes, exact)
+    return store is not None and store.contains(make_key(parts), keys.SENSITIVITY)
+
+
 # ---- geometry: alignment and uniformity (GEOMETRY), anisotropy by layer (ANISOTROPY), maps (EMBEDDING_MAP) ------
 def geometry(store, backbone, method, positives, n_boot: int, *, batch_size: int = 16,
              progress: Progress | None = None):

@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 import ui
 from analysis.core import budgets
 from analysis.inspect import sensitivity as S
-from ui.traces import jacobians
+from ui.traces import jacobians, jacobians_stored
 
 OFFERED = ("mean", "htp", "kv_embedding", "token_prepending")
 READOUT_NAMES = {"last": "last-token readout", "mean": "mean readout"}
@@ -95,10 +95,11 @@ with ui.user_errors():
         exact = st.checkbox(f"Also exact norms (d backward passes; at most {budgets.limit('exact_jacobian_tokens')} "
                             "tokens)", key="sens_exact")
     methods = ui.method_picker("sens", default=("mean", "htp", "kv_embedding"), only=OFFERED)
-    n_tokens = max(len(m.prepare(backbone, [text])[0]) for m in methods)
-    budgets.check("sensitivity_tokens", n_tokens, "the number of tokens in this text (prompt included)")
-    if exact:
-        S.check_exact(n_tokens, backbone.facts.hidden_size)
+    if not all(jacobians_stored(m, text, layer, probes, exact) for m in methods):  # a stored one passed already
+        n_tokens = max(len(m.prepare(backbone, [text])[0]) for m in methods)
+        budgets.check("sensitivity_tokens", n_tokens, "the number of tokens in this text (prompt included)")
+        if exact:
+            S.check_exact(n_tokens, backbone.facts.hidden_size)
 
     rows, sentences = [], []
     for m in methods:

@@ -345,6 +345,19 @@ def test_a_stored_first_figure_needs_no_model_load(page, monkeypatch):
     assert not loads, f"{page} loaded the model"
 
 
+def test_sensitivity_tokenizes_only_before_real_work():
+    """The token budget guards computing Jacobians; the stored default (a seed) passed it when it was computed, so
+    the page's first figure reads it without the tokenizer's seconds (issue 38's profile: 2.6 of its 10 s)."""
+    import ui.model
+
+    ui.model._lazy.clear()
+    at = open_page("pages/6_sensitivity.py")
+    assert not at.exception and not errors(at) and at.get("plotly_chart")
+    assert ui.model._lazy("default", "cpu", "float32")._tokenizer is None
+    at.text_area(key="sens_text").set_value("A text nobody has measured the Jacobians of yet.").run()
+    assert ui.model._lazy("default", "cpu", "float32")._tokenizer is not None  # a new text is checked first
+
+
 def test_compare_models_reads_the_methods_table_from_the_cache():
     """Cells that `analysis bench` stored for both built-in models show up in the table, with the cost ratio to
     `last` on the same model (known values written into this module's private cache)."""

@@ -60,6 +60,11 @@ def word_shares(methods, text: str, layers) -> tuple[pd.DataFrame, pd.DataFrame]
     return pd.concat(frames, ignore_index=True), pd.DataFrame(rest)
 
 
+def jacobians_stored(method, text: str, layer: int, probes: int, exact: bool) -> bool:
+    """Whether `jacobians` would read its result rather than compute it (`cache.compute.jacobians_stored`)."""
+    return compute.jacobians_stored(store(), get_backbone(), method, text, layer, probes, exact)
+
+
 def jacobians(method, text: str, layer: int, probes: int, exact: bool, label: str):
     """Jacobian norms of both readouts and the attention-product bound for one text, through the cache:
     (arrays, meta) with the tokens, the decay and the bound's agreement in meta."""
