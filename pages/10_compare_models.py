@@ -137,14 +137,13 @@ with ui.user_errors():
         wide = frame.pivot_table(index="method", columns="model", values="Spearman", sort=False)
         fill = (f"`python -m analysis bench --models {a},{b} --methods all --data stsb-dev"
                 f"{'' if size == 1500 else f' --sample {size}'}`")
-        if wide.notna().any().any():
+        if not wide.notna().any().any():
+            recorded_methods_table(models, fill)
+        else:
             st.dataframe(frame.pivot(index="method", columns="model", values=["Spearman", "95% CI", "× last"]),
                          width="stretch")
             st.caption(f"Fill it from the command line: {fill} (cost: encode time over `last`'s on the same texts, as "
                        "recorded when each cell was computed; under load only a rough guide).")
-        else:
-            recorded_methods_table(models, fill)
-        if wide.notna().any().any():
             bar = go.Figure([go.Bar(name=t, x=list(wide.index), y=wide[t], marker_color=c)
                              for t, c in zip(wide.columns, COLORS)])
             bar.update_layout(barmode="group", height=360, yaxis_title="Spearman", margin=dict(l=10, r=10, t=30, b=10))
