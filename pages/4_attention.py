@@ -1,7 +1,8 @@
 """Attention
 
-Where does attention go? The mass every token puts on KV-Embedding's re-routed prefix (per layer and head),
-and which words each method's final token actually reads.
+Where does attention go? The mass every token puts on KV-Embedding's re-routed prefix (per layer and head), the
+text's attention to Causal2Vec's contextual token, and which words each method's final token actually reads: one view
+at a time (`?view=prefix|contextual|words` opens one).
 """
 
 import numpy as np
@@ -17,6 +18,8 @@ from analysis.methods import get_method, list_methods
 from analysis.methods.causal2vec import shipped_fits
 from ui.traces import traced, word_shares
 
+VIEWS = {"prefix": "Re-routed prefix (KV-Embedding)", "contextual": "Contextual token (Causal2Vec)",
+         "words": "Which words the final token reads"}
 DEFAULT_TEXT = "The bank by the river raised its interest rates after the flood damaged the town."
 
 
@@ -35,18 +38,8 @@ def prefix_figure(mass: np.ndarray, tokens, layers) -> go.Figure:
     return fig
 
 
-with ui.user_errors():
-    st.title("Attention")
-    backbone = ui.get_backbone()
-    L = backbone.facts.n_layers
-    text = st.text_area("Text", DEFAULT_TEXT, key="attn_text", height=80,
-                        help=f"Attention maps grow with the square of the length: at most "
-                             f"{budgets.limit('attention_tokens')} tokens (prompt included).").strip()
-    ui.check_sizes([text], "the text")
-    if not text:
-        st.info("Enter a text.")
-        st.stop()
-
+def prefix_section(backbone, text: str) -> None:
+    """KV-Embedding: the mass every query puts on the re-routed prefix, per layer and head."""
     st.subheader("Attention to the re-routed prefix")
     st.caption("For KV-Embedding: the share of each query's attention that lands on the prepended key/value of "
                "the final token, per decoder layer and head. Layers outside the re-routing set have no prefix (0).")
@@ -56,11 +49,14 @@ with ui.user_errors():
     st.caption(f"Re-routing in decoder layers {', '.join(map(str, in_set)) or 'none'} "
                f"(layers={kv.params.layers}).")
     mass = kv_arrays["mass"]
-    by_head, by_pos = prefix_mass_summary(mass)
+    by_head, _ = prefix_mass_summary(mass)
     frame = pd.DataFrame([{"decoder_layer": l, "head": h, "mean_prefix_mass": by_head[l, h]}
                           for l in range(by_head.shape[0]) for h in range(by_head.shape[1])])
     ui.show_figure(prefix_figure(mass, list(kv_arrays["tokens"]), in_set), frame, "prefix_mass")
 
+
+def contextual_section(text: str) -> None:
+    """Causal2Vec: the text's attention to the contextual token, next to the untrained bridge's."""
     st.subheader("Attention to the contextual token (Causal2Vec)")
     st.caption("Causal2Vec puts one token made from MiniLM's summary of the text before the text. The share of each "
                "text token's attention that lands on it (mean over the text's tokens), per decoder layer and head: "
@@ -95,6 +91,9 @@ with ui.user_errors():
         st.caption("Next to the chosen system, the same text with the untrained bridge on the frozen decoder: where "
                    "the trained decoder (its LoRA) attends more to C, it has learnt to read the summary.")
 
+
+def words_section(backbone, text: str) -> None:
+    """The final token's attention over the text's words, for each chosen method."""
     st.subheader("Which words does the final token read?")
     st.caption("The final token's attention (mean over the chosen decoder layers and all heads) summed over the "
                "sub-word tokens of each word and over every copy of the text (Echo has two). Bars show each "
@@ -102,7 +101,8 @@ with ui.user_errors():
                "gives what went to the prompt and to the prefix.")
     decoder_methods = [m.name for m in list_methods() if m.name != "sentence_encoder"]  # it has no decoder trace
     methods = ui.method_picker("attn_words", default=("prompteol", "echo", "kv_embedding"), only=decoder_methods)
-    lo, hi = st.slider("Decoder layers averaged", 0, L - 1, (0, L - 1), key="attn_layers")
+    last = backbone.facts.n_layers - 1
+    lo, hi = st.slider("Decoder layers averaged", 0, last, (0, last), key="attn_layers")
     words, rest = word_shares(methods, text, range(lo, hi + 1))
     fig = go.Figure()
     for label, g in words.groupby("method", sort=False):
@@ -112,3 +112,26 @@ with ui.user_errors():
                       margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.3))
     ui.show_figure(fig, words, "final_token_word_attention")
     st.dataframe(rest, hide_index=True)
+
+
+with ui.user_errors():
+    st.title("Attention")
+    backbone = ui.get_backbone()
+    text = st.text_area("Text", DEFAULT_TEXT, key="attn_text", height=80,
+                        help=f"Attention maps grow with the square of the length: at most "
+                             f"{budgets.limit('attention_tokens')} tokens (prompt included).").strip()
+    ui.check_sizes([text], "the text")
+    if not text:
+        st.info("Enter a text.")
+        st.stop()
+
+    if st.query_params.get("view") in VIEWS and "attn_view" not in st.session_state:
+        st.session_state["attn_view"] = st.query_params["view"]  # ?view=words opens a view (links, lessons)
+    view = st.radio("Show", list(VIEWS), format_func=VIEWS.get, horizontal=True, key="attn_view",
+                    help="One view at a time: each draws its own figures, and the page opens faster on one.")
+    if view == "prefix":
+        prefix_section(backbone, text)
+    elif view == "contextual":
+        contextual_section(text)
+    else:
+        words_section(backbone, text)

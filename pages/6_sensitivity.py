@@ -101,31 +101,40 @@ with ui.user_errors():
         if exact:
             S.check_exact(n_tokens, backbone.facts.hidden_size)
 
-    rows, sentences = [], []
+    results = {m.name: measure(m, text, layer, probes, exact) for m in methods}
+    # One figure, for the method chosen here: each figure is two tall log panels, and every one drawn delays the
+    # page's first (issue 38); the summary below compares every chosen method in numbers.
+    by_name = {m.name: m for m in methods}
+    if st.session_state.get("sens_shown") not in by_name:
+        st.session_state.pop("sens_shown", None)  # its method was taken out of the list: show the first one
+    shown = by_name[st.radio("Figure for", list(by_name), horizontal=True, key="sens_shown",
+                             format_func=lambda name: label(by_name[name]),
+                             help="Every chosen method is measured (its sentence and its row in the summary "
+                                  "below); the figure shows one at a time, on the same layer and probes.")]
+    arrays, meta = results[shown.name]
+    tokens = list(meta["tokens"])
+    frame = pd.DataFrame({"position": range(len(tokens)), "token": tokens,
+                          "placeholder": arrays["placeholder"].astype(bool),
+                          **{k: arrays[k] for k in ("last", "last_se", "mean", "mean_se", "bound_last", "bound_mean")},
+                          **({k: arrays[k] for k in ("exact_last", "exact_mean") if k in arrays})})
+    ui.show_figure(figure(arrays, tokens, f"{label(shown)}, hidden state {meta['layer']}", exact), frame,
+                   f"sensitivity_{shown.name}")
+    if exact and "exact_last" in arrays:
+        err = np.nanmax(np.abs(arrays["last"] / arrays["exact_last"] - 1))
+        st.caption(f"Probe estimate vs exact norms: largest relative error {err:.1%} with {probes} probes.")
+
+    rows = []
     for m in methods:
-        arrays, meta = measure(m, text, layer, probes, exact)
-        tokens = list(meta["tokens"])
-        name = label(m)
-        frame = pd.DataFrame({"position": range(len(tokens)), "token": tokens,
-                              "placeholder": arrays["placeholder"].astype(bool),
-                              **{k: arrays[k] for k in ("last", "last_se", "mean", "mean_se", "bound_last",
-                                                        "bound_mean")},
-                              **({k: arrays[k] for k in ("exact_last", "exact_mean") if k in arrays})})
-        ui.show_figure(figure(arrays, tokens, f"{name}, hidden state {meta['layer']}", exact), frame,
-                       f"sensitivity_{m.name}")
-        sentences.append(sentence(name, meta))
-        st.markdown(sentences[-1])
+        arrays, meta = results[m.name]
+        st.markdown(sentence(label(m), meta))
         rel = arrays["last_se"] / arrays["last"]
-        rows.append({"method": name, "tokens": len(tokens), "probes": probes,
+        rows.append({"method": label(m), "tokens": len(meta["tokens"]), "probes": probes,
                      "median rel. s.e. (last)": round(float(np.nanmedian(rel)), 3),
                      "decades last": round(meta["decay"]["last"]["decades"], 2),
                      "decades mean": round(meta["decay"]["mean"]["decades"], 2),
                      "ρ bound vs last": round(meta["agreement"]["last"]["spearman"], 2),
                      "ρ bound vs mean": round(meta["agreement"]["mean"]["spearman"], 2),
                      "seconds": round(meta.get("sensitivity_seconds", 0.0), 1)})
-        if exact and "exact_last" in arrays:
-            err = np.nanmax(np.abs(arrays["last"] / arrays["exact_last"] - 1))
-            st.caption(f"Probe estimate vs exact norms: largest relative error {err:.1%} with {probes} probes.")
 
     st.subheader("Summary")
     st.caption("Decades: log₁₀ of the median norm over the last quarter of the text tokens divided by the median "

@@ -156,7 +156,7 @@ def test_attention_page_refuses_a_long_text_before_work(app_cache, tiny_dir):
 
 def test_attention_page_shows_words_as_text(app_cache, tiny_dir):
     at = page("pages/4_attention.py", tiny_dir, attn_text="the <b>bank</b> <i>raised</i> rates",
-              attn_kv_kv_embedding_layers="0,1", attn_words_methods=["prompteol"])
+              attn_view="words", attn_words_methods=["prompteol"])
     no_traceback(at)
     assert not page_errors(at)
     spec = json.dumps(figures(at))

@@ -1,6 +1,6 @@
 """The Claims page headless (AppTest) on the real default model, in a fresh cache: no board yet says how to get one;
-the estimate comes first, then the run, whose board is shown (verdict chips with their numbers, the deviations
-beside each claim, links to the views with the evidence) and offered as a standalone HTML file; the board is stored,
+the estimate comes first, then the run, whose board is shown (every claim in one table, then one paper's cards: verdict
+chips with their numbers, the deviations beside each claim, links to the views with the evidence) and offered as a standalone HTML file; the board is stored,
 so the page opened again shows it without running anything, and Compare models puts it beside the other model's. Claims read from the published records and counted in
 tokens keep it quick."""
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from analysis.experiments.claims.board import CLAIMS
 from apptools import isolated_cache
 
 PAGE = Path(__file__).resolve().parent.parent / "pages" / "15_claims.py"
@@ -37,7 +38,13 @@ def test_estimate_first_then_the_board_with_chips_links_and_deviations_then_comp
     at.button(key="claims_run").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
-    text = "\n".join(m.value for m in at.markdown)
+    overview = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    assert sorted(overview["claim"]) == sorted(QUICK)  # every claim at a glance, whichever paper's cards are open
+    text = ""
+    for paper in dict.fromkeys(c.paper for c in CLAIMS):  # the cards, one paper at a time
+        at.radio(key="claims_paper").set_value(paper).run()
+        assert not at.exception, at.exception
+        text += "\n".join(m.value for m in at.markdown)
     assert ":green-badge[holds here]" in text and ":red-badge[reversed here]" in text
     assert "(soft_tokens)" in text and "(lessons?lesson=where-compress&step=3)" in text  # evidence links
     assert any(e.label.startswith("Deviations beside it") for e in at.expander)

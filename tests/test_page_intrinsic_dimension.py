@@ -74,10 +74,14 @@ def test_attention_page_prefix_heatmap_and_word_attention(real):
     at.session_state["attn_kv_kv_embedding_layers"] = "12,13,14,15"
     at.session_state["attn_words_methods"] = ["prompteol", "echo", "kv_embedding"]
     at.session_state["attn_words_kv_embedding_layers"] = "12,13,14,15"
-    at.run()
-    assert not at.exception, at.exception
-    assert not at.error, [e.value for e in at.error]
-    prefix, contextual, words = figures(at)[:3]  # the page's order: KV prefix, Causal2Vec's contextual token, words
+    drawn = {}
+    for view in ("prefix", "contextual", "words"):  # one view at a time, chosen by the radio
+        at.session_state["attn_view"] = view
+        at.run()
+        assert not at.exception, at.exception
+        assert not at.error, [e.value for e in at.error]
+        (drawn[view],) = figures(at)
+    prefix, contextual, words = drawn["prefix"], drawn["contextual"], drawn["words"]
     ctx = values(contextual["data"][0]["z"]).astype(float)  # (L, H) text -> contextual-token attention mass
     assert ctx.shape == (real.facts.n_layers, real.facts.n_heads) and np.all((ctx >= 0) & (ctx <= 1))
     heat = prefix["data"][0]

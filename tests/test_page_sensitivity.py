@@ -41,7 +41,7 @@ def test_sensitivity_page_shows_both_readouts_and_the_bound(real):
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     figs = figures(at)
-    assert len(figs) == 2
+    assert len(figs) == 1  # one figure, for the method chosen under "Figure for" (the first by default)
     names = {t["name"] for t in figs[0]["data"]}
     assert {"last-token readout", "mean readout", "bound, last", "bound, mean"} <= names
     assert figs[0]["layout"]["yaxis"]["type"] == "log"
@@ -51,7 +51,14 @@ def test_sensitivity_page_shows_both_readouts_and_the_bound(real):
     np.testing.assert_allclose(values(last["y"]), s.last, rtol=1e-4)
     text = " ".join(m.value for m in at.markdown)
     assert "decades" in text and "Spearman" in text and "bound" in text
-    assert len(at.dataframe) >= 1
+    assert sum("Last-token sensitivity changes" in m.value for m in at.markdown) == 2  # a sentence per method
+    assert len(at.dataframe[0].value) == 2  # and a summary row per method
+    at.radio(key="sens_shown").set_value("htp").run()
+    assert not at.exception, at.exception
+    (fig,) = figures(at)
+    assert fig["layout"]["title"]["text"].startswith(get_method("htp").title)
+    at.multiselect(key="sens_methods").set_value(["mean"]).run()  # the shown method taken out: the first is shown
+    assert not at.exception and figures(at)[0]["layout"]["title"]["text"].startswith("Vanilla")
 
 
 def test_sensitivity_page_exact_option_and_long_text_message(real):
@@ -70,6 +77,7 @@ def test_sensitivity_page_exact_option_and_long_text_message(real):
                                        ("4_attention.py", "attn_words_methods")])
 def test_pages_that_list_methods_offer_tp_and_htp(page, key):
     at = AppTest.from_file(str(REPO / "pages" / page), default_timeout=TIMEOUT)
+    at.session_state["attn_view"] = "words"  # the Attention page lists methods in its word view
     at.run()
     assert not at.exception, at.exception
     options = at.multiselect(key=key).options
@@ -81,6 +89,7 @@ def test_attention_word_view_runs_with_tp_and_htp():
     """The placeholders are extra positions the prompt's tokenization does not have; the word view must count
     them apart (with the re-routed prefix), not fail on the length mismatch."""
     at = AppTest.from_file(str(REPO / "pages" / "4_attention.py"), default_timeout=TIMEOUT)
+    at.session_state["attn_view"] = "words"
     at.session_state["attn_words_methods"] = ["htp", "token_prepending", "prompteol"]
     at.run()
     assert not at.exception, at.exception

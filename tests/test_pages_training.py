@@ -54,10 +54,15 @@ def test_a_live_run_becomes_a_bridge(page_cache):
 
 
 def test_attention_page_shows_attention_to_the_contextual_token():
-    at = AppTest.from_file(str(REPO / "pages" / "4_attention.py"), default_timeout=TIMEOUT).run()
+    at = AppTest.from_file(str(REPO / "pages" / "4_attention.py"), default_timeout=TIMEOUT)
+    at.query_params["view"] = "contextual"  # the address opens the view (a link from a lesson or a claim)
+    at.run()
     assert not at.exception, at.exception
     assert not errors(at)
+    assert at.radio(key="attn_view").value == "contextual"
     ctx = [f for f in figures(at) if any(a.get("text") == "mean over heads" for a in f["layout"].get("annotations", []))]
     assert ctx, "no contextual-token figure"
+    at.radio(key="attn_view").set_value("words").run()
+    assert not at.exception and not errors(at)
     table = at.dataframe[-1].value
     assert "on the contextual token" in table.columns

@@ -92,21 +92,34 @@ def claim_row(claim: dict) -> None:
             deviations(claim)
 
 
+def overview(board: dict) -> pd.DataFrame:
+    """One row per claim: its paper, what it says, the verdict and its number (the board at a glance)."""
+    return pd.DataFrame([{"paper": board["papers"][c["paper"]]["title"], "claim": c["id"], "the paper says": c["says"],
+                          "verdict": c["verdict"]["word"], "number": c["verdict"]["number"]} for c in board["claims"]])
+
+
 def show(board: dict) -> None:
-    """The board: the verdicts per paper, then each paper's claims."""
+    """The board: the verdicts per paper and every claim in one table, then the claims of the paper chosen, each with
+    its test, rule, evidence and deviations. One paper's cards at a time: all thirty at once made the page slow to
+    open (issue 38) and long to scroll."""
     from analysis.experiments.claims.board import summary
 
     st.markdown(f"**{md(board['model']['title'])}**: {md(summary(board))} of {len(board['claims'])} claims.")
     fig, frame = counts_figure(board)
     show_figure(fig, frame, "claims_verdicts")
-    for key, paper in board["papers"].items():
-        st.subheader(paper["title"])
-        st.caption(md(paper["cite"]))
-        rows = [c for c in board["claims"] if c["paper"] == key]
-        if not rows:
-            st.caption("None of this paper's claims is in this board (it was run on a chosen few).")
-        for claim in rows:
-            claim_row(claim)
+    st.dataframe(overview(board), hide_index=True, width="stretch")
+    papers = board["papers"]
+    if st.session_state.get("claims_paper") not in papers:
+        st.session_state.pop("claims_paper", None)  # a board without the paper chosen before: its first paper
+    key = st.radio("Claims of", list(papers), horizontal=True, key="claims_paper",
+                   format_func=lambda k: papers[k]["title"])
+    st.subheader(papers[key]["title"])
+    st.caption(md(papers[key]["cite"]))
+    rows = [c for c in board["claims"] if c["paper"] == key]
+    if not rows:
+        st.caption("None of this paper's claims is in this board (it was run on a chosen few).")
+    for claim in rows:
+        claim_row(claim)
 
 
 def side_by_side(boards: dict) -> pd.DataFrame:
