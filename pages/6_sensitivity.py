@@ -101,9 +101,8 @@ with ui.user_errors():
         if exact:
             S.check_exact(n_tokens, backbone.facts.hidden_size)
 
-    results = {m.name: measure(m, text, layer, probes, exact) for m in methods}
-    # One figure, for the method chosen here: each figure is two tall log panels, and every one drawn delays the
-    # page's first (issue 38); the summary below compares every chosen method in numbers.
+    # One figure, for the method chosen here, measured first: each figure is two tall log panels, and every one drawn
+    # delays the page's first (issue 38); the sentences and the summary below compare every chosen method.
     by_name = {m.name: m for m in methods}
     if st.session_state.get("sens_shown") not in by_name:
         st.session_state.pop("sens_shown", None)  # its method was taken out of the list: show the first one
@@ -111,7 +110,8 @@ with ui.user_errors():
                              format_func=lambda name: label(by_name[name]),
                              help="Every chosen method is measured (its sentence and its row in the summary "
                                   "below); the figure shows one at a time, on the same layer and probes.")]
-    arrays, meta = results[shown.name]
+    drawn = measure(shown, text, layer, probes, exact)
+    arrays, meta = drawn
     tokens = list(meta["tokens"])
     frame = pd.DataFrame({"position": range(len(tokens)), "token": tokens,
                           "placeholder": arrays["placeholder"].astype(bool),
@@ -125,7 +125,7 @@ with ui.user_errors():
 
     rows = []
     for m in methods:
-        arrays, meta = results[m.name]
+        arrays, meta = drawn if m is shown else measure(m, text, layer, probes, exact)
         st.markdown(sentence(label(m), meta))
         rel = arrays["last_se"] / arrays["last"]
         rows.append({"method": label(m), "tokens": len(meta["tokens"]), "probes": probes,
