@@ -92,12 +92,6 @@ def claim_row(claim: dict) -> None:
             deviations(claim)
 
 
-def overview(board: dict) -> pd.DataFrame:
-    """One row per claim: its paper, what it says, the verdict and its number (the board at a glance)."""
-    return pd.DataFrame([{"paper": board["papers"][c["paper"]]["title"], "claim": c["id"], "the paper says": c["says"],
-                          "verdict": c["verdict"]["word"], "number": c["verdict"]["number"]} for c in board["claims"]])
-
-
 def show(board: dict) -> None:
     """The board: the verdicts per paper and every claim in one table, then the claims of the paper chosen, each with
     its test, rule, evidence and deviations. One paper's cards at a time: all thirty at once made the page slow to
@@ -107,7 +101,7 @@ def show(board: dict) -> None:
     st.markdown(f"**{md(board['model']['title'])}**: {md(summary(board))} of {len(board['claims'])} claims.")
     fig, frame = counts_figure(board)
     show_figure(fig, frame, "claims_verdicts")
-    st.dataframe(overview(board), hide_index=True, width="stretch")
+    st.dataframe(side_by_side({"verdict": board}), hide_index=True, width="stretch")  # every claim at a glance
     papers = board["papers"]
     if st.session_state.get("claims_paper") not in papers:
         st.session_state.pop("claims_paper", None)  # a board without the paper chosen before: its first paper
