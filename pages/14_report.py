@@ -6,6 +6,7 @@ report as `python -m analysis report` on your choice of pairs, with its cost est
 bar while it runs, resumed from the cache when it was stopped, and its HTML and JSON to download.
 """
 
+import pandas as pd
 import streamlit as st
 import streamlit.components.v1 as components
 
@@ -17,7 +18,7 @@ from analysis.eval.tasks import load_task
 from analysis.experiments.records import recorded_report
 from analysis.report.build import DEFAULT_TASKS, build, prepare
 from analysis.report.families import FAMILIES
-from analysis.report.html import dumps, render
+from analysis.report.html import dumps, quality_figure, render
 from cache.report import report_hooks
 from ui.reports import key_numbers
 
@@ -37,6 +38,13 @@ def show(report: dict, name: str) -> None:
     """A report: what is missing, its key numbers, the downloads and the report itself."""
     if report["missing"]:
         st.warning(ui.md("Partial report: " + "; ".join(f"{k}: {v}" for k, v in report["missing"].items()) + "."))
+    if report["quality"]:  # the answer first, drawn here: the full report below is a 2 MB page in a frame
+        st.caption(ui.md(f"STS Spearman per method on {report['quality']['n_pairs']:,} pairs, best first, with 95% "
+                         "intervals; every difference, the cost, the layers and the recommendation are in the full "
+                         "report below."))
+        ui.show_figure(quality_figure(report["quality"]), pd.DataFrame(
+            [{"method": m["label"], "spearman": m["spearman"], "ci_low": m["ci"][0], "ci_high": m["ci"][1]}
+             for m in report["quality"]["methods"]]), "report_quality")
     st.table({k: str(v) for k, v in key_numbers(report).items()})
     page = rendered(report["model"]["identity"], report["created"], report)
     d1, d2 = st.columns(2)

@@ -77,6 +77,18 @@ def _recommendation(rec: dict, r: dict, doc: Document) -> str:
             f"<ul>{items}</ul>")
 
 
+def quality_figure(q: dict) -> go.Figure:
+    """Spearman per method, best first, with its 95% interval: the report's answer to "which method" at a glance (the
+    report's HTML and the Report page's first figure)."""
+    rows = sorted(q["methods"], key=lambda x: -_num(x["spearman"]))
+    fig = go.Figure(go.Bar(x=[x["label"] for x in rows], y=[x["spearman"] for x in rows],
+                           error_y=dict(type="data", symmetric=False,
+                                        array=[_num(x["ci"][1]) - _num(x["spearman"]) for x in rows],
+                                        arrayminus=[_num(x["spearman"]) - _num(x["ci"][0]) for x in rows])))
+    fig.update_layout(height=360, yaxis_title="Spearman", margin=dict(l=10, r=10, t=20, b=10))
+    return fig
+
+
 def _quality(q: dict, r: dict, doc: Document) -> str:
     rows = sorted(q["methods"], key=lambda x: -_num(x["spearman"]))
     table = standalone.table(["method", "Spearman", "95% interval", "minus the best", "paired 95% interval", "p",
@@ -85,12 +97,7 @@ def _quality(q: dict, r: dict, doc: Document) -> str:
                                _f(x["spearman"]), _ci(x["ci"]), _f(x["difference_to_best"]),
                                _ci(x["difference_ci"]), _f(x["p"], 3), "yes" if x["trained"] else "",
                                "yes" if x["cached"] else ""] for x in rows])
-    fig = go.Figure(go.Bar(x=[x["label"] for x in rows], y=[x["spearman"] for x in rows],
-                           error_y=dict(type="data", symmetric=False,
-                                        array=[_num(x["ci"][1]) - _num(x["spearman"]) for x in rows],
-                                        arrayminus=[_num(x["spearman"]) - _num(x["ci"][0]) for x in rows])))
-    fig.update_layout(height=360, yaxis_title="Spearman", margin=dict(l=10, r=10, t=20, b=10))
-    return (table + _figure("fig_quality", fig, doc) +
+    return (table + _figure("fig_quality", quality_figure(q), doc) +
             f'<p class="note">{q["n_pairs"]} pairs; {e(q["bootstrap"])}. Differences are each method minus the '
             f"best ({e(q['best'])}).</p>" + _tasks(q.get("tasks") or []))
 
