@@ -1,7 +1,7 @@
 """Model report
 
 Which method, which layers, at what cost, on the model chosen in the sidebar. A built-in model opens on its
-published report (made by `bash scripts/reports.sh`, with its date and sample); *Make a new report* runs the same
+published report (with the command that made it, its date and sample); *Make a new report* runs the same
 report as `python -m analysis report` on your choice of pairs, with its cost estimate before it starts, a progress
 bar while it runs, resumed from the cache when it was stopped, and its HTML and JSON to download.
 """
@@ -79,10 +79,10 @@ with ui.user_errors():
                     format_func={"published": "Published report of this model", "new": "Make a new report"}.get)
     if view == "published":
         data, created = published["data"], published["created"][:10]
-        st.caption(ui.md(f"Recorded on {created} with `bash scripts/reports.sh`: {data['name']}, "
-                         f"{data['n_pairs']:,} pairs, budget {published['settings']['budget_minutes']:g} min. "
-                         "The numbers are the published ones, not recomputed; *Make a new report* runs it again "
-                         "on your choice of pairs."))
+        command = published["settings"].get("command") or "bash scripts/reports.sh"  # older reports have none
+        st.caption(ui.md(f"Recorded on {created} with `{command}`: {data['name']}, {data['n_pairs']:,} pairs, "
+                         f"budget {published['settings']['budget_minutes']:g} min. The numbers are the published "
+                         "ones, not recomputed; *Make a new report* runs it again on your choice of pairs."))
         show(published, name)
         st.stop()
 

@@ -81,7 +81,9 @@ def quality_figure(q: dict) -> go.Figure:
     """Spearman per method, best first, with its 95% interval: the report's answer to "which method" at a glance (the
     report's HTML and the Report page's first figure)."""
     rows = sorted(q["methods"], key=lambda x: -_num(x["spearman"]))
-    fig = go.Figure(go.Bar(x=[x["label"] for x in rows], y=[x["spearman"] for x in rows],
+    fig = go.Figure(go.Bar(x=[x["label"] + (" (reference: MiniLM alone)" if x.get("reference") else "") for x in rows],
+                           y=[x["spearman"] for x in rows],
+                           marker_color=["#9aa0a8" if x.get("reference") else "#1f77b4" for x in rows],
                            error_y=dict(type="data", symmetric=False,
                                         array=[_num(x["ci"][1]) - _num(x["spearman"]) for x in rows],
                                         arrayminus=[_num(x["spearman"]) - _num(x["ci"][0]) for x in rows])))
