@@ -6,8 +6,10 @@ whether more generated tokens make a better embedding.
 
 import numpy as np
 import pandas as pd
+import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
+from plotly.subplots import make_subplots
 
 import ui
 from analysis.data import datasets
@@ -44,16 +46,26 @@ def heatmap_figure(r: dict, title: str) -> tuple[go.Figure, pd.DataFrame]:
     return fig, heat.reset_index()
 
 
-def lines_figure(results: dict, key: str, title: str, y_title: str, ref=None) -> tuple[go.Figure, pd.DataFrame]:
-    fig, rows = go.Figure(), []
-    for label, r in results.items():
-        steps = np.arange(1, len(r[key]) + 1)
-        fig.add_scatter(x=steps, y=r[key], mode="lines+markers", name=label)
-        rows += [{"instruction": label, "step": int(s), key: float(v)} for s, v in zip(steps, r[key])]
+def curves_figure(results: dict, title: str, ref=None) -> tuple[go.Figure, pd.DataFrame]:
+    """Entropy of s_k and drift (cosine to the step-K embedding) per step, one line per result, side by side in one
+    figure: a page draws its first figure sooner the fewer it mounts (issue 38). `ref`: (entropy, label) drawn as a
+    dotted line on the entropy panel."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=("entropy of s_k (nats)", "drift: cosine to the step-K embedding"))
+    rows = []
+    for i, (label, r) in enumerate(results.items()):
+        steps = np.arange(1, len(r["entropy"]) + 1)
+        color = px.colors.qualitative.Plotly[i % len(px.colors.qualitative.Plotly)]  # one colour per result
+        for col, key in ((1, "entropy"), (2, "drift")):
+            fig.add_scatter(x=steps, y=r[key], mode="lines+markers", name=label, legendgroup=label,
+                            showlegend=col == 1, line={"color": color}, row=1, col=col)
+        rows += [{"instruction": label, "step": int(s), "entropy": float(e), "drift": float(d)}
+                 for s, e, d in zip(steps, r["entropy"], r["drift"])]
     if ref is not None:
-        fig.add_hline(y=ref[0], line_dash="dot", annotation_text=ref[1])
-    fig.update_layout(title=title, xaxis_title="step k", yaxis_title=y_title, height=320,
-                      margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
+        fig.add_hline(y=ref[0], line_dash="dot", annotation_text=ref[1], row=1, col=1)
+    fig.update_xaxes(title_text="step k")
+    fig.update_layout(title=title, height=340, margin={"l": 10, "r": 10, "t": 60, "b": 10},
+                      legend={"orientation": "h", "y": -0.3})
     return fig, pd.DataFrame(rows)
 
 
@@ -107,14 +119,9 @@ def step_by_step(r: dict, text: str) -> None:
     st.dataframe(token_table(r))
     fig, heat = heatmap_figure(r, "Probability of the leading tokens at each step")
     ui.show_figure(fig, heat, "soft_heatmap_A")
-    left, right = st.columns(2)
-    with left:
-        fig, frame = lines_figure({"A": r}, "entropy", "Entropy of s_k", "nats",
-                                  ref=(r["max_entropy"], "uniform over the vocabulary"))
-        ui.show_figure(fig, frame, "soft_entropy_A")
-    with right:
-        fig, frame = lines_figure({"A": r}, "drift", "Drift: cosine to the step-K embedding", "cosine")
-        ui.show_figure(fig, frame, "soft_drift_A")
+    fig, frame = curves_figure({"A": r}, "Entropy of s_k and drift per step",
+                               ref=(r["max_entropy"], "uniform over the vocabulary"))
+    ui.show_figure(fig, frame, "soft_curves_A")
     st.caption("Entropy near log V means the mix is close to the average of all embeddings; near 0 it is one token. "
                "Drift shows how far the running mean of the generated states still is from the final embedding.")
     st.download_button("Download steps (CSV)", steps_frame(r).to_csv(index=False).encode("utf-8"),
@@ -129,13 +136,8 @@ def trained_vs_frozen(r: dict, frozen: dict) -> None:
         with col:
             fig, heat = heatmap_figure(res, f"{label}: leading tokens per step")
             ui.show_figure(fig, heat, f"soft_heatmap_{label}")
-    left, right = st.columns(2)
-    with left:
-        fig, frame = lines_figure(pair, "entropy", "Entropy per step: trained vs frozen", "nats")
-        ui.show_figure(fig, frame, "soft_entropy_tf")
-    with right:
-        fig, frame = lines_figure(pair, "drift", "Drift per step: trained vs frozen", "cosine to step K")
-        ui.show_figure(fig, frame, "soft_drift_tf")
+    fig, frame = curves_figure(pair, "Entropy and drift per step: trained vs frozen")
+    ui.show_figure(fig, frame, "soft_curves_tf")
     st.caption(f"Cosine between the trained and the frozen embedding of this text: "
                f"**{float(r['embedding'] @ frozen['embedding']):.3f}** (different models: only the token "
                "views compare directly).")
@@ -154,14 +156,9 @@ def two_instructions(results: dict, instr_a: str, instr_b: str) -> None:
                                     ", ".join(sorted(map(shown, tops["B"] - tops["A"]))) or "–",
                                     ", ".join(sorted(map(shown, tops["A"] & tops["B"]))) or "–"]})
     st.dataframe(only, hide_index=True)
-    left, right = st.columns(2)
-    with left:
-        fig, frame = lines_figure(results, "entropy", "Entropy per step", "nats")
-        ui.show_figure(fig, frame, "soft_entropy_pair")
-    with right:
-        cos_ab = float(results["A"]["embedding"] @ results["B"]["embedding"])
-        fig, frame = lines_figure(results, "drift", "Drift per step", "cosine to step K")
-        ui.show_figure(fig, frame, "soft_drift_pair")
+    fig, frame = curves_figure(results, "Entropy and drift per step")
+    ui.show_figure(fig, frame, "soft_curves_pair")
+    cos_ab = float(results["A"]["embedding"] @ results["B"]["embedding"])
     st.caption(f"Cosine between the two final embeddings of the same text: **{cos_ab:.3f}**.")
 
 
