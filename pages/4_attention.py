@@ -125,10 +125,8 @@ with ui.user_errors():
         st.info("Enter a text.")
         st.stop()
 
-    if st.query_params.get("view") in VIEWS and "attn_view" not in st.session_state:
-        st.session_state["attn_view"] = st.query_params["view"]  # ?view=words opens a view (links, lessons)
-    view = st.radio("Show", list(VIEWS), format_func=VIEWS.get, horizontal=True, key="attn_view",
-                    help="One view at a time: each draws its own figures, and the page opens faster on one.")
+    view = ui.choice("Show", VIEWS, "attn_view", format_func=VIEWS.get, address="view",  # ?view=words opens one
+                     help="One view at a time: each draws its own figures, and the page opens faster on one.")
     if view == "prefix":
         prefix_section(backbone, text)
     elif view == "contextual":

@@ -104,12 +104,9 @@ with ui.user_errors():
     # One figure, for the method chosen here, measured first: each figure is two tall log panels, and every one drawn
     # delays the page's first (issue 38); the sentences and the summary below compare every chosen method.
     by_name = {m.name: m for m in methods}
-    if st.session_state.get("sens_shown") not in by_name:
-        st.session_state.pop("sens_shown", None)  # its method was taken out of the list: show the first one
-    shown = by_name[st.radio("Figure for", list(by_name), horizontal=True, key="sens_shown",
-                             format_func=lambda name: label(by_name[name]),
-                             help="Every chosen method is measured (its sentence and its row in the summary "
-                                  "below); the figure shows one at a time, on the same layer and probes.")]
+    shown = by_name[ui.choice("Figure for", by_name, "sens_shown", format_func=lambda name: label(by_name[name]),
+                              help="Every chosen method is measured (its sentence and its row in the summary "
+                                   "below); the figure shows one at a time, on the same layer and probes.")]
     drawn = measure(shown, text, layer, probes, exact)
     arrays, meta = drawn
     tokens = list(meta["tokens"])

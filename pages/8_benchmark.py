@@ -227,9 +227,8 @@ def confirm_long_work(backbone, methods, tasks, n_boot: int) -> None:
 
 with ui.user_errors():
     st.title("Benchmark")
-    if st.query_params.get("family") in FAMILIES and "bench_family" not in st.session_state:
-        st.session_state["bench_family"] = st.query_params["family"]  # ?family=longdoc opens a family (Claims links)
-    family = st.radio("Task family", list(FAMILIES), format_func=FAMILIES.get, horizontal=True, key="bench_family")
+    family = ui.choice("Task family", FAMILIES, "bench_family", format_func=FAMILIES.get,
+                       address="family")  # ?family=longdoc opens a family (Claims links)
     st.caption(CAPTIONS[family] + " Intervals: 95% percentile bootstrap over the family's units (pairs, texts, "
                "queries, experiments, or (length, query) items).")
     methods = ui.method_picker("bench", default=("last", "mean", "prompteol"))

@@ -6,9 +6,9 @@ whether more generated tokens make a better embedding.
 
 import numpy as np
 import pandas as pd
-import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
+from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
 import ui
@@ -55,7 +55,7 @@ def curves_figure(results: dict, title: str, ref=None) -> tuple[go.Figure, pd.Da
     rows = []
     for i, (label, r) in enumerate(results.items()):
         steps = np.arange(1, len(r["entropy"]) + 1)
-        color = px.colors.qualitative.Plotly[i % len(px.colors.qualitative.Plotly)]  # one colour per result
+        color = qualitative.Plotly[i % len(qualitative.Plotly)]  # one colour per result, in both panels
         for col, key in ((1, "entropy"), (2, "drift")):
             fig.add_scatter(x=steps, y=r[key], mode="lines+markers", name=label, legendgroup=label,
                             showlegend=col == 1, line={"color": color}, row=1, col=col)

@@ -15,6 +15,7 @@ import streamlit as st
 
 from analysis.experiments import verdicts
 from ui.figures import show_figure
+from ui.inputs import choice
 from ui.text import md
 
 BADGE = {verdicts.HOLDS: "green", verdicts.REVERSED: "red", verdicts.UNRESOLVED: "orange", verdicts.CANNOT: "gray",
@@ -103,10 +104,7 @@ def show(board: dict) -> None:
     show_figure(fig, frame, "claims_verdicts")
     st.dataframe(side_by_side({"verdict": board}), hide_index=True, width="stretch")  # every claim at a glance
     papers = board["papers"]
-    if st.session_state.get("claims_paper") not in papers:
-        st.session_state.pop("claims_paper", None)  # a board without the paper chosen before: its first paper
-    key = st.radio("Claims of", list(papers), horizontal=True, key="claims_paper",
-                   format_func=lambda k: papers[k]["title"])
+    key = choice("Claims of", papers, "claims_paper", format_func=lambda k: papers[k]["title"])
     st.subheader(papers[key]["title"])
     st.caption(md(papers[key]["cite"]))
     rows = [c for c in board["claims"] if c["paper"] == key]

@@ -25,6 +25,20 @@ MAX_CHARS = budgets.APP.chars_per_text
 DEFAULT_LIMIT = 200
 
 
+# ---- one of several views ------------------------------------------------------------------------------
+
+def choice(label: str, options, key: str, *, format_func=str, address: str | None = None, help: str | None = None):
+    """A horizontal radio over `options`. `?<address>=<option>` in the page's address opens that option (a link from a
+    lesson or a claim) unless this session has chosen already; a choice no longer offered (its method was taken out of
+    the list, another board has other papers) is forgotten, so the first option is shown instead of an error."""
+    options = list(options)
+    if address is not None and st.query_params.get(address) in options and key not in st.session_state:
+        st.session_state[key] = st.query_params[address]
+    elif key in st.session_state and st.session_state[key] not in options:
+        del st.session_state[key]
+    return st.radio(label, options, format_func=format_func, horizontal=True, key=key, help=help)
+
+
 # ---- methods -------------------------------------------------------------------------------------------
 
 def method_picker(key: str, default=("prompteol",), multi: bool = True, only=None) -> list:
