@@ -390,6 +390,16 @@ def test_the_id_rule_is_trusted_within_the_gap_or_the_best_quarter(n_cells, rank
     assert ("can be trusted" if trusted else "NOT to be trusted") in verdict["reason"]
 
 
+@pytest.mark.parametrize("gap, words", [(0.013, "0.013 below the best cell"), (-0.001, "0.001 above the best cell"),
+                                        (0.0002, "level with the best cell")])
+def test_the_id_window_against_the_best_cell_reads_the_right_way(gap, words):
+    """The ID window is not a map cell, so it can beat the best of them: "-0.001 below" read backwards (the Gemma
+    report said so)."""
+    from analysis.report.recommend import id_rule
+
+    assert words in id_rule(layers_with_map(5, 1, gap))["reason"]
+
+
 def test_every_section_missing_gives_unknowns_with_their_reasons():
     """What `report --budget-minutes 15` crashed on: the layer map None (or the whole section) must give "unknown"."""
     from analysis.report.recommend import recommend

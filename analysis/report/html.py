@@ -20,6 +20,7 @@ from plotly.subplots import make_subplots
 from analysis.core import standalone
 from analysis.core.standalone import Document, e
 from analysis.report.clock import RESUME
+from analysis.report.recommend import against_best
 
 TITLES = {"recommendation": "Recommendation", "quality": "Quality: STS Spearman per method",
           "cost": "Cost: time as a ratio to the plain forward, and peak memory",
@@ -192,7 +193,7 @@ def _layers(s: dict, r: dict, doc: Document) -> str:
                      f"biases {m['grid']['biases']}), prompt only {_f(m['prompt_only'])}. Best cell: start "
                      f"{b['start']}, width {b['width']}, bias {b['bias']:g}: {_f(b['spearman'])}."
                      + (f" ID window: {_f(w['spearman'])}, rank {w['rank_among_cells']} of {len(m['cells'])}, "
-                        f"{_f(w['gap_to_best'])} below the best." if w and w.get("spearman") is not None else "")
+                        f"{against_best(w['gap_to_best'])}." if w and w.get("spearman") is not None else "")
                      + f" Cells computed in this run: {s['computed']}, from the cache: {s['cached']}.</p>")
         parts.append(standalone.table(["start", "width", "bias", "Spearman"],
                                       [[c["start"], c["width"], f"{c['bias']:g}", _f(c["spearman"])]

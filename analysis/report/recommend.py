@@ -143,11 +143,19 @@ def id_rule(layers: dict | None, missing: dict | None = None) -> dict:
     rank, gap = window["rank_among_cells"], window["gap_to_best"]
     trusted = gap <= TRUST_GAP or rank <= max(1, math.ceil(TRUST_RANK * n))
     where = (f"The ID window (decoder layers {window['layers'][0]}-{window['layers'][-1]}) scores "
-             f"{window['spearman']:.3f}, rank {rank} of {n} map cells, {gap:.3f} below the best cell "
+             f"{window['spearman']:.3f}, rank {rank} of {n} map cells, {against_best(gap)} "
              f"({best['start']}+{best['width']}, bias {best['bias']:g}: {best['spearman']:.3f})")
     verdict = ("so the ID rule can be trusted on this model" if trusted else
                "so the ID rule is NOT to be trusted on this model: use the map's best window instead")
     return {"trusted": bool(trusted), "reason": f"{where}; {verdict}."}
+
+
+def against_best(gap: float) -> str:
+    """The ID window's score against the map's best cell, in words: the window is not one of the map's cells, so it
+    can score above the best of them (a negative gap), which "-0.001 below" said backwards."""
+    if round(gap, 3) == 0:
+        return "level with the best cell"
+    return f"{abs(gap):.3f} {'below' if gap > 0 else 'above'} the best cell"
 
 
 def why(missing: dict, section: str) -> str:
