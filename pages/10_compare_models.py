@@ -1,8 +1,8 @@
 """Compare models
 
-Two models side by side on the same texts: their intrinsic-dimension trajectories over relative depth with the
-window KV-Embedding's rule picks for each, the Layer explorer's maps, a methods × models table from the cache and the
-papers' claims judged on each; or two model reports (the Report page's JSON) side by side.
+Two models side by side on the same texts, one section at a time: their intrinsic-dimension trajectories over
+relative depth with the window KV-Embedding's rule picks for each, a methods × models table from the cache, the
+papers' claims judged on each, the Layer explorer's maps; or two model reports (the Report page's JSON) side by side.
 """
 
 import numpy as np
@@ -69,23 +69,8 @@ def explorer_cells(bb, pairs) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["start", "depth", "spearman"])
 
 
-with ui.user_errors():
-    st.title("Compare models")
-    st.caption("The answer to “which method, which layers” depends on the model. Depth is relative (hidden state "
-               "k of a model with L layers at k/L), so models of different depth share one axis. "
-               + ui.LAYER_CONVENTION)
-    with st.expander("Two model reports side by side (from their JSON files)"):
-        compare_uploads("cmp_reports")
-    names = [DEFAULT_NAME, *[n for n in BUILTIN if n != "smollm2-135m"]]
-    c1, c2 = st.columns(2)
-    a = c1.selectbox("Model A", names, index=0, key="cmp_a", format_func=title_of)
-    b = c2.selectbox("Model B", names, index=min(1, len(names) - 1), key="cmp_b", format_func=title_of)
-    # Every table below reads the cache, which needs a model's identity and depth, not its weights: a built-in
-    # model is described from its converted folder (milliseconds) and loaded only to compute what is missing.
-    chosen = {title_of(n): n for n in dict.fromkeys([a, b])}
-    models = {t: described(n) or load_named(n) for t, n in chosen.items()}
-
-    st.subheader("Intrinsic dimension over relative depth")
+def id_section(models: dict, chosen: dict) -> None:
+    """Intrinsic dimension over relative depth for each model, with the window KV-Embedding's rule picks."""
     kv = get_method("kv_embedding")
     found = {t: cache.auto_window(ui.store(), bb, kv, compute=False) for t, bb in models.items()}
     if any(v is None for v in found.values()) and st.button("Compute missing trajectories", key="cmp_id_run"):
@@ -115,41 +100,45 @@ with ui.user_errors():
     ui.show_figure(fig, pd.DataFrame(rows), "compare_id")
     st.caption(f"Final-token states under KV-Embedding's compression prompt, {AUTO_DESCRIPTION}.")
 
-    st.subheader("Methods × models (STS-B dev, from the cache)")
+
+def methods_section(models: dict, a: str, b: str) -> None:
+    """The methods × models table from the cache (or the published record), and its bar chart."""
     if shared_stsb("dev") is None:
         st.info(ui.md(datasets.get("stsb-dev").missing()))
+        return
+    size = st.select_slider("Pairs: a seeded sample (seed 0), stratified by genre", [200, 500, 1500], value=500,
+                            key="cmp_limit")
+    task, report = select_task(load_task("stsb-dev"), sample=int(size), seed=0)
+    st.caption(ui.md(f"Scored on {samples.caption(report)}."))
+    methods = [get_method(m.name) for m in list_methods()]
+    methods += [get_method(n, layout="reference") for n in ("token_prepending", "htp", "echo")]
+    table = []
+    for t, bb in models.items():
+        cells = {(m.name, getattr(m.params, "layout", "")): bench_row(bb, m, task) for m in methods}
+        base = cells[("last", "")]["seconds"]
+        for (name, layout), r in cells.items():
+            table.append({"model": t, "method": name + (f" ({layout})" if layout == "reference" else ""),
+                          "Spearman": r["spearman"], "95% CI": r["ci"],
+                          "× last": round(r["seconds"] / base, 2) if np.isfinite(r["seconds"] / base) else None})
+    frame = pd.DataFrame(table)
+    wide = frame.pivot_table(index="method", columns="model", values="Spearman", sort=False)
+    fill = (f"`python -m analysis bench --models {a},{b} --methods all --data stsb-dev"
+            f"{'' if size == 1500 else f' --sample {size}'}`")
+    if not wide.notna().any().any():
+        recorded_methods_table(models, fill)
     else:
-        size = st.select_slider("Pairs: a seeded sample (seed 0), stratified by genre", [200, 500, 1500], value=500,
-                                key="cmp_limit")
-        task, report = select_task(load_task("stsb-dev"), sample=int(size), seed=0)
-        st.caption(ui.md(f"Scored on {samples.caption(report)}."))
-        methods = [get_method(m.name) for m in list_methods()]
-        methods += [get_method(n, layout="reference") for n in ("token_prepending", "htp", "echo")]
-        table = []
-        for t, bb in models.items():
-            cells = {(m.name, getattr(m.params, "layout", "")): bench_row(bb, m, task) for m in methods}
-            base = cells[("last", "")]["seconds"]
-            for (name, layout), r in cells.items():
-                table.append({"model": t, "method": name + (f" ({layout})" if layout == "reference" else ""),
-                              "Spearman": r["spearman"], "95% CI": r["ci"],
-                              "× last": round(r["seconds"] / base, 2) if np.isfinite(r["seconds"] / base) else None})
-        frame = pd.DataFrame(table)
-        wide = frame.pivot_table(index="method", columns="model", values="Spearman", sort=False)
-        fill = (f"`python -m analysis bench --models {a},{b} --methods all --data stsb-dev"
-                f"{'' if size == 1500 else f' --sample {size}'}`")
-        if not wide.notna().any().any():
-            recorded_methods_table(models, fill)
-        else:
-            st.dataframe(frame.pivot(index="method", columns="model", values=["Spearman", "95% CI", "× last"]),
-                         width="stretch")
-            st.caption(f"Fill it from the command line: {fill} (cost: encode time over `last`'s on the same texts, as "
-                       "recorded when each cell was computed; under load only a rough guide).")
-            bar = go.Figure([go.Bar(name=t, x=list(wide.index), y=wide[t], marker_color=c)
-                             for t, c in zip(wide.columns, COLORS)])
-            bar.update_layout(barmode="group", height=360, yaxis_title="Spearman", margin=dict(l=10, r=10, t=30, b=10))
-            ui.show_figure(bar, frame, "compare_methods")
+        st.dataframe(frame.pivot(index="method", columns="model", values=["Spearman", "95% CI", "× last"]),
+                     width="stretch")
+        st.caption(f"Fill it from the command line: {fill} (cost: encode time over `last`'s on the same texts, as "
+                   "recorded when each cell was computed; under load only a rough guide).")
+        bar = go.Figure([go.Bar(name=t, x=list(wide.index), y=wide[t], marker_color=c)
+                         for t, c in zip(wide.columns, COLORS)])
+        bar.update_layout(barmode="group", height=360, yaxis_title="Spearman", margin=dict(l=10, r=10, t=30, b=10))
+        ui.show_figure(bar, frame, "compare_methods")
 
-    st.subheader("Claims side by side")
+
+def claims_section(models: dict) -> None:
+    """The claims board of each model, one column per model."""
     boards = {t: claims.stored(bb)[0] for t, bb in models.items()}
     found = {t: b for t, b in boards.items() if b is not None}
     if found:
@@ -159,7 +148,9 @@ with ui.user_errors():
         st.info(f"No claims board yet for {ui.md(', '.join(absent))}: run it on the Claims page with that model in the "
                 "sidebar, or `python -m analysis claims --model NAME --out board.html`.")
 
-    st.subheader("Layer explorer maps side by side")
+
+def maps_section(models: dict) -> None:
+    """The Layer explorer's default grid of each model, from the cache."""
     pairs = ui.pairs_input("cmp_explorer", default="Lee corpus (human ratings)")
     maps = {t: explorer_cells(bb, pairs) for t, bb in models.items()}
     grid = make_subplots(rows=1, cols=len(maps), shared_yaxes=True, subplot_titles=list(maps))
@@ -172,3 +163,38 @@ with ui.user_errors():
     st.caption("Cells of the Layer explorer's default grid (windows of ⌊0.1·L⌋+1 decoder layers starting at 1, 4, "
                "7, …, bias 1, document prompt, hybrid pooling) found in the cache; run the Layer explorer page with "
                "each model to fill them. " + ", ".join(f"{t}: {len(df)} cells" for t, df in maps.items()) + ".")
+
+
+SECTIONS = {"id": "Intrinsic dimension over depth", "methods": "Methods × models",
+            "claims": "Claims side by side", "maps": "Layer explorer maps"}
+
+
+with ui.user_errors():
+    st.title("Compare models")
+    st.caption("The answer to “which method, which layers” depends on the model. Depth is relative (hidden state "
+               "k of a model with L layers at k/L), so models of different depth share one axis. "
+               + ui.LAYER_CONVENTION)
+    with st.expander("Two model reports side by side (from their JSON files)"):
+        compare_uploads("cmp_reports")
+    names = [DEFAULT_NAME, *[n for n in BUILTIN if n != "smollm2-135m"]]
+    c1, c2 = st.columns(2)
+    a = c1.selectbox("Model A", names, index=0, key="cmp_a", format_func=title_of)
+    b = c2.selectbox("Model B", names, index=min(1, len(names) - 1), key="cmp_b", format_func=title_of)
+    # Every table below reads the cache, which needs a model's identity and depth, not its weights: a built-in
+    # model is described from its converted folder (milliseconds) and loaded only to compute what is missing.
+    chosen = {title_of(n): n for n in dict.fromkeys([a, b])}
+    models = {t: described(n) or load_named(n) for t, n in chosen.items()}
+
+    # One section at a time: the page drew three figures and three tables together, and the browser mounts every
+    # chart of a page before it shows the first (#38: its second visit took 3.1 s).
+    section = ui.choice("Show", SECTIONS, "cmp_section", format_func=SECTIONS.get,
+                        address="section")  # ?section=claims opens one
+    st.subheader(SECTIONS[section])
+    if section == "id":
+        id_section(models, chosen)
+    elif section == "methods":
+        methods_section(models, a, b)
+    elif section == "claims":
+        claims_section(models)
+    else:
+        maps_section(models)

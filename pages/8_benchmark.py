@@ -259,7 +259,8 @@ with ui.user_errors():
             wide = long.assign(cell=[cell_text(r.score, r.ci_low, r.ci_high) for r in long.itertuples()]) \
                 .pivot_table(index="method", columns=["data", "metric"], values="cell", aggfunc="first", sort=False)
             wide.columns = [f"{d} ({metric})" for d, metric in wide.columns]
-            table_slot.dataframe(wide)
+            with table_slot.container():
+                ui.show_table(wide)
 
     frame = pd.DataFrame(rows)
     if family == "longdoc":
@@ -286,7 +287,8 @@ with ui.user_errors():
             found, how = versus_best(task, scores[task.name], n_boot)
             paired += found
             hows[how] = None
-        st.dataframe(pd.DataFrame(paired), hide_index=True)
+        paired = pd.DataFrame(paired).round({"difference": 3})
+        ui.show_table(paired.assign(p=[f"{p:.2g}" if p == p else "" for p in paired["p"]]), index=False)
         st.caption(f"Best minus each other method, by the task's main metric, per data set. Interval and p: a "
                    f"{'; a '.join(hows)} (no resamples, no interval), so a difference is tested rather than read off "
                    "two separate intervals. The command line: `python -m analysis compare`.")

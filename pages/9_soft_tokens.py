@@ -116,7 +116,7 @@ def step_by_step(r: dict, text: str) -> None:
     with st.expander("The prompt as the model reads it"):
         st.code(r["template"].replace("{text}", text))
         st.caption(ui.md(" | ".join(shown(t) for t in r["prompt_tokens"])))
-    st.dataframe(token_table(r))
+    ui.show_table(token_table(r))
     fig, heat = heatmap_figure(r, "Probability of the leading tokens at each step")
     ui.show_figure(fig, heat, "soft_heatmap_A")
     fig, frame = curves_figure({"A": r}, "Entropy of s_k and drift per step",
@@ -155,7 +155,7 @@ def two_instructions(results: dict, instr_a: str, instr_b: str) -> None:
                          "tokens": [", ".join(sorted(map(shown, tops["A"] - tops["B"]))) or "–",
                                     ", ".join(sorted(map(shown, tops["B"] - tops["A"]))) or "–",
                                     ", ".join(sorted(map(shown, tops["A"] & tops["B"]))) or "–"]})
-    st.dataframe(only, hide_index=True)
+    ui.show_table(only, index=False)
     fig, frame = curves_figure(results, "Entropy and drift per step")
     ui.show_figure(fig, frame, "soft_curves_pair")
     cos_ab = float(results["A"]["embedding"] @ results["B"]["embedding"])

@@ -55,3 +55,23 @@ def values(v) -> np.ndarray:
     if any(x is None for x in np.ravel(np.asarray(v, dtype=object))):
         return np.asarray([np.nan if x is None else x for x in v], dtype=float)
     return np.asarray(v)
+
+
+def tables(at) -> list:
+    """The static tables (ui.show_table) as a reader sees them: escapes undone, and a column whose every cell reads
+    as a number (blanks as NaN) given back as numbers."""
+    import pandas as pd
+
+    found = []
+    for t in at.table:
+        frame = t.value.copy()
+        frame.columns = [shown(str(c)) for c in frame.columns]
+        index = [shown(str(i)) for i in frame.index]
+        frame.index = [int(i) for i in index] if all(i.isdigit() for i in index) else index  # a hidden RangeIndex
+        frame = frame.map(lambda v: shown(str(v)))
+        for c in frame.columns:
+            numbers = pd.to_numeric(frame[c].replace("", np.nan), errors="coerce")
+            if numbers.notna().sum() == (frame[c] != "").sum():
+                frame[c] = numbers
+        found.append(frame)
+    return found

@@ -37,9 +37,11 @@ def run_app() -> AppTest:
 
 
 def open_page(page: str, **state) -> AppTest:
-    """Run app.py, switch to `page` (relative path), run it."""
+    """Run app.py, switch to `page` (relative path) with `state` in the session, run it."""
     at = run_app()
     assert not at.exception, at.exception
+    for key, value in state.items():
+        at.session_state[key] = value
     return at.switch_page(page).run()
 
 
@@ -379,7 +381,7 @@ def test_compare_models_reads_the_methods_table_from_the_cache():
         store.get_or_compute(parts, lambda: ({"score": np.array([rho, rho - 0.05, rho + 0.05])},
                                              {"metric": "spearman", "n": 500, "task": task.name,
                                               "encode_seconds": seconds}), namespace=BENCH)
-    at = open_page("pages/10_compare_models.py")
+    at = open_page("pages/10_compare_models.py", cmp_section="methods")
     assert not at.exception, at.exception
     assert not errors(at)
     table = at.dataframe[0].value

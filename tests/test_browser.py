@@ -208,7 +208,7 @@ def test_compare_models_opens_with_both_built_in_models(server, browser, shots):
         compare = next(p for p in page_files() if p.name.endswith("compare_models.py"))
         page.goto(f"{server}/{url_path(compare)}", timeout=60_000)
         page.get_by_role("heading", name="Compare models").first.wait_for(timeout=LOAD_TIMEOUT_MS)
-        page.get_by_role("heading", name="Layer explorer maps side by side").wait_for(timeout=2 * LOAD_TIMEOUT_MS)
+        page.get_by_role("heading", name="Intrinsic dimension over depth").wait_for(timeout=2 * LOAD_TIMEOUT_MS)
         _settle(page, '[data-testid="stPlotlyChart"]')
         page.screenshot(path=str(shots / "compare_models.png"), full_page=True)
         body = page.locator('[data-testid="stMain"]').inner_text()

@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from analysis.models.tiny import tiny_backbone
-from apptools import errors, figure, isolated_cache, values
+from apptools import errors, figure, isolated_cache, tables, values
 
 BENCH = str(Path(__file__).resolve().parent.parent / "pages" / "8_benchmark.py")
 
@@ -46,7 +46,7 @@ def test_long_documents_draw_ndcg_against_length_per_method(long_folder):
     assert not at.exception, at.exception
     assert not errors(at)
     assert at.multiselect(key="bench_longdoc_lengths").options == ["256", "512", "1024"]  # up to the model's limit
-    wide = at.dataframe[0].value
+    wide = tables(at)[0]
     assert list(wide.index) == ["Last token (last)", "Mean pooling (mean)"] and "(nDCG@1)" in wide.columns[0]
     spec = figure(at)
     assert [t["name"] for t in spec["data"]] == ["Last token (last)", "Mean pooling (mean)"]
@@ -54,7 +54,7 @@ def test_long_documents_draw_ndcg_against_length_per_method(long_folder):
         assert values(t["x"]).tolist() == [256, 512, 1024] and all(0 <= y <= 1 for y in values(t["y"]))
         assert "array" in t["error_y"]
     assert spec["layout"]["xaxis"]["type"] == "log" and "nDCG@1" in spec["layout"]["yaxis"]["title"]["text"]
-    paired = at.dataframe[1].value
+    paired = tables(at)[1]
     assert len(paired) == 1 and any("(length, query) items" in c.value for c in at.caption)
 
 
@@ -78,7 +78,7 @@ def test_classification_and_clustering_on_banking77(family, metric, unit, tiny_f
         at.button(key="bench_compute").click().run()
     assert not at.exception, at.exception
     assert not errors(at)
-    wide = at.dataframe[0].value
+    wide = tables(at)[0]
     assert wide.shape == (2, 1) and f"({metric})" in wide.columns[0]
     assert any(f"same resampled {unit}" in c.value for c in at.caption)
     assert any("stratified by label" in c.value for c in at.caption)

@@ -56,6 +56,7 @@ def test_estimate_first_then_the_board_with_chips_links_and_deviations_then_comp
     assert any("the newest board in this cache" in c.value for c in again.caption)
 
     compare = AppTest.from_file(str(PAGE.parent / "10_compare_models.py"), default_timeout=600)
+    compare.session_state["cmp_section"] = "claims"
     compare.run()
     assert not compare.exception, compare.exception
     table = next(d.value for d in compare.dataframe if "the paper says" in d.value.columns)

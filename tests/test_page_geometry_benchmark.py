@@ -14,7 +14,7 @@ from analysis import get_method
 from analysis.data.corpora import demo_pairs, demo_texts
 from analysis.eval.tasks import Task, run_task
 from analysis.inspect.geometry import anisotropy_by_layer, measure, positive_pairs
-from apptools import isolated_cache, errors, figure, values
+from apptools import isolated_cache, errors, figure, tables, values
 
 REPO = Path(__file__).resolve().parent.parent
 GEOMETRY = str(REPO / "pages" / "7_geometry.py")
@@ -109,7 +109,7 @@ def test_benchmark_table_fills_matches_the_library_and_reloads_from_cache(real):
     at.run()
     assert not at.exception, at.exception
     assert not errors(at)
-    wide = at.dataframe[0].value
+    wide = tables(at)[0]
     assert wide.shape == (2, 2)
     assert list(wide.columns) == ["Demo pairs (Spearman)", "Topics (accuracy)"]
     m = get_method("mean")
@@ -119,7 +119,7 @@ def test_benchmark_table_fills_matches_the_library_and_reloads_from_cache(real):
     bars = figure(at)["data"]
     assert len(bars) == 2 and all("error_y" in b for b in bars)
     assert any("4 computed now" in c.value for c in at.caption)
-    paired = at.dataframe[1].value  # each method vs the best on each set (the probe too), paired bootstrap
+    paired = tables(at)[1]  # each method vs the best on each set (the probe too), paired bootstrap
     assert list(paired["data"]) == ["Demo pairs", "Topics"]
     scores = {m: float(wide.loc[m, "Demo pairs (Spearman)"].split()[0]) for m in wide.index}
     best, other = paired["best"][0], paired["method"][0]
@@ -128,7 +128,7 @@ def test_benchmark_table_fills_matches_the_library_and_reloads_from_cache(real):
     assert 0 < paired["p"][0] <= 1 and any("same resampled pairs" in c.value for c in at.caption)
     at.run()
     assert any("0 computed now, 4 from the cache" in c.value for c in at.caption)
-    assert at.dataframe[0].value.equals(wide)
+    assert tables(at)[0].equals(wide)
 
 
 def _beir(root, qrels):
@@ -157,7 +157,7 @@ def test_benchmark_beir_folder_and_its_errors(tmp_path, tiny_folder, monkeypatch
     at.run()
     assert not at.exception, at.exception
     assert not errors(at)
-    assert list(at.dataframe[0].value.columns) == ["BEIR toy (nDCG@10)"]
+    assert list(tables(at)[0].columns) == ["BEIR toy (nDCG@10)"]
     _beir(tmp_path / "bad", "q1\td9\t1\n")
     at.text_input(key="bench_beir").set_value(str(tmp_path / "bad")).run()
     assert not at.exception
@@ -198,9 +198,9 @@ def test_long_work_waits_for_a_button_and_then_runs(tmp_path, tiny_folder, monke
                                              "".join(f"q{i}\td{i}\t1\n" for i in range(5)))
     at = _retrieval_on(tiny_folder, root)
     assert not at.exception, at.exception
-    assert not at.dataframe and any("tokens to embed" in i.value for i in at.info)
+    assert not at.table and any("tokens to embed" in i.value for i in at.info)
     at.button(key="bench_compute").click().run()
     assert not at.exception and not errors(at)
-    assert list(at.dataframe[0].value.columns) == ["BEIR big (nDCG@10)"]
+    assert list(tables(at)[0].columns) == ["BEIR big (nDCG@10)"]
     again = _retrieval_on(tiny_folder, root)
-    assert again.dataframe and not any("tokens to embed" in i.value for i in again.info)
+    assert again.table and not any("tokens to embed" in i.value for i in again.info)

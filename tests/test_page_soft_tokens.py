@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from analysis.data.corpora import demo_pairs
 from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
 from analysis.inspect.generation import generate_soft_tokens, scaling_curve
-from apptools import isolated_cache, errors, figures, values
+from apptools import isolated_cache, errors, figures, tables, values
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = str(REPO / "pages" / "9_soft_tokens.py")
@@ -55,7 +55,7 @@ def test_page_runs_with_defaults_on_the_shipped_adapter():
     assert not errors(at)
     assert at.radio(key="soft_adapter_choice").value == "shipped"
     assert any("trained for this model" in s.value for s in at.success)
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     assert table.shape[0] == 10  # K = 10 steps by default
     assert [t.label for t in at.tabs] == ["Step by step", "Trained vs frozen", "Two instructions",
                                           "How the adapter was trained", "Test-time scaling"]
@@ -85,7 +85,7 @@ def test_step_view_matches_the_library(real):
     assert not at.exception, at.exception
     assert not errors(at)
     want = generate_soft_tokens(real, TEXT, DEFAULT_INSTRUCTION, k=4, topn=8)
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     assert list(table.index) == ["step 1", "step 2", "step 3", "step 4"]
     np.testing.assert_allclose(table["entropy"].to_numpy(), np.round(want["entropy"], 2), atol=0.011)
     first = table.iloc[0, 1]  # "token  p" of step 1, rank 1
@@ -104,7 +104,7 @@ def test_two_instructions_side_by_side(real):
     assert not at.exception, at.exception
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
     assert any(t.startswith("A: ") for t in titles) and any(t.startswith("B: Which emotion") for t in titles)
-    only = at.dataframe[0].value  # the only table of this tab
+    only = tables(at)[0]  # the only table of this tab
     assert list(only["instruction"]) == ["A only", "B only", "both"]
     a = generate_soft_tokens(real, TEXT, DEFAULT_INSTRUCTION, k=3, topn=8)
     b = generate_soft_tokens(real, TEXT, "Which emotion does this text express?", k=3, topn=8)
@@ -120,7 +120,7 @@ def test_hard_mode_and_top_k():
     at.run()
     assert not at.exception, at.exception
     assert not errors(at)
-    table = at.dataframe[0].value
+    table = tables(at)[0]
     assert (table["entropy"] <= np.log(5) + 0.01).all()  # top-5 truncation bounds the entropy
 
 
@@ -174,7 +174,7 @@ def test_adapter_folder(tmp_path, real):
     assert any("Adapter loaded" in s.value for s in at.success)
     assert not any("the model is frozen" in i.value for i in at.info)
     frozen = generate_soft_tokens(real, TEXT, DEFAULT_INSTRUCTION, k=2, topn=8, adapter="none")
-    entropy = at.dataframe[0].value["entropy"].to_numpy()
+    entropy = tables(at)[0]["entropy"].to_numpy()
     assert not np.allclose(entropy, np.round(frozen["entropy"], 2))
 
 

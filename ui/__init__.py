@@ -14,7 +14,7 @@ Pages stay short by going through this package (the only Streamlit code outside 
 
 from ui import deviations
 from ui.compute import encode, encode_with_info, progress_bar, ready, shown, user_errors
-from ui.figures import show_figure
+from ui.figures import show_figure, show_table
 from ui.inputs import (MAX_CHARS, MAX_PAIRS, MAX_TEXTS, check_sizes, choice, method_picker, pairs_input, text_input,
                        upload_bytes)
 from ui.model import LAYER_CONVENTION, facts_table, get_backbone, model_name, sidebar, store
@@ -25,6 +25,6 @@ __all__ = [
     "get_backbone", "store", "sidebar", "model_name", "facts_table", "LAYER_CONVENTION",
     "method_picker", "choice", "text_input", "pairs_input", "MAX_TEXTS", "MAX_CHARS", "MAX_PAIRS",
     "encode", "encode_with_info", "shown", "progress_bar", "ready", "user_errors",
-    "show_figure", "md", "label", "check_sizes", "upload_bytes",
+    "show_figure", "show_table", "md", "label", "check_sizes", "upload_bytes",
     "pages", "page_files", "deviations",
 ]

@@ -50,3 +50,20 @@ def show_figure(fig, data, name: str) -> None:
                                    on_click="ignore", help="One file with every figure of this page, interactive, "
                                                            "that opens in any browser without a server.")
     figures.append((slug, fig))
+
+
+def show_table(frame, *, index: bool = True) -> None:
+    """A small table drawn as static HTML (`st.table`), every cell and header escaped so that it renders as typed.
+
+    For tables of a few dozen cells beside a figure: the interactive grid (`st.dataframe`) costs the browser about
+    0.2 s to mount on every visit, which a second visit within 3 s cannot spare (#38); large tables keep the grid,
+    which scrolls, sorts and searches."""
+    import pandas as pd
+
+    from ui.text import md
+
+    shown = frame.copy()
+    shown.columns = [md(c) for c in shown.columns]
+    shown.index = [md(i) for i in shown.index]
+    shown = shown.map(lambda v: "" if v is None or (isinstance(v, float) and pd.isna(v)) else md(v))
+    st.table(shown, hide_index=not index)
