@@ -60,8 +60,7 @@ def test_page_runs_with_defaults_on_the_shipped_adapter():
     assert [t.label for t in at.tabs] == ["Step by step", "Trained vs frozen", "Two instructions",
                                           "How the adapter was trained", "Test-time scaling"]
     titles = [f["layout"]["title"]["text"] for f in figures(at)]
-    assert titles == ["Probability of the leading tokens at each step",
-                      "Entropy of s_k and drift per step"]  # the first tab only, two figures: a first figure in 3 s
+    assert titles == ["Probability of the leading tokens at each step"]  # the first tab, one figure: shown in 3 s
     titles = [f["layout"]["title"]["text"] for f in figures(open_section(at, "Trained vs frozen"))]
     assert any(t.startswith("trained:") for t in titles) and any(t.startswith("frozen:") for t in titles)
     open_section(at, "How the adapter was trained")
@@ -92,6 +91,7 @@ def test_step_view_matches_the_library(real):
     assert first.endswith(f"{want['top_probs'][0, 0]:.3f}")
     heat = figures(at)[0]["data"][0]
     assert heat["type"] == "heatmap" and heat["x"] == [f"step {s}" for s in range(1, 5)]
+    at.radio(key="soft_step_figure").set_value("curves").run()
     curves = next(f for f in figures(at) if "drift per step" in f["layout"]["title"]["text"])
     drift = values(next(t for t in curves["data"] if t.get("xaxis") == "x2")["y"])  # the right-hand panel
     np.testing.assert_allclose(drift, want["drift"], atol=1e-4)

@@ -5,9 +5,10 @@
 
 The work is the plan's (`analysis.report.plan`), in order: the ID trajectory (KV-Embedding's `layers=auto` needs
 it), the quality table, the cost of each method, the mechanism summaries, the layer map (cell by cell, the grid the
-plan chose for the budget), the task families (last: unit by unit, what time is left), then the recommendation. Embeddings, the window, sweep cells and the soft-token curve come
-through `Hooks`, so an application can serve them from its cache and a report run again resumes from every
-finished method and cell (`local_hooks` computes everything here and stores nothing).
+plan chose for the budget), the task families (last: unit by unit, what time is left), then the recommendation.
+Embeddings, the window, sweep cells and the soft-token curve come through `Hooks`, so an application can serve them
+from its cache and a report run again resumes from every finished method and cell (`local_hooks` computes everything
+here and stores nothing).
 
 Every section may end up missing or partial, and the report says which and why instead of failing: the budget
 is enforced by the clock (`analysis.report.clock`: each method, task score, cell and summary starts only when it
