@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 from contextvars import ContextVar
 
+import pandas as pd
 import streamlit as st
 
 from analysis.core.standalone import Document, heading, section
+from ui.text import md
 
 # The figures drawn so far in this script run, (name, figure) in page order; None outside a page body. Reset by
 # `start_page` (through ui.user_errors, which every page enters first), read when the HTML button is clicked.
@@ -58,10 +60,6 @@ def show_table(frame, *, index: bool = True) -> None:
     For tables of a few dozen cells beside a figure: the interactive grid (`st.dataframe`) costs the browser about
     0.2 s to mount on every visit, which a second visit within 3 s cannot spare (#38); large tables keep the grid,
     which scrolls, sorts and searches."""
-    import pandas as pd
-
-    from ui.text import md
-
     shown = frame.copy()
     shown.columns = [md(c) for c in shown.columns]
     shown.index = [md(i) for i in shown.index]
