@@ -79,7 +79,7 @@ def id_section(models: dict, chosen: dict) -> None:
                 with st.spinner(f"{t}: ID trajectory over {AUTO_DESCRIPTION}", show_time=True):
                     found[t] = cache.auto_window(ui.store(), load_named(chosen[t]), kv)
     fig, rows = go.Figure(), []
-    for (t, bb), color in zip(models.items(), COLORS):
+    for (t, bb), color, corner in zip(models.items(), COLORS, ("top left", "bottom left")):  # labels apart
         if found[t] is None:
             st.info(f"{t}: trajectory not computed yet (button above, or any KV-Embedding run with layers=auto).")
             continue
@@ -90,7 +90,7 @@ def id_section(models: dict, chosen: dict) -> None:
                                  name=f"{t} ({L} layers)", line=dict(color=color)))
         if sel.layers:
             fig.add_vrect(x0=(sel.start - 0.5) / L, x1=(sel.end + 0.5) / L, fillcolor=color, opacity=0.12,
-                          line_width=0, annotation_text=f"{t}: {sel.start}–{sel.end}", annotation_position="top left")
+                          line_width=0, annotation_text=f"{t}: {sel.start}–{sel.end}", annotation_position=corner)
         rows += [{"model": t, "hidden state": k, "relative depth": d, "ID": v}
                  for k, (d, v) in enumerate(zip(depth, ids))]
         st.caption(f"**{t}**: {sel.rule}, decoder layers {sel.start}–{sel.end} of {L}. {sel.reason}.")

@@ -115,11 +115,11 @@ STEP_FIGURES = {"tokens": "Leading tokens per step", "curves": "Entropy and drif
 
 
 def step_by_step(r: dict, text: str) -> None:
-    """Instruction A's generation, step by step: the leading tokens, entropy and drift per step."""
+    """Instruction A's generation, step by step: one figure (the leading tokens, or entropy and drift per step), then
+    the table of every step's leading tokens."""
     with st.expander("The prompt as the model reads it"):
         st.code(r["template"].replace("{text}", text))
         st.caption(ui.md(" | ".join(shown(t) for t in r["prompt_tokens"])))
-    ui.show_table(token_table(r))
     # One figure at a time: the browser mounts every chart of a page before it shows the first (#38).
     shown_figure = ui.choice("Figure", STEP_FIGURES, "soft_step_figure", format_func=STEP_FIGURES.get)
     if shown_figure == "tokens":
@@ -132,6 +132,7 @@ def step_by_step(r: dict, text: str) -> None:
         st.caption("Entropy near log V means the mix is close to the average of all embeddings; near 0 it is one "
                    "token. Drift shows how far the running mean of the generated states still is from the final "
                    "embedding.")
+    ui.show_table(token_table(r))
     st.download_button("Download steps (CSV)", steps_frame(r).to_csv(index=False).encode("utf-8"),
                        file_name="soft_steps_A.csv", mime="text/csv", key="csv_soft_steps_A", on_click="ignore")
 

@@ -36,6 +36,18 @@ def test_md_and_label_show_user_text_literally(text):
     assert "<" not in label(text) and html.unescape(label(text)) == text
 
 
+@pytest.mark.parametrize("text", MARKUP)
+def test_static_table_cells_are_shown_as_typed(text):
+    """ui.show_table escapes every header, row name and cell (st.table renders Markdown); floats keep six
+    significant digits, missing values are blank."""
+    from ui.figures import _cell
+    from ui.text import md
+
+    assert _cell(text) == md(text)
+    assert html.unescape(rendered(_cell(text))).strip() == f"<p>{text}</p>"
+    assert (_cell(float(np.float32(1.31))), _cell(None), _cell(float("nan")), _cell(3)) == ("1.31", "", "", "3")
+
+
 # ==== the pages (AppTest on the tiny model folder) ===============================================================
 @pytest.fixture(scope="module")
 def app_cache(tmp_path_factory):

@@ -63,5 +63,13 @@ def show_table(frame, *, index: bool = True) -> None:
     shown = frame.copy()
     shown.columns = [md(c) for c in shown.columns]
     shown.index = [md(i) for i in shown.index]
-    shown = shown.map(lambda v: "" if v is None or (isinstance(v, float) and pd.isna(v)) else md(v))
+    shown = shown.map(_cell)
     st.table(shown, hide_index=not index)
+
+
+def _cell(value) -> str:
+    """One cell as text: blank for a missing value, a float to six significant digits (a float32 entropy of 1.31
+    read back as 1.309999942779541 otherwise), anything else as typed, escaped."""
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    return f"{value:.6g}" if isinstance(value, float) else md(value)
