@@ -17,7 +17,7 @@ def test_long_documents_figure_in_the_browser(server, browser, shots):  # noqa: 
     try:
         page.goto(f"{server}/{url_path(bench)}", timeout=60_000)
         page.get_by_role("heading", name="Benchmark").first.wait_for(timeout=LOAD_TIMEOUT_MS)
-        _settle(page, '[data-testid="stDataFrame"]')
+        _settle(page, '[data-testid="stTable"]')
         page.get_by_text("Long documents", exact=True).click()
         slider = page.locator('.st-key-bench_longdoc_n input[type="range"]')  # the slider's own (hidden) input
         slider.wait_for(state="attached", timeout=LOAD_TIMEOUT_MS)
@@ -33,7 +33,7 @@ def test_long_documents_figure_in_the_browser(server, browser, shots):  # noqa: 
             pass
         page.wait_for_function("() => [...document.querySelectorAll('[data-testid=stPlotlyChart]')]"
                                ".some(c => c.innerText.includes('document length (tokens)'))", timeout=LOAD_TIMEOUT_MS)
-        _settle(page, '[data-testid="stPlotlyChart"]', '[data-testid="stDataFrame"]')
+        _settle(page, '[data-testid="stPlotlyChart"]', '[data-testid="stTable"]')
         chart = page.locator('[data-testid="stPlotlyChart"]', has_text="document length (tokens)").first
         chart.scroll_into_view_if_needed()
         page.screenshot(path=str(shots / "benchmark_longdoc.png"), full_page=True)
