@@ -26,7 +26,10 @@ LESSON = Lesson("compression", "One vector per sentence",
          "paragraph, the full text, and no context at all (the floor). Measured on SmolLM2-135M on 200 held-out "
          "questions (docs/RESULTS.md), per-sentence pools answer 99.5% and one paragraph pool 48.5%: 51 points, "
          "more than the source's 33. Part of that gap is training: these weights saw paragraph pools in a fifth of "
-         "their rows (RESULTS.md's training-recipe section has a model trained for paragraph pools).",
+         "their rows (RESULTS.md's training-recipe section has a model trained for paragraph pools). Part of the "
+         "99.5% is a small vocabulary: trained the same way on the source's list sizes (250 first names, 200 "
+         "cities...), per-sentence pools answer 57.5% [50.6, 64.1], and neither model reads a value it never saw "
+         "(0% and 4%).",
          Control("slider", "Questions", 25, lo=10, hi=50),
          lambda n: views.compression_modes(n),
          "Why does one paragraph vector lose facts?",
