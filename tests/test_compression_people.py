@@ -438,3 +438,26 @@ def test_the_training_recipe_record_compares_curves_step_for_step():
     said = exp.findings(raw, curves)
     assert said[0].startswith("At step 100 on validation, random init scores 5.0% against the value warm start's 33.0%")
     assert "Unseen values: random init 2.0% [1.0, 51.0]" in said[1]
+
+
+def test_experiment_b_at_two_lengths_is_a_paired_difference_on_the_same_items():
+    """The budget table and its finding from per-item scores (no model): the longer run minus the shorter."""
+    from analysis.compression.system import score
+    from analysis.experiments import compression_people as exp
+
+    def run(hits):
+        res = score([{"exact": h, "first_token_ok": h, "context_tokens": 5, "context_positions": 1} for h in hits],
+                    ["city"] * len(hits))
+        return res | {"exact": hits}
+
+    b = {"five people": run([1, 0, 0, 0] * 25), exp.LONGER: run([1, 1, 1, 0] * 25),
+         "five people, names": run([1, 1, 1, 1] * 25)}
+    table, raw = exp.budget(b, {"steps_done": 120, "best_step": 60}, {"steps_done": 2000, "best_step": 1900})
+    assert table.column("run") == ["five people", exp.LONGER] and table.column("steps trained") == [120, 2000]
+    assert abs(raw["difference"] - 0.5) < 1e-9 and raw["ci"][0] > 0
+    assert table.rows[1][table.columns.index("minus the shorter run (paired, points)")].startswith("+50.0 [")
+    said = " ".join(exp.findings({"experiment_b": b, "budget": raw}))
+    assert "Trained 2,000 steps (best step 1,900) instead of 120" in said and "budget artefact, in part" in said
+    same = exp.budget(b | {exp.LONGER: b["five people"]}, {"steps_done": 120, "best_step": 60},
+                      {"steps_done": 2000, "best_step": 100})[1]
+    assert "not a budget artefact" in " ".join(exp.findings({"experiment_b": b, "budget": same}))

@@ -40,12 +40,15 @@ HELP = ("Experiments B and B2 (five people per context, without and with name to
         "the single-person shipping bar, on held-out people.")
 SYSTEM = "compression"
 SINGLE_RUN = "single-person run"
+LONGER = "five people, longer run"
 
 
 @dataclass(frozen=True)
 class Config:
     single: str = option("shipped/ablations/single-person", "the single-person weights ('' leaves the row out)")
     five: str = option("", "the run trained with --people 5 (Experiment B)")
+    five_longer: str = option("", "Experiment B's recipe trained longer (the source's length, at least 2,000 steps): "
+                              "judged against --five on the same held-out items, is B's rate a budget artefact?")
     five_names: str = option("shipped", "the run trained with --people 5 --names (Experiment B2)")
     scaling: tuple = option((), "N=WEIGHTS per people count, comma-separated (each N read with names)")
     scaling_base: bool = option(False, "also read every N of the scaling study with the --five-names weights")
@@ -63,15 +66,19 @@ def test_size(people: int, n: int) -> int:
     return n if people <= 50 else max(25, n * 50 // people)
 
 
-def read(hooks, system, items, ids: bool, attention_n: int = 0, by_first_name: bool = False) -> dict:
+def read(hooks, system, items, ids: bool, attention_n: int = 0, by_first_name: bool = False,
+         per_item: bool = False) -> dict:
     """`score` of per-sentence pools on `items`, plus the asked person's share of the answer's pool attention per
     decoder layer over the first `attention_n` items; `by_first_name` adds the name questions' exact match split by
-    whether the asked first name is one single-person training uses (`name_by_first_name`)."""
+    whether the asked first name is one single-person training uses (`name_by_first_name`); `per_item` keeps each
+    item's exact match (0/1, `exact`) for a paired comparison of two runs on the same items."""
     from analysis.compression.system import person_attention, score
     from analysis.data.personas import FIRST_NAMES
 
     preds = hooks.compress_predict(system, items, "sentence", ids)
     res = score(preds, [it.key for it in items])
+    if per_item:
+        res["exact"] = [int(p["exact"]) for p in preds]
     if by_first_name:
         named = [(it.identifier.split(" ")[0] in FIRST_NAMES, p) for it, p in zip(items, preds) if it.key == "name"]
         res["name_by_first_name"] = {label: score([p for s, p in named if s == seen]) for label, seen in
@@ -99,7 +106,8 @@ def experiment_b(hooks, conditions: list[tuple], config: Config, progress=None) 
         if progress is not None:
             progress(i, len(conditions), label)
         items = personas.generate_people("heldout", config.n, people=people, layout=config.layout, names=names)
-        res = raw[label] = read(hooks, system, items, names, config.attention_n, by_first_name=people == 1)
+        res = raw[label] = read(hooks, system, items, names, config.attention_n, by_first_name=people == 1,
+                                per_item=True)
         rows.append((label, people, names, cells.rate(res),
                      *(cells.rate(res["per_key"].get(k)) for k in personas.KEYS), _share(res), round(1 / people, 3),
                      res["n"]))
@@ -112,6 +120,25 @@ def experiment_b(hooks, conditions: list[tuple], config: Config, progress=None) 
                      "name column): their answer would be copied. Asked share: the mass the answer's first position "
                      "puts on the asked person's pools over its mass on all pools, mean over decoder layers and the "
                      f"first {config.attention_n} items; chance is 1/N."), raw
+
+
+def budget(b: dict, short: dict, longer: dict) -> tuple[Table, dict]:
+    """Experiment B at two training lengths: the longer run minus the shorter on the same held-out items (paired
+    bootstrap), from `experiment_b`'s per-item scores and the two runs' manifests."""
+    from analysis.eval.stats import paired_mean_difference
+
+    d = paired_mean_difference(b[LONGER]["exact"], b["five people"]["exact"])
+    steps = {label: (m.get("steps_done"), m.get("best_step")) for label, m in (("five people", short),
+                                                                              (LONGER, longer))}
+    rows = tuple((label, *steps[label], cells.rate(b[label]), None if label == "five people" else cells.points(d),
+                  b[label]["n"]) for label in ("five people", LONGER))
+    raw = {"difference": d.difference, "ci": list(d.ci), "p": d.p,
+           "steps": {label: {"trained": s, "best": best} for label, (s, best) in steps.items()}}
+    return Table("budget", "Experiment B (five people, no names) at two training lengths: is its rate a budget "
+                           "artefact?",
+                 ("run", "steps trained", "best step", "all", "minus the shorter run (paired, points)", "n"), rows,
+                 "The same recipe (warm-started from the single-person weights, no names), the same held-out items; "
+                 "the longer run's length is the source's (at least 2,000 steps). Paired bootstrap over the items."), raw
 
 
 def scaling(hooks, runs: dict, config: Config, *, base=None, trained: dict | None = None,
@@ -176,7 +203,7 @@ def measure(config: Config, hooks, progress) -> Measured:
         raise UserError("--scaling takes N=WEIGHTS pairs, for example 5=people5-names,10=people10-names.") from None
     conditions = [(label, spec, people, names) for label, spec, people, names in
                   (("single person", config.single, 1, False), ("five people", config.five, 5, False),
-                   ("five people, names", config.five_names, 5, True)) if spec]
+                   (LONGER, config.five_longer, 5, False), ("five people, names", config.five_names, 5, True)) if spec]
     tables, series, raw, labels = [], [], {}, {}
     if conditions:
         table, raw["experiment_b"] = experiment_b(hooks, [(label, system(spec), people, names)
@@ -184,6 +211,10 @@ def measure(config: Config, hooks, progress) -> Measured:
                                                   progress)
         tables.append(table)
         labels.update({spec: label for label, spec, _, _ in reversed(conditions)})
+        if config.five and config.five_longer:
+            table, raw["budget"] = budget(raw["experiment_b"], read_manifest(folders[config.five]),
+                                          read_manifest(folders[config.five_longer]))
+            tables.append(table)
     if runs:
         base = system(config.five_names) if config.scaling_base and config.five_names else None
         table, curve, scaled = scaling(hooks, {n: system(spec) for n, spec in runs.items()}, config, base=base,
@@ -254,6 +285,19 @@ def findings(raw: dict) -> list[str]:
         out.append(f"Five people per context: {cells.rate(b['five people'], '%')} without names, "
                    f"{cells.rate(b['five people, names'], '%')} with each pool's person as name tokens (no name "
                    "questions); selection becomes copying.")
+    longer = raw.get("budget")
+    if longer:
+        d, steps = longer, longer["steps"]
+        short, long_ = steps["five people"], steps[LONGER]
+        grew = d["ci"][0] > 0
+        out.append(f"Trained {long_['trained']:,} steps (best step {long_['best']:,}) instead of {short['trained']:,}, "
+                   f"five people without names answer {cells.rate(b[LONGER], '%')} against "
+                   f"{cells.rate(b['five people'], '%')} (paired difference {100 * d['difference']:+.1f} points "
+                   f"[{100 * d['ci'][0]:+.1f}, {100 * d['ci'][1]:+.1f}]): "
+                   + ("the shorter run's rate was a budget artefact, in part at least" if grew else
+                      "more training does not raise it: not a budget artefact")
+                   + (f"; with names (B2) {cells.rate(b['five people, names'], '%')}." if "five people, names" in b
+                      else "."))
     split = b.get("single person", {}).get("name_by_first_name")
     if split:
         seen, unseen = split["seen in training"], split["unseen"]

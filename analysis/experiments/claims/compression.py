@@ -19,6 +19,7 @@ from __future__ import annotations
 from analysis.experiments import verdicts
 from analysis.experiments.claims import CannotRun, Claim, Evidence, Outcome, Unit
 from analysis.experiments.claims.context import recorded_rate, short_name
+from analysis.experiments.compression_people import LONGER
 
 HERE = "measured here"
 DEVIATIONS = ("system:compression",)
@@ -113,8 +114,11 @@ def _names(ctx) -> Outcome:
     if without is None or named is None:
         raise CannotRun("needs both Experiment B runs (five people without and with names) in the record")
     k_b2, k_b = recorded_rate(named["all"], named["n"]), recorded_rate(without["all"], without["n"])
-    return Outcome(verdicts.rate_difference(k_b2, named["n"], k_b, without["n"]), note,
-                   {"with names %": _percent(k_b2, named["n"]), "without names %": _percent(k_b, without["n"])})
+    values = {"with names %": _percent(k_b2, named["n"]), "without names %": _percent(k_b, without["n"])}
+    longer = rows.get(LONGER)  # B trained to the source's length: shown, not judged (B2 was trained as long as B)
+    if longer is not None:
+        values["without names, longer run %"] = _percent(recorded_rate(longer["all"], longer["n"]), longer["n"])
+    return Outcome(verdicts.rate_difference(k_b2, named["n"], k_b, without["n"]), note, values)
 
 
 def _sublinear(ctx) -> Outcome:
@@ -175,7 +179,8 @@ CLAIMS = [
           "Without names the model cannot pick the right person's pools; each pool's name as tokens rescues the "
           "selection (B to B2), as this project reads the source.",
           "Five people per context, held-out items: the run trained with each pool's person as name tokens (B2) "
-          "against the run trained without (B), from the compression_people record.",
+          "against the run trained without (B), both the same length, from the compression_people record (B trained "
+          "longer, when recorded, is shown beside them, not judged: B2 was not trained as long).",
           "rate difference (Newcombe-Wilson): with names minus without > 0", _names, deviations=DEVIATIONS,
           evidence=(PAGE, _lesson(4, "picking the right person among many"))),
     Claim("comp-sublinear", "compression", "scaling study: this project's records quote the source's \"sub-linear "
