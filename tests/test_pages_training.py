@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptools import errors, figures, isolated_cache
+from apptools import errors, figures, isolated_cache, tables
 
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT = 1800
@@ -20,21 +20,26 @@ def page_cache(tmp_path_factory):
         yield root
 
 
-def test_training_page_shows_the_shipped_curves():
+def test_training_page_shows_the_shipped_runs_and_one_runs_curves():
     from analysis.methods.causal2vec import shipped_folder
+    from analysis.models.backbone import load_backbone
     from analysis.weights.artefacts import read_manifest
 
     at = AppTest.from_file(str(REPO / "pages" / "11_training.py"), default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
     assert not errors(at)
-    from analysis.models.backbone import load_backbone
-
-    man = read_manifest(shipped_folder(load_backbone()))
-    fig = figures(at)[0]
-    names = [t.get("name") for t in fig["data"]]
-    assert "loss" in names and "dev Spearman" in names
-    assert at.dataframe[0].value["steps"].iloc[0] == man["steps_done"]
-    assert len(at.dataframe[0].value) == 2  # the shipped system and the MLP-only ablation, side by side
+    folder = shipped_folder(load_backbone())
+    man = read_manifest(folder)
+    names = [t.get("name") for t in figures(at)[0]["data"]]
+    assert "loss" in names and "dev Spearman" in names and len(figures(at)) == 1  # one run's curves at a time
+    table = tables(at)[0]
+    assert table["steps"].iloc[0] == man["steps_done"]
+    shipped = [folder / "ablations" / name for name in ("no-contextual", "concat", "mlp-only")]
+    assert len(table) == 1 + sum((f / "manifest.json").exists() for f in shipped)  # every shipped run, one table
+    control = next((label for label in at.radio(key="train_curves").options if label.startswith("control")), None)
+    if control is not None:  # a control's curves, chosen
+        at.radio(key="train_curves").set_value(control).run()
+        assert not at.exception and control in figures(at)[0]["layout"]["title"]["text"]
 
 
 def test_a_live_run_becomes_a_bridge(page_cache):
@@ -50,7 +55,7 @@ def test_a_live_run_becomes_a_bridge(page_cache):
     assert not at.exception, at.exception
     assert any("Done" in s.value for s in at.success)
     assert any(c.endswith("/t1") for c in bridge_choices())
-    assert len(figures(at)) == 3  # the two shipped runs' curves and the live run's
+    assert len(figures(at)) == 2  # the chosen shipped run's curves and the live run's
 
 
 def test_attention_page_shows_attention_to_the_contextual_token():
