@@ -77,7 +77,9 @@ with ui.user_errors():
                    "shipped system's recipe and budget. Report Spearman: the 1,200-pair STS-B dev report part, which "
                    "selection never saw; paired differences of all of them: docs/RESULTS.md, Causal2Vec. Validation "
                    "curves are on each run's own selection data (the MLP-only bridge used the first 200 STS-B dev "
-                   "pairs, captions only; the others the genre-stratified selection part).")
+                   "pairs, captions only; the others the genre-stratified selection part). Wall times are as each "
+                   "run went, not a cost comparison: the shipped system trained on one thread beside other jobs "
+                   "(its manifest's note).")
 
     st.subheader("A live run")
     if shared_stsb("train") is None or shared_stsb("dev") is None:
