@@ -148,11 +148,12 @@ SINGLE_PERSON_GAP = (
 
 
 def shown_record(record) -> None:
-    """A record's command, tables and notes."""
+    """A record's command, tables and notes; static tables, which wrap, so that a reconstruction is read whole (the
+    grid cut each paragraph at its column's width)."""
     st.caption(f"`{record.command}` · {record.date} · {record.data}")
     for table in record.tables:
         st.markdown(f"**{table.title}**")
-        st.dataframe(pd.DataFrame(table.rows, columns=table.columns), hide_index=True)
+        ui.show_table(pd.DataFrame(table.rows, columns=table.columns), index=False)
         if table.notes:
             st.caption(table.notes)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptools import errors, figures, isolated_cache
+from apptools import errors, figures, isolated_cache, tables
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = "pages/12_context_compression.py"
@@ -144,7 +144,7 @@ def test_measured_tab_shows_the_recorded_tables_and_scaling_curve(weights, tmp_p
     records.write(record, tmp_path)
     monkeypatch.setattr(records, "folder", lambda: tmp_path)
     at = _opened_on(weights, "Measured across people")
-    assert len(at.dataframe) == 1 and any("Selection becomes copying." in m.value for m in at.markdown)
+    assert len(tables(at)) == 1 and any("Selection becomes copying." in m.value for m in at.markdown)
     curve = figures(at)[0]["data"]
     assert list(curve[0]["x"]) == [5, 10] and list(curve[0]["y"]) == [0.8, 0.7]  # each N's own run
     assert list(curve[1]["y"]) == [0.2, 0.1] and list(curve[2]["y"]) == [0.8, 0.5]  # chance, the base run
@@ -180,7 +180,8 @@ def test_reconstruction_tab_and_the_differences_from_the_source(weights, tmp_pat
     manifest["hyperparameters"] = {"reconstruct": 0.5}
     (trained / "manifest.json").write_text(json.dumps(manifest))
     at = _opened_on(str(trained), "Reconstruction")
-    assert len(at.dataframe) == 1 and any("Token F1 0.9." in m.value for m in at.markdown)
+    assert tables(at)[0]["reconstruction"].tolist() == ["This is Ann."]
+    assert any("Token F1 0.9." in m.value for m in at.markdown)
     at.toggle(key="cc_reconstruct").set_value(True).run()
     assert not at.exception and not errors(at), at.exception or errors(at)
     assert any(c.value.startswith("Token F1") for c in at.caption)
