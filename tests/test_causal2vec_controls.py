@@ -126,3 +126,30 @@ def test_the_experiment_finds_the_trained_controls(tmp_path, hash_encoder):
     found = trained_controls(bb.facts, str(tmp_path))
     assert list(found.values()) == [(NO_C, "eos")]
     assert trained_controls(bb.facts, "") == {}
+
+
+def test_an_experiment_with_controls_is_the_causal2vec_record_not_a_variant(tmp_path, hash_encoder, monkeypatch):
+    """The controls' rows must not rename the record: their loop once reused the variant's `label`, and the
+    measured record was written as causal2vec_<the last control's row>. The held-out scoring is stubbed (no STS-B
+    here); the methods are the real ones on a tiny model."""
+    from types import SimpleNamespace
+
+    from analysis.experiments import causal2vec as exp
+    from analysis.experiments import heldout_sts
+    from analysis.experiments.records import Sample, Table
+
+    bb, _ = train_control(tmp_path, hash_encoder, "no-contextual")
+    system = train_control(tmp_path, hash_encoder, "none")[1]
+    seen = {}
+
+    def cosines(hooks, backbone, methods, pairs, progress=None):
+        seen.update(methods)
+        return {k: np.ones(len(pairs.left)) for k in methods}, {}
+
+    monkeypatch.setattr(heldout_sts, "report_pairs", lambda n, seed: (toy_pairs(8), Sample(n=8, how="toy", seed=0)))
+    monkeypatch.setattr(heldout_sts, "cosines", cosines)
+    monkeypatch.setattr(heldout_sts, "score_table", lambda *a, **k: (Table("scores", "s", ("c",), ()), {}))
+    monkeypatch.setattr(heldout_sts, "paired_table", lambda *a, **k: (Table("paired", "p", ("c",), ()), {}))
+    config = exp.Config(bridge=str(system["out"]), ablation="", controls=str(tmp_path), speed_n=0, speed_long=0)
+    measured = exp.measure(config, SimpleNamespace(backbone=lambda name: bb), lambda *a: None)
+    assert exp.NO_C in seen and measured.variant == "" and not measured.title

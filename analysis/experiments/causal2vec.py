@@ -105,9 +105,9 @@ def measure(config: Config, hooks, progress) -> Measured:
             weights[shown_weights(config.ablation)] = old
             ablation = readouts("MLP-only", bridge=str(old))
             methods.update({k: ablation[k] for k in ("MLP-only concat", "MLP-only contextual")})
-        for spec, (label, how) in trained_controls(facts, config.controls).items():
+        for spec, (row, how) in trained_controls(facts, config.controls).items():
             weights[shown_weights(spec)] = folder = weights_folder(ID, facts, spec)
-            methods[label] = get_method("causal2vec", bridge=str(folder), readout=how)
+            methods[row] = get_method("causal2vec", bridge=str(folder), readout=how)
     cos, took = heldout_sts.cosines(hooks, backbone, methods, pairs, progress)
     n_texts = len(heldout_sts.texts_of(pairs))
     scores, _ = heldout_sts.score_table("scores", f"Spearman on {len(pairs)} held-out pairs ({n_texts} sentences), "
@@ -122,7 +122,7 @@ def measure(config: Config, hooks, progress) -> Measured:
         progress(len(methods), len(methods) + 1, "cost")
         tables.append(cost_table(backbone, str(trained), heldout_sts.texts_of(pairs), config))
     findings = [heldout_sts.verdict(meaning, a, b, overall[a, b]) for a, b, meaning in claims if (a, b) in overall]
-    missing = [label for label, _ in CONTROLS.values() if label not in methods]
+    missing = [row for row, _ in CONTROLS.values() if row not in methods]
     if not config.variant and config.controls and missing:
         findings.append(f"Not measured, since not trained for this model: {', '.join(missing)} (`python -m analysis "
                         "train causal2vec --control no-contextual --ship` and `--control concat --ship`, the system's "
