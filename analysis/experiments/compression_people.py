@@ -287,14 +287,13 @@ def findings(raw: dict) -> list[str]:
                    "questions); selection becomes copying.")
     longer = raw.get("budget")
     if longer:
-        d, steps = longer, longer["steps"]
-        short, long_ = steps["five people"], steps[LONGER]
-        grew = d["ci"][0] > 0
+        short, long_ = longer["steps"]["five people"], longer["steps"][LONGER]
+        lo, hi = longer["ci"]
         out.append(f"Trained {long_['trained']:,} steps (best step {long_['best']:,}) instead of {short['trained']:,}, "
                    f"five people without names answer {cells.rate(b[LONGER], '%')} against "
-                   f"{cells.rate(b['five people'], '%')} (paired difference {100 * d['difference']:+.1f} points "
-                   f"[{100 * d['ci'][0]:+.1f}, {100 * d['ci'][1]:+.1f}]): "
-                   + ("the shorter run's rate was a budget artefact, in part at least" if grew else
+                   f"{cells.rate(b['five people'], '%')} (paired difference {100 * longer['difference']:+.1f} points "
+                   f"[{100 * lo:+.1f}, {100 * hi:+.1f}]): "
+                   + ("the shorter run's rate was a budget artefact, in part at least" if lo > 0 else
                       "more training does not raise it: not a budget artefact")
                    + (f"; with names (B2) {cells.rate(b['five people, names'], '%')}." if "five people, names" in b
                       else "."))
