@@ -47,10 +47,12 @@ LESSON = Lesson("compression", "One vector per sentence",
          seconds=120),
     Step("Picking the right person among many: names",
          "Now each context holds five people's facts and the question names one of them. Trained on such "
-         "contexts without names, the model answers 16% of held-out questions and its attention on the asked "
-         "person's pools is at chance (0.19 against 0.20): a pool about Ana's city looks like a pool about Ben's. "
-         "Put each person's name as tokens before their pools (the source's Experiment B2, the shipped weights) "
-         "and it answers 83%, selection becoming copying (docs/RESULTS.md). Watch the asked person's row "
+         "contexts without names for 120 steps, the model answers 16% of held-out questions and its attention on "
+         "the asked person's pools is at chance (0.19 against 0.20): a pool about Ana's city looks like a pool "
+         "about Ben's. Put each person's name as tokens before their pools (the source's Experiment B2, the "
+         "shipped weights, also 120 steps) and it answers 83%, selection becoming copying. But trained for 2,000 "
+         "steps, the source's length, the run without names answers 80% too (docs/RESULTS.md): names make the "
+         "selection quick to learn, not possible. Watch the asked person's row "
          "(▶) light up in the last layers; add people to make the search harder.",
          Control("slider", "People in the context", 5, lo=2, hi=10),
          lambda people: views.people_reading(people),
