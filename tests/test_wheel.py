@@ -2,13 +2,14 @@
 package (the trainers, the lessons once were missing), every shipped weight (package data), the published records,
 and `embedscope app` starts the app, which answers its health check.
 
-The venv reuses this environment's dependencies (`--system-site-packages`, so nothing is downloaded); the test runs
-from a temporary folder and checks that `analysis` is imported from the venv, not from this checkout (the editable
-install's finder comes after the venv's own site-packages)."""
+The venv reuses the dependencies of the environment running the tests, so nothing is downloaded (see
+`_venv_seeing_this_environment`); the test runs from a temporary folder and checks that `analysis` is imported from the
+venv, not from this checkout."""
 
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -60,14 +61,30 @@ def _run(argv, cwd, **kw):
     return done.stdout
 
 
+def _venv_seeing_this_environment(venv: Path) -> Path:
+    """A new venv (its python returned) that sees, after its own site-packages, the site-packages of the interpreter
+    running the tests, whichever way the suite was installed: a venv, the base Python, or `pip --user`.
+
+    Not `--system-site-packages`: from inside a venv, that shows the *base* interpreter's packages, not the active
+    environment's, so the test passed only where the base Python happened to have torch (#54). A .pth file's lines
+    are appended to sys.path after the venv's own site-packages, so the wheel's copy of `analysis` wins; the .pth
+    files in those folders are not run, so the editable install's finder never points back at this checkout."""
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=venv.parent)
+    python = venv / "bin" / "python"
+    own = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                    cwd=venv.parent).strip())
+    here = ([site.getusersitepackages()] if site.ENABLE_USER_SITE else []) + site.getsitepackages()
+    (own / "tests-environment.pth").write_text("".join(f"{folder}\n" for folder in here))
+    return python
+
+
 def test_wheel_installs_and_runs_with_its_shipped_weights(tmp_path):
     src = _source_copy(tmp_path / "src")
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
           "-w", str(tmp_path / "dist"), str(src)], cwd=tmp_path)
     wheel = next((tmp_path / "dist").glob("embedscope-*.whl"))
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], cwd=tmp_path)
-    python, script = venv / "bin" / "python", venv / "bin" / "embedscope"
+    python, script = _venv_seeing_this_environment(venv), venv / "bin" / "embedscope"
     _run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed", "--quiet",
           "--disable-pip-version-check", str(wheel)], cwd=tmp_path)
     shutil.rmtree(src)  # nothing may come from the copy either
