@@ -79,7 +79,8 @@ def test_seeds_can_be_switched_off(monkeypatch):
 @pytest.mark.real
 def test_the_shipped_window_is_the_live_one_and_matches_the_code(monkeypatch, tmp_path):
     """KV-Embedding's layers=auto window for the default model (the Attention page's first visit spent 75% of its
-    86 s computing it) is shipped, is found for the code as it is now, and equals the live computation."""
+    86 s computing it) is shipped, is found for the code as it is now, and is the live computation: the same window,
+    the same ID trajectory to float32's precision."""
     from analysis.methods import get_method
     from analysis.models.backbone import load_backbone
     from cache.compute import auto_window
@@ -90,5 +91,9 @@ def test_the_shipped_window_is_the_live_one_and_matches_the_code(monkeypatch, tm
     shipped = auto_window(seeded, backbone, kv, compute=False)
     assert shipped is not None, "cache/seeds/ does not match the code: run `python -m analysis seeds`"
     live_selection, live_ids = auto_window(None, backbone, kv)
-    assert shipped[0] == live_selection
-    np.testing.assert_array_equal(np.asarray(shipped[1], dtype=float), np.asarray(live_ids, dtype=float))
+    assert shipped[0] == live_selection  # the window itself, exactly
+    # The IDs are TwoNN on float32 hidden states, whose sums torch's CPU kernels order by instruction set and thread
+    # count, so the same code gives slightly different IDs on another machine: up to 7e-6 relative (1.2e-4 ID units)
+    # between the shipped and a live trajectory (#54). rtol 1e-4 is 14 times that, and its 0.002 ID units are 30
+    # times below the smallest step between neighbouring layers (0.06 units): a trajectory one layer off fails.
+    np.testing.assert_allclose(np.asarray(shipped[1], dtype=float), np.asarray(live_ids, dtype=float), rtol=1e-4)
