@@ -5,64 +5,20 @@ without --ship."""
 from __future__ import annotations
 
 import json
-import sys
-import types
-from dataclasses import dataclass
 
+import dummy_system
 import pytest
 import torch
+from dummy_system import DummyConfig
 
 from analysis.core.errors import UserError
 from analysis.models.tiny import tiny_backbone
 from analysis.training import systems
-from analysis.training.options import RunOptions, option
-
-
-@dataclass(frozen=True)
-class DummyConfig(RunOptions):
-    steps: int = option(2, "optimiser steps", min=1, limit=100)
-    eval_every: int = option(1, "validate every N steps", min=1)
-    lr: float = option(0.1, "learning rate", above=0.0, max=1.0)
-    target: float = option(3.0, "the value the weight learns", min=-10.0, max=10.0)
-    poison_at: int = option(0, "make the loss NaN from this step on (0 = never)", min=0)
-
-
-def _dummy_module() -> types.ModuleType:
-    """A whole trained system: learn one scalar towards `target` (its decoder-free Job)."""
-    module = types.ModuleType("dummy_system")
-    module.NAME, module.HELP, module.Config = "dummy", "a dummy trained system", DummyConfig
-
-    def setup(config, backbone):
-        w = torch.zeros(1, requires_grad=True)
-        seen = {"step": 0}
-
-        def loss_fn(batch):
-            seen["step"] += 1
-            loss = (w - config.target).square().sum()
-            if config.poison_at and seen["step"] >= config.poison_at:
-                loss = loss * float("nan")
-            return loss, {}
-
-        def batches():
-            while True:
-                yield None
-
-        return systems.Job(parameters={"w": w}, loss_fn=loss_fn, batches=batches(),
-                           evaluate=lambda: {"score": -float((w - config.target).abs())},
-                           tensors=lambda: {"w": w.detach().clone()}, restore=lambda t: w.copy_(t["w"]),
-                           data={"train": "none"}, examples_per_step=1, finish=lambda: {"w": float(w.detach())},
-                           warmup_steps=1)
-
-    module.setup = setup
-    module.load = lambda folder, backbone: json.loads((folder / "manifest.json").read_text())["results"]["w"]
-    return module
 
 
 @pytest.fixture
 def dummy(monkeypatch):
-    monkeypatch.setitem(sys.modules, "dummy_system", _dummy_module())
-    monkeypatch.setitem(systems.SYSTEMS, "dummy", "dummy_system")  # the one registry line
-    return "dummy"
+    return dummy_system.register(monkeypatch)  # the one registry line
 
 
 def test_a_fourth_system_trains_and_loads_back(dummy, tmp_path):

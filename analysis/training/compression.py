@@ -474,6 +474,23 @@ def setup(config: Config, backbone, *, encoder=None):
                warmup_steps=min(20, config.steps // 10 + 1), weight_decay=0.0)
 
 
+def ship_place(hyperparameters: dict) -> str:
+    """Where a run ships below analysis/artefacts/compression/<model>/: five people with names (Experiment B2, the
+    system the pages load) there; the single person (Experiment A) in ablations/single-person; other people counts
+    in ablations/people<N>[-names]; Experiment C in ablations/reconstruct; the source's vocabularies in
+    ablations/source-vocabulary (the layout the SmolLM2 artefacts were shipped in by hand before this rule)."""
+    people, names = int(hyperparameters.get("people", 1)), bool(hyperparameters.get("names", False))
+    if float(hyperparameters.get("reconstruct", 0.0)) > 0:
+        return "ablations/reconstruct"
+    if hyperparameters.get("vocabulary", "small") == "source":
+        return "ablations/source-vocabulary"
+    if people == 1:
+        return "ablations/single-person"
+    if people == 5 and names:
+        return ""
+    return f"ablations/people{people}" + ("-names" if names else "")
+
+
 def load(folder, backbone):
     """The compression system from an artefact folder."""
     from analysis.compression.system import CompressionSystem

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 
 from analysis.core.errors import UserError
 
@@ -68,6 +69,9 @@ class TrainConfig:
     eval_at_start: bool = True  # the step-0 score is the untrained baseline every curve should start from
     select_start: bool = True  # the step-0 weights may be the best; False: only trained steps are (step 0 is logged)
     max_minutes: float = math.inf  # stop cleanly (checkpoint written) once training has run this long
+    # "bfloat16": the loss's forward (and so its backward) under torch.autocast; the trainable tensors, their
+    # gradients and AdamW's moments stay float32, and validation runs in float32, so selection is unchanged
+    precision: str = "float32"
 
 
 @dataclass
@@ -89,6 +93,108 @@ def lr_at(cfg: TrainConfig, step: int) -> float:
     span = max(1, cfg.steps - cfg.warmup_steps)
     progress = min(1.0, (step - cfg.warmup_steps) / span)
     return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+@dataclass
+class RunState:
+    """Everything a checkpoint holds besides tensors: where the run is, its best evaluation, its curves."""
+
+    step: int = 0
+    best_score: float = -math.inf
+    best_step: int = -1
+    bad_evals: int = 0  # evaluations since the last improvement (early stopping)
+    wall: float = 0.0  # seconds of training over every segment of a resumed run
+    train: list = field(default_factory=list)
+    eval: list = field(default_factory=list)
+
+
+class TrainingRun:
+    """One run's moving parts: the trainable tensors, the optimiser, the state and where they are written. Every
+    way a run ends goes through `finish`, so a stopped, timed-out or finished run leaves the same files."""
+
+    def __init__(self, config: TrainConfig, named: dict, evaluate: Callable, save: Callable, log_extra: dict | None):
+        self.config, self.named, self.evaluate_fn, self.save, self.log_extra = config, named, evaluate, save, log_extra
+        self.out = Path(config.out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        torch.manual_seed(config.seed)
+        self.opt = torch.optim.AdamW(list(named.values()), lr=config.lr, weight_decay=config.weight_decay)
+        self.state = RunState()
+        device = next(iter(named.values())).device.type
+        self.autocast = lambda: torch.autocast(device, dtype=torch.bfloat16, enabled=config.precision == "bfloat16")
+
+    def resume(self, batches: Iterator) -> None:
+        """Restore the checkpoint, and skip the micro-batches it already consumed (the same data order as unbroken)."""
+        if self.config.resume and (self.out / CHECKPOINT / "state.json").exists():
+            self.state = _load_checkpoint(self.out / CHECKPOINT, self.named, self.opt)
+            for _ in itertools.islice(batches, self.state.step * self.config.grad_accum):
+                pass
+
+    def write_log(self) -> None:
+        s = self.state
+        _atomic_json(self.out / LOG, {"config": dataclasses.asdict(self.config), "extra": self.log_extra or {},
+                                      "best_score": s.best_score, "best_step": s.best_step,
+                                      "train": s.train, "eval": s.eval})
+
+    def checkpoint(self) -> None:
+        _save_checkpoint(self.out / CHECKPOINT, self.named, self.opt, self.state)
+        self.write_log()
+
+    def evaluate(self, step: int) -> bool:
+        """Evaluate, save the best, log; True when early stopping says stop."""
+        with torch.no_grad():
+            scores = self.evaluate_fn()
+        score = float(scores["score"])
+        if not math.isfinite(score):
+            raise NonFiniteError(f"training stopped at step {step}: the validation score is {score} (a learning rate "
+                                 f"or temperature out of range?); the best weights so far are in {self.out / BEST}.")
+        s = self.state
+        s.eval.append({"step": step, **{k: float(v) for k, v in scores.items()}})
+        if step == 0 and not self.config.select_start:  # the curve's baseline: kept only until a trained step is scored
+            s.best_step, s.best_score = 0, -math.inf
+            self.save(self.out / BEST)
+            return False
+        if score > s.best_score:
+            s.best_score, s.best_step, s.bad_evals = score, step, 0
+            self.save(self.out / BEST)
+        else:
+            s.bad_evals += 1
+        return self.config.patience > 0 and s.bad_evals >= self.config.patience
+
+    def step(self, loss_fn: Callable, batches: Iterator) -> dict:
+        """One optimiser step over `grad_accum` micro-batches; returns what the progress callback is told."""
+        cfg, s = self.config, self.state
+        lr = lr_at(cfg, s.step)
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        total, infos = 0.0, {}
+        for _ in range(cfg.grad_accum):
+            with self.autocast():
+                loss, info = loss_fn(next(batches))
+            if not torch.isfinite(loss.detach()):
+                self.write_log()
+                raise NonFiniteError(f"training stopped at step {s.step + 1}: the loss is {float(loss)} (a learning "
+                                     f"rate or temperature out of range?); the best weights so far are in "
+                                     f"{self.out / BEST}.")
+            (loss / cfg.grad_accum).backward()
+            total += float(loss.detach()) / cfg.grad_accum
+            for k, v in info.items():
+                infos[k] = infos.get(k, 0.0) + float(v) / cfg.grad_accum
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(list(self.named.values()), cfg.max_grad_norm))
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        s.step += 1
+        s.train.append({"step": s.step, "loss": total, "lr": lr, "grad_norm": grad_norm, **infos})
+        return {"loss": total, "lr": lr}
+
+    def finish(self, stopped: str) -> None:
+        """The one way out: a run cut short by the clock is scored at its last step, a run whose only selectable
+        result is the untrained start is scored at its last step, then checkpoint and log are written."""
+        s = self.state
+        if stopped == "time_limit" and s.eval[-1]["step"] != s.step:
+            self.evaluate(s.step)
+        if s.best_step == 0 and not self.config.select_start and s.step > 0:
+            self.evaluate(s.step)  # stopped before any trained step was scored: the last one is the result
+        self.checkpoint()
 
 
 def train(
@@ -120,110 +226,42 @@ def train(
     named = {k: p for k, p in named.items() if p.requires_grad}
     if not named:
         raise ValueError("train() got no trainable parameters (none has requires_grad)")
-    out = Path(config.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(config.seed)
-    opt = torch.optim.AdamW(list(named.values()), lr=config.lr, weight_decay=config.weight_decay)
-
-    state = {"step": 0, "best_score": -math.inf, "best_step": -1, "bad_evals": 0, "wall": 0.0,
-             "train": [], "eval": []}
-    if config.resume and (out / CHECKPOINT / "state.json").exists():
-        state = _load_checkpoint(out / CHECKPOINT, named, opt)
-        for _ in itertools.islice(batches, state["step"] * config.grad_accum):  # same data order as unbroken
-            pass
-
-    def write_log() -> None:
-        _atomic_json(out / LOG, {"config": dataclasses.asdict(config), "extra": log_extra or {},
-                                 "best_score": state["best_score"], "best_step": state["best_step"],
-                                 "train": state["train"], "eval": state["eval"]})
-
-    def run_eval(step: int) -> bool:
-        """Evaluate, save the best, log; return True when early stopping says stop."""
-        with torch.no_grad():
-            scores = evaluate()
-        score = float(scores["score"])
-        if not math.isfinite(score):
-            raise NonFiniteError(f"training stopped at step {step}: the validation score is {score} (a learning rate "
-                                 f"or temperature out of range?); the best weights so far are in {out / BEST}.")
-        state["eval"].append({"step": step, **{k: float(v) for k, v in scores.items()}})
-        if step == 0 and not config.select_start:  # the curve's baseline: kept only until a trained step is scored
-            state.update(best_step=0, best_score=-math.inf)
-            save(out / BEST)
-            return False
-        if score > state["best_score"]:
-            state.update(best_score=score, best_step=step, bad_evals=0)
-            save(out / BEST)
-        else:
-            state["bad_evals"] += 1
-        return config.patience > 0 and state["bad_evals"] >= config.patience
-
-    start = time.perf_counter()
-    wall_before, first_step = state["wall"], state["step"]
-    stopped = "completed"
-    if first_step == 0 and config.eval_at_start and not state["eval"]:
-        run_eval(0)
-        write_log()
+    run = TrainingRun(config, named, evaluate, save, log_extra)
+    run.resume(batches)
+    s = run.state
+    start, wall_before, first_step = time.perf_counter(), s.wall, s.step
+    if first_step == 0 and config.eval_at_start and not s.eval:
+        run.evaluate(0)
+        run.write_log()
     for p in named.values():
         p.grad = None
-    step = first_step
-    while step < config.steps:
-        lr = lr_at(config, step)
-        for group in opt.param_groups:
-            group["lr"] = lr
-        total, infos = 0.0, {}
-        for _ in range(config.grad_accum):
-            loss, info = loss_fn(next(batches))
-            if not torch.isfinite(loss.detach()):
-                write_log()
-                raise NonFiniteError(f"training stopped at step {step + 1}: the loss is {float(loss)} (a learning rate "
-                                     f"or temperature out of range?); the best weights so far are in {out / BEST}.")
-            (loss / config.grad_accum).backward()
-            total += float(loss.detach()) / config.grad_accum
-            for k, v in info.items():
-                infos[k] = infos.get(k, 0.0) + float(v) / config.grad_accum
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(list(named.values()), config.max_grad_norm))
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        step += 1
-        state["step"] = step
-        state["train"].append({"step": step, "loss": total, "lr": lr, "grad_norm": grad_norm, **infos})
-        state["wall"] = wall_before + time.perf_counter() - start
-        halt = False
-        if step % config.eval_every == 0 or step == config.steps:
-            halt = run_eval(step)
-            state["wall"] = wall_before + time.perf_counter() - start
-            _save_checkpoint(out / CHECKPOINT, named, opt, state)
-            write_log()
-        if halt:
-            stopped = "early_stopping"
-            break
-        if (time.perf_counter() - start) / 60 > config.max_minutes and step < config.steps:
+    stopped = "completed"
+    while s.step < config.steps:
+        info = run.step(loss_fn, batches)
+        s.wall = wall_before + time.perf_counter() - start
+        if s.step % config.eval_every == 0 or s.step == config.steps:
+            halt = run.evaluate(s.step)
+            s.wall = wall_before + time.perf_counter() - start
+            run.checkpoint()
+            if halt:
+                stopped = "early_stopping"
+                break
+        if (time.perf_counter() - start) / 60 > config.max_minutes and s.step < config.steps:
             stopped = "time_limit"
-            if state["eval"][-1]["step"] != step:
-                run_eval(step)
-            _save_checkpoint(out / CHECKPOINT, named, opt, state)
-            write_log()
             break
         if progress is not None:
-            info = {"loss": total, "lr": lr, "best_score": state["best_score"]}
-            if state["eval"]:
-                info["score"] = state["eval"][-1]["score"]
+            shown = {**info, "best_score": s.best_score, **({"score": s.eval[-1]["score"]} if s.eval else {})}
             try:
-                progress(step, config.steps, info)
+                progress(s.step, config.steps, shown)
             except StopTraining:
                 stopped = "stopped"
-                _save_checkpoint(out / CHECKPOINT, named, opt, state)
-                write_log()
                 break
-    if state["best_step"] == 0 and not config.select_start and state["step"] > 0:
-        run_eval(state["step"])  # stopped before any trained step was scored: the last one is the result
-    write_log()
-    trained = state["step"] - first_step
-    seconds = state["wall"] - wall_before
+    run.finish(stopped)
+    seconds = s.wall - wall_before
     return TrainResult(
-        best_score=state["best_score"], best_step=state["best_step"], steps_done=state["step"],
-        steps_per_second=trained / seconds if seconds > 0 else 0.0, wall_seconds=state["wall"],
-        stopped=stopped, out_dir=str(out), curves={"train": state["train"], "eval": state["eval"]},
+        best_score=s.best_score, best_step=s.best_step, steps_done=s.step,
+        steps_per_second=(s.step - first_step) / seconds if seconds > 0 else 0.0, wall_seconds=s.wall,
+        stopped=stopped, out_dir=str(run.out), curves={"train": s.train, "eval": s.eval},
     )
 
 
@@ -236,9 +274,7 @@ def _check(cfg: TrainConfig) -> None:
 
 
 # ---- checkpoints: safetensors for tensors, JSON for the rest; written to a temp folder and renamed -------
-def _save_checkpoint(folder: Path, named: dict, opt: torch.optim.Optimizer, state: dict) -> None:
-    from safetensors.torch import save_file
-
+def _save_checkpoint(folder: Path, named: dict, opt: torch.optim.Optimizer, state: RunState) -> None:
     tensors = {f"param.{k}": p.detach().contiguous() for k, p in named.items()}
     steps = {}
     for k, p in named.items():
@@ -252,7 +288,7 @@ def _save_checkpoint(folder: Path, named: dict, opt: torch.optim.Optimizer, stat
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     save_file(tensors, str(tmp / "state.safetensors"))
-    (tmp / "state.json").write_text(json.dumps({**state, "adam_steps": steps}))
+    (tmp / "state.json").write_text(json.dumps({**dataclasses.asdict(state), "adam_steps": steps}))
     old = folder.with_name(folder.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
     if folder.exists():
@@ -261,9 +297,7 @@ def _save_checkpoint(folder: Path, named: dict, opt: torch.optim.Optimizer, stat
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _load_checkpoint(folder: Path, named: dict, opt: torch.optim.Optimizer) -> dict:
-    from safetensors.torch import load_file
-
+def _load_checkpoint(folder: Path, named: dict, opt: torch.optim.Optimizer) -> RunState:
     try:
         tensors = load_file(str(folder / "state.safetensors"))
         state = json.loads((folder / "state.json").read_text())
@@ -280,7 +314,9 @@ def _load_checkpoint(folder: Path, named: dict, opt: torch.optim.Optimizer) -> d
                                 "exp_avg_sq": tensors[f"exp_avg_sq.{k}"].clone()}
     torch.set_rng_state(tensors["rng.torch"])
     state.pop("adam_steps")
-    return state
+    if state.get("best_score") is None:  # written as null before any evaluation (JSON has no -inf)
+        state["best_score"] = -math.inf
+    return RunState(**state)
 
 
 def _atomic_json(path: Path, obj) -> None:

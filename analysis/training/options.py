@@ -35,6 +35,9 @@ class RunOptions:
     out: str = option("", "result folder (default: <cache>/runs/<system>/<model>); the shipped artefacts are "
                           "written only with --ship")
     resume: bool = option(False, "continue from the checkpoint in the result folder")
+    precision: str = option("float32", "the training forward's precision: bfloat16 runs it under autocast (the "
+                                       "trained tensors, their optimiser state and validation stay float32)",
+                            choices=("float32", "bfloat16"))
     ship: bool = option(False, "also copy the result into the repository's shipped artefacts "
                                "(analysis/artefacts/<system>/<model>/), replacing what is there")
 

@@ -114,7 +114,7 @@ def run(name: str, config, *, backbone=None, progress=None, **data) -> dict:
     cfg = TrainConfig(steps=config.steps, batch_size=config.batch_size, grad_accum=config.grad_accum, lr=config.lr,
                       weight_decay=job.weight_decay, eval_every=config.eval_every, patience=config.patience,
                       seed=config.seed, out_dir=str(work), resume=config.resume, max_minutes=config.max_minutes,
-                      select_start=False,
+                      select_start=False, precision=config.precision,
                       warmup_steps=job.warmup_steps if job.warmup_steps is not None else min(20, config.steps // 10 + 1))
     result = train(cfg, parameters=job.parameters, loss_fn=job.loss_fn, batches=job.batches, evaluate=job.evaluate,
                    save=lambda target: write(target), progress=progress, log_extra={"system": name, **job.data})

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-HELP = ("Train the weights of a trained system (causal2vec, gircse, compression) on this machine; prints progress on "
-        "stderr and one JSON line with the validation and held-out scores at the end. `train <system> --help` lists "
-        "its options, each generated from the system's Config.")
+HELP = ("Train the weights of a trained system (causal2vec, gircse, compression) on this machine, or every system the "
+        "claims board needs for a model (`train all`); prints progress on stderr and one JSON line at the end. "
+        "`train <system> --help` lists its options, each generated from the system's Config.")
 
 
 def add_arguments(parser) -> None:
@@ -24,10 +24,53 @@ def add_arguments(parser) -> None:
         p = sub.add_parser(name, help=module.HELP, description=module.HELP, epilog=epilog,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         add_options(p, module.Config)
+    _add_all(sub)
+
+
+def _add_all(sub) -> None:
+    """`train all`: its help lists the parts in order (`analysis.training.queue.PARTS`) and how long they took here."""
+    import argparse
+
+    from analysis.training.queue import PARTS, QUEUE_HELP
+
+    listing = "\n".join(f"  {i:2d}. {p.label} ({p.system}; board claims: {', '.join(p.claims)})"
+                         for i, p in enumerate(PARTS, 1))
+    p = sub.add_parser("all", help="every system and control the claims board needs, for one model, in one "
+                       "resumable queue under a time budget", description=QUEUE_HELP,
+                       epilog=f"Parts, in the order they train:\n{listing}",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="default", help="decoder: 'default', a built-in name, a Hugging Face folder or "
+                   "a .gguf file (default 'default')")
+    p.add_argument("--budget-hours", type=float, required=True, help="training time for the whole queue; parts are "
+                   "shortened to one common share of their recipes (at least a quarter) or skipped to fit")
+    p.add_argument("--precision", default="float32", choices=("float32", "bfloat16"),
+                   help="the training forward's precision (bfloat16: autocast; weights and validation stay float32)")
+    p.add_argument("--no-ship", action="store_true", help="keep every result in the cache's run folders instead of "
+                   "shipping it into analysis/artefacts/<system>/<model>/")
+    p.add_argument("--dry-run", action="store_true", help="time the steps and print the plan; train nothing")
 
 
 def run(args) -> dict:
     from transformers.utils import logging as hf_logging
+
+    if args.system == "all":
+        from analysis.training.queue import check_budget, run_queue
+
+        check_budget(args.budget_hours)  # before the model loads
+        hf_logging.disable_progress_bar()
+        bars = []
+
+        def progress_for(label):
+            bars.append(_progress(label, 0))
+            return bars[-1]
+
+        try:
+            return run_queue(args.model, args.budget_hours, precision=args.precision, ship=not args.no_ship,
+                             say=lambda text: print(text, file=sys.stderr, flush=True), progress_for=progress_for,
+                             dry_run=args.dry_run)
+        finally:
+            for bar in bars:
+                bar.close()
 
     from analysis.core.options import from_args
     from analysis.training.systems import run as train, system
@@ -50,7 +93,7 @@ def _progress(name: str, total: int):
     def progress(step, total_steps, info):
         nonlocal bar
         if bar is None:
-            bar = tqdm(total=total, file=sys.stderr, desc=name, dynamic_ncols=True)
+            bar = tqdm(total=total_steps, file=sys.stderr, desc=name, dynamic_ncols=True)
         bar.n = step
         shown = {"loss": f"{info['loss']:.3f}"}
         if "score" in info:

@@ -1,0 +1,106 @@
+"""`train all`: one queue trains every part in order under one budget, says what will not fit before any training,
+refuses a budget too small for anything in one sentence, and a queue killed halfway (kill -9) resumes where it
+stopped: finished parts are not trained again, the interrupted one continues from its checkpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import dummy_system
+import pytest
+
+from analysis.core.errors import UserError
+from analysis.experiments.claims.board import CLAIMS
+from analysis.models.tiny import tiny_backbone
+from analysis.training import queue
+from analysis.training.queue import PARTS, Part, make_plan, run_queue
+
+TESTS = Path(__file__).resolve().parent
+PARTS_3 = (Part("first", "dummy", {"steps": 4}, ("kv-reroute",), "dummy"),
+           Part("second", "dummy", {"steps": 12, "step_seconds": 0.25, "eval_every": 2}, ("kv-bias",), "dummy"),
+           Part("third", "dummy", {"steps": 3, "target": -1.0}, ("kv-hybrid",), "dummy"))
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path / "cache"))
+    dummy_system.register(monkeypatch)
+    return tmp_path / "cache"
+
+
+def _state(cache) -> dict:
+    return json.loads(next(cache.glob("runs/all/*/queue.json")).read_text())
+
+
+def test_every_part_serves_claims_the_board_has():
+    ids = {c.id for c in CLAIMS}
+    assert all(set(p.claims) <= ids for p in PARTS), [c for p in PARTS for c in p.claims if c not in ids]
+    assert all(p.warm_from in {q.label for q in PARTS[:i]} for i, p in enumerate(PARTS) if p.warm_from)
+
+
+def test_a_budget_too_small_for_anything_is_refused_before_any_work(cache):
+    loads = []
+    with pytest.raises(UserError, match=r"--budget-hours 0.01 is too small for anything") as err:
+        run_queue("default", 0.01, parts=PARTS_3, backbone_for=lambda: loads.append(1))
+    assert not loads and str(err.value).count(". ") == 0 and not cache.exists()
+
+
+def test_the_plan_shortens_every_recipe_alike_and_lists_what_does_not_fit(cache):
+    seconds = {"dummy": {"step": 60.0, "eval": 0.0}}  # a minute a step: 19 min for the three recipes
+    whole = make_plan(PARTS_3, seconds, budget_minutes=30)
+    assert [p.steps for p in whole] == [4, 12, 3] and all(p.fits for p in whole)
+    half = make_plan(PARTS_3, seconds, budget_minutes=10)
+    assert [p.steps for p in half] == [2, 6, 1] and all(p.fits for p in half)
+    tight = make_plan(PARTS_3, seconds, budget_minutes=4)  # a quarter of each recipe: 1 + 3 + 1 min; the last waits
+    assert [p.fits for p in tight] == [True, True, False] and "will not fit" in queue.describe(tight, seconds)
+
+
+def test_the_queue_trains_its_parts_in_order_and_records_each(cache):
+    told = []
+    state = run_queue("default", 1.0, parts=PARTS_3, backbone_for=lambda: tiny_backbone("llama"), ship=False,
+                      say=told.append)
+    assert [state["parts"][p.label]["status"] for p in PARTS_3] == ["done"] * 3
+    assert state["parts"]["third"]["results"]["w"] < 0  # each part trained with its own settings
+    assert any(" 1. first" in line for line in told) and state == _state(cache)
+
+
+def test_a_killed_queue_resumes_where_it_stopped(cache):
+    script = textwrap.dedent(f"""
+        import dummy_system
+        from analysis.models.tiny import tiny_backbone
+        from analysis.training.queue import run_queue
+        from test_train_all import PARTS_3
+        dummy_system.register()
+        run_queue("default", 1.0, parts=PARTS_3, backbone_for=lambda: tiny_backbone("llama"), ship=False,
+                  say=lambda text: None)
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, cwd=TESTS.parent)
+    checkpoint = None
+    deadline = time.time() + 120
+    while time.time() < deadline and checkpoint is None:  # kill once the second part has checkpointed step 4
+        found = list(cache.glob("runs/dummy/*/all-second/run/checkpoint/state.json"))
+        if found and json.loads(found[0].read_text())["step"] >= 4:
+            checkpoint = found[0]
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert checkpoint is not None, "the second part never checkpointed"
+    first_manifest = next(cache.glob("runs/dummy/*/all-first/manifest.json"))
+    first_written = first_manifest.stat().st_mtime_ns
+    killed_at = json.loads(checkpoint.read_text())["step"]
+    assert 4 <= killed_at < 12 and _state(cache)["parts"]["first"]["status"] == "done"
+
+    state = run_queue("default", 1.0, parts=PARTS_3, backbone_for=lambda: tiny_backbone("llama"), ship=False,
+                      say=lambda text: None)
+    assert [state["parts"][p.label]["status"] for p in PARTS_3] == ["done"] * 3
+    assert first_manifest.stat().st_mtime_ns == first_written  # not trained again
+    log = json.loads(next(cache.glob("runs/dummy/*/all-second/run/log.json")).read_text())
+    assert [t["step"] for t in log["train"]] == list(range(1, 13))  # steps before the kill kept, none twice
