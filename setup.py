@@ -4,7 +4,8 @@ A checkout runs the app as `streamlit run app.py`, with the pages in `pages/` an
 `docs/results/` and `docs/reports/`. Those folders sit outside the packages, so the wheel gets copies: the entry
 script, its pages and Streamlit's settings as `ui/app/` (found by `ui.nav`, started by `embedscope app` from that
 folder so Streamlit reads its settings), the records' JSON as
-`analysis/experiments/recorded/` (read by `analysis.experiments.records`). Everything else is in pyproject.toml.
+`analysis/experiments/recorded/` (read by `analysis.experiments.machinery.records`). Everything else is in
+pyproject.toml.
 """
 
 import shutil

@@ -1,8 +1,6 @@
-"""The claims board in the cache: a cost claim's timing kept (`remember`, what `Context.timed` asks the hooks for,
-since a timing cannot be recomputed from stored vectors), and every finished board of a model kept, so the Claims
-page, the model report and Compare models show the newest one without running anything.
+"""The claims board in the cache: every finished board of a model kept, so the Claims page, the model report and
+Compare models show the newest one without running anything (a cost claim's timing is kept by `Cached.remember`).
 
-    hooks = cached_hooks(store)                   # cache.experiments: `remember` included
     save_board(store, board)                      # after `python -m analysis claims` or the page's run
     latest_board(store, backbone.identity)        # the newest board of this model, or None
     stored_board(store, backbone)                 # ... else its published record: (board, where it comes from)
@@ -14,16 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from cache import keys
-from cache.compute import computed
-
-
-def remember(store, parts: dict, compute):
-    """`compute()`'s JSON-able value, stored under `parts` (None: computed, not stored)."""
-    def run(progress):
-        return {"stored": np.zeros(1)}, {"value": compute()}
-
-    _, meta, _ = computed(store, keys.CLAIMS_TIMING, keys.claims_timing_parts(parts), run)
-    return meta["value"]
 
 
 def save_board(store, board: dict) -> None:
@@ -55,7 +43,7 @@ def stored_board(store, backbone) -> tuple[dict | None, str]:
     `claims_<model>` when that was measured on exactly these weights; (None, "") when neither exists. `backbone`
     only needs its `identity` and `facts` (a described model will do)."""
     from analysis.experiments.claims.context import short_name
-    from analysis.experiments.records import read
+    from analysis.experiments.machinery.records import read
 
     found = []
     board = latest_board(store, backbone.identity)

@@ -41,7 +41,7 @@ ANISOTROPY = "anisotropy_layers"  # anisotropy_parts
 EMBEDDING_MAP = "embedding_map"  # embedding_map_parts
 SOFT_SCALING = "soft_scaling_ci"  # soft_scaling_parts
 SOFT_GENERATION = "soft_generation"  # soft_generation_parts
-CLAIMS_TIMING = "claims_timing"  # claims_timing_parts: a cost claim's timing (what stored vectors cannot redo)
+VALUES = "values"  # value_parts: a JSON value `Compute.remember` keeps (a timing, a count: what vectors cannot redo)
 CLAIMS_BOARD = "claims_board"  # claims_board_key: every claims board of a model (the newest is read)
 
 
@@ -236,10 +236,10 @@ def soft_generation_parts(backbone, text: str, instruction: str, settings: dict,
             "code": code("analysis.inspect.generation")}
 
 
-def claims_timing_parts(parts: dict) -> dict:
-    """A cost claim's timing (CLAIMS_TIMING): `parts` name the model, the methods with their parameters and
-    modules, the texts and the rounds (`analysis.experiments.claims.context.Context.timed`)."""
-    return {**parts, "code": code("analysis.eval.cost", *parts.get("modules", ()))}
+def value_parts(parts: dict, modules=()) -> dict:
+    """A value `Compute.remember` keeps (VALUES): the caller's parts (model, methods with their parameters, texts,
+    rounds, ...) and the code version of the modules that compute it."""
+    return {**parts, "code": code(*modules)}
 
 
 def claims_board_key(identity: str, board: dict) -> str:

@@ -13,22 +13,11 @@ sweep's prompt-only pass and is stored under its own method's key.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Callable
 
+from analysis.sweep.runner import SweepRun
 from cache.compute import put_cell_score, stored_cell_score
 from cache.progress import Progress, duration
-
-
-@dataclass
-class SweepRun:
-    scores: dict = field(default_factory=dict)  # Cell -> Spearman
-    prompt_only: float | None = None
-    computed: int = 0  # cells computed by this call
-    cached: int = 0  # cells found in the store
-    seconds: float = 0.0  # wall time of this call
-    prefix_seconds: float | None = None  # the prompt-only pass (None: not run)
-    floor: float = 0.0  # cost floor of the computed part, in prompt-only forwards
 
 
 def cached_sweep(store, backbone, data, cells, *, base: dict | None = None, executor: str = "local",

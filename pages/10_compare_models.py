@@ -21,7 +21,7 @@ from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method, list_methods
 from analysis.data import samples
 from analysis.eval.tasks import load_task, select_task
-from analysis.experiments import records, render
+from analysis.experiments.machinery import records, render
 from cache.compute import stored_bench_cell, stored_cell_score
 from ui import claims
 from ui.model import described, load_named, title_of

@@ -18,7 +18,7 @@ from analysis.data import personas
 from analysis.compression.system import (SCALING_SIZES, default_artefact, person_attention, person_masses,
                                          shipped_variants, split_mode, split_sentences)
 from analysis.experiments.compression import dilution_scores, heldout_scores
-from analysis.experiments.records import read as read_record
+from analysis.experiments.machinery.records import read as read_record
 from ui.traces import Compression, pool_attention
 
 MODE_LABELS = {"sentence": "per-sentence pools", "sentence+ids": "per-sentence pools + identifier tokens",

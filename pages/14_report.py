@@ -15,11 +15,11 @@ from analysis.core import budgets
 from analysis.core.errors import UserError
 from analysis.data import datasets
 from analysis.eval.tasks import load_task
-from analysis.experiments.records import recorded_report
+from analysis.experiments.machinery.records import recorded_report
 from analysis.report.build import DEFAULT_TASKS, build, prepare
 from analysis.report.families import FAMILIES
 from analysis.report.html import dumps, quality_figure, render
-from cache.report import report_hooks
+from cache.cached import Cached
 from ui.reports import key_numbers
 
 REAL_PAIRS = "stsb-dev-report"  # a new report's default: pairs no trainer selected on, never the demo pairs
@@ -115,7 +115,7 @@ with ui.user_errors():
     key = ("report", backbone.identity, pairs.name, len(pairs), float(budget), int(n_boot), probe, by_family)
     if st.button("Build the report", key="report_run", type="primary"):
         bar = st.progress(0.0, text="starting")
-        report = build(backbone, pairs, plan, hooks=report_hooks(ui.store(), backbone, pairs), n_boot=int(n_boot),
+        report = build(backbone, pairs, plan, compute=Cached(ui.store()), n_boot=int(n_boot),
                        progress=lambda f, m: bar.progress(f, text=ui.md(m)))
         st.session_state["report_result"] = (key, report)
     stored = st.session_state.get("report_result")

@@ -16,7 +16,7 @@ from analysis.experiments.claims.board import CLAIMS, prepare, run, summary
 from analysis.experiments.claims.context import Settings
 from analysis.experiments.claims.html import render
 from cache.claims import save_board
-from cache.experiments import cached_hooks
+from cache.cached import Cached
 from ui import claims
 
 
@@ -34,7 +34,7 @@ def run_for(backbone, expanded: bool) -> None:
         if st.button("Estimate the time", key="claims_estimate"):
             with st.spinner("A short timed probe, then each claim's work (generating the long documents too)…",
                             show_time=True):
-                plan = prepare(backbone, cached_hooks(ui.store()), settings, rate=st.session_state.get(timed),
+                plan = prepare(backbone, Cached(ui.store()), settings, rate=st.session_state.get(timed),
                                claims=[c for c in CLAIMS if not chosen or c.id in chosen])
             st.session_state[timed] = plan.ctx.rate
             st.session_state["claims_plan"] = (key, plan)

@@ -11,7 +11,7 @@ import streamlit as st
 
 import ui
 from analysis.data import datasets
-from analysis.experiments.records import recorded_report
+from analysis.experiments.machinery.records import recorded_report
 from analysis.inspect import intrinsic_dim as idm
 from cache.compute import stored_trajectory
 from ui.traces import trajectory

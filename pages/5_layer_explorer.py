@@ -19,7 +19,7 @@ from analysis.core import budgets
 from analysis.core.errors import UserError
 from analysis.data import datasets
 from analysis.eval.tasks import load_task, nano_task
-from analysis.experiments.records import recorded_report
+from analysis.experiments.machinery.records import recorded_report
 from analysis.sweep import windows
 from analysis.sweep import runner
 from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION, Selection

@@ -13,17 +13,18 @@ from dataclasses import dataclass
 import torch
 
 from analysis.training import systems
-from analysis.training.options import RunOptions, option
+from analysis.core.params import param
+from analysis.training.options import RunOptions
 
 
 @dataclass(frozen=True)
 class DummyConfig(RunOptions):
-    steps: int = option(2, "optimiser steps", min=1, limit=100)
-    eval_every: int = option(1, "validate every N steps", min=1)
-    lr: float = option(0.1, "learning rate", above=0.0, max=1.0)
-    target: float = option(3.0, "the value the weight learns", min=-10.0, max=10.0)
-    poison_at: int = option(0, "make the loss NaN from this step on (0 = never)", min=0)
-    step_seconds: float = option(0.0, "sleep this long in every step (a slow system, to be killed halfway)", min=0.0)
+    steps: int = param(2, "optimiser steps", min=1, limit=100)
+    eval_every: int = param(1, "validate every N steps", min=1)
+    lr: float = param(0.1, "learning rate", above=0.0, max=1.0)
+    target: float = param(3.0, "the value the weight learns", min=-10.0, max=10.0)
+    poison_at: int = param(0, "make the loss NaN from this step on (0 = never)", min=0)
+    step_seconds: float = param(0.0, "sleep this long in every step (a slow system, to be killed halfway)", min=0.0)
 
 
 def module() -> types.ModuleType:

@@ -391,7 +391,7 @@ def test_compare_models_reads_the_methods_table_from_the_cache():
     assert flat[("prompteol", "× last", "SmolLM2-135M-Instruct")] == pytest.approx(1.75)
     assert flat[("prompteol", "× last", "Gemma 3 270M (base)")] == pytest.approx(1.5)
     assert flat[("prompteol", "95% CI", "SmolLM2-135M-Instruct")] == "[0.760, 0.860]"
-    from analysis.experiments import records
+    from analysis.experiments.machinery import records
 
     at.select_slider(key="cmp_limit").set_value(200).run()  # a sample nothing was computed on
     assert not at.exception, at.exception

@@ -15,9 +15,9 @@ QUICK = ["gircse-baseline", "gircse-scaling", "comp-ratio", "comp-names", "c2v-l
 def board(real):
     from analysis.experiments.claims.board import choose, prepare, run
     from analysis.experiments.claims.context import Settings
-    from analysis.experiments.hooks import local_hooks
+    from analysis.compute.direct import Direct
 
-    return run(prepare(real, local_hooks(), Settings(), claims=choose(QUICK), rate=(0.1, 1.0, 10.0, 1000.0)))
+    return run(prepare(real, Direct(), Settings(), claims=choose(QUICK), rate=(0.1, 1.0, 10.0, 1000.0)))
 
 
 def test_the_page_draws_a_stored_board_and_opens_its_evidence(board, tmp_path, browser, shots):  # noqa: F811

@@ -15,7 +15,7 @@ from analysis.core.errors import UserError
 from analysis.core.forward import run
 from analysis.methods import get_method
 from analysis.methods import causal2vec as c2v_module
-from analysis.methods.causal2vec import CONTEXTUAL, Bridge, Causal2Vec, contextual_inputs, readout_at
+from analysis.methods.causal2vec import CONTEXTUAL, Bridge, contextual_inputs, readout_at
 from analysis.models.tiny import tiny_backbone
 
 TEXTS = ["A cat sat on the mat.", "Dogs run.", "The bank by the river raised its rates."]

@@ -135,14 +135,14 @@ def test_an_experiment_with_controls_is_the_causal2vec_record_not_a_variant(tmp_
     from types import SimpleNamespace
 
     from analysis.experiments import causal2vec as exp
-    from analysis.experiments import heldout_sts
-    from analysis.experiments.records import Sample, Table
+    from analysis.experiments.machinery import heldout_sts
+    from analysis.experiments.machinery.records import Sample, Table
 
     bb, _ = train_control(tmp_path, hash_encoder, "no-contextual")
     system = train_control(tmp_path, hash_encoder, "none")[1]
     seen = {}
 
-    def cosines(hooks, backbone, methods, pairs, progress=None):
+    def cosines(compute, backbone, methods, pairs, progress=None):
         seen.update(methods)
         return {k: np.ones(len(pairs.left)) for k in methods}, {}
 

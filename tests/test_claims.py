@@ -8,7 +8,7 @@ import json
 import pytest
 
 from analysis.core.errors import UserError
-from analysis.experiments import verdicts
+from analysis.experiments.machinery import verdicts
 from analysis.experiments.claims import PAPERS
 from analysis.experiments.claims.board import CLAIMS, choose, prepare, run
 from analysis.experiments.claims.context import Settings
@@ -45,12 +45,10 @@ def small(beir, **over) -> Settings:
                        "retrieval": f"beir:{beir}", "timing_texts": 4, "repeats": 1, **over})
 
 
-def hooks_for(backbone):
-    from analysis.experiments.hooks import local_hooks
+def compute_for(backbone):
+    from analysis.compute.direct import Direct
 
-    hooks = local_hooks()
-    hooks.backbone = lambda name: backbone
-    return hooks
+    return Direct(backbones=lambda name: backbone)
 
 
 def needs_stsb():
@@ -64,7 +62,7 @@ def needs_stsb():
 
 # ---- the claims as declared ---------------------------------------------------------------------------------------
 def test_at_least_25_claims_and_4_per_paper_each_declared_in_full():
-    from analysis.experiments.fidelity import of
+    from analysis.experiments.machinery.fidelity import of
     from ui.lessons import BY_ID
     from ui.nav import page_files, url_path
 
@@ -99,13 +97,14 @@ def test_the_whole_board_on_a_tiny_model(tiny, beir):
     """Every claim is measured or refused with what it needs (nothing fails, nothing is left for the budget); the
     board is a valid record, carries the deviations beside each claim, and renders as one standalone page."""
     needs_stsb()
-    from analysis.experiments import records, run as measure
+    from analysis.experiments import run as measure
+    from analysis.experiments.machinery import records
     from analysis.experiments.claims.html import render
     from analysis.experiments.claims.record import Config
 
     config = Config(**{**small(beir).__dict__, "model": "tiny"})
     seen = []
-    rec = measure("claims", config, hooks=hooks_for(tiny), progress=lambda *a: seen.append(a))
+    rec = measure("claims", config, compute=compute_for(tiny), progress=lambda *a: seen.append(a))
     records.validate(rec)
     assert rec.id == "claims_tiny_llama" and rec.wall_seconds is not None and seen
     board = rec.extra["board"]
@@ -126,16 +125,17 @@ def test_the_whole_board_on_a_tiny_model(tiny, beir):
     assert rec.table("board").column("claim") == [c.id for c in CLAIMS]
     page = render([board])
     assert all(c.id in page for c in CLAIMS) and 'class="chip"' in page and "figures-gz" in page
-    from analysis.experiments.render import claims_headline, render as results
+    from analysis.experiments.claims.record import headline
+    from analysis.experiments.machinery.render import render as results
 
     line = f"| tiny-llama | {board['counts'][verdicts.HOLDS]} | {board['counts'][verdicts.REVERSED]} |"
-    assert claims_headline({rec.id: rec}).splitlines()[4].startswith(line)  # the README's per-model counts
+    assert headline([rec]).splitlines()[4].startswith(line)  # the README's per-model counts
     assert "## Does the paper hold on tiny-llama? The claims board" in results({rec.id: rec})
 
 
 def test_a_budget_leaves_claims_not_measured_saying_why(tiny, beir):
     needs_stsb()
-    plan = prepare(tiny, hooks_for(tiny), small(beir), claims=choose(["kv-reroute", "htp-sts-tp", "gircse-baseline"]),
+    plan = prepare(tiny, compute_for(tiny), small(beir), claims=choose(["kv-reroute", "htp-sts-tp", "gircse-baseline"]),
                    rate=RATE)
     board = run(plan, budget_seconds=0.001)
     words = {c["id"]: c["verdict"] for c in board["claims"]}
@@ -152,14 +152,14 @@ def test_a_plan_counts_only_the_work_the_cache_lacks(tiny, beir, tmp_path):
     computes anything."""
     needs_stsb()
     from cache import Store
-    from cache.experiments import cached_hooks
+    from cache.cached import Cached
 
-    hooks = cached_hooks(Store(tmp_path))
+    compute = Cached(Store(tmp_path))
     ids = choose(["kv-reroute", "htp-long-gap", "htp-retrieval"])
-    first = prepare(tiny, hooks, small(beir), claims=ids, rate=RATE)
+    first = prepare(tiny, compute, small(beir), claims=ids, rate=RATE)
     assert all(first.estimate(c.id) > 0 for c in ids) and "window" not in first.ctx.memo  # planning computed nothing
     assert run(first)["complete"]
-    again = prepare(tiny, hooks, small(beir), claims=ids, rate=RATE)
+    again = prepare(tiny, compute, small(beir), claims=ids, rate=RATE)
     assert again.as_dict()["estimate_seconds"] == 0
     budget = first.as_dict()["estimate_seconds"] / 2
     assert first.estimate("kv-reroute") > budget  # the first run could not have started it
@@ -171,7 +171,7 @@ def test_claims_are_read_from_records_measured_on_the_model(tiny, beir, tmp_path
     """A record that names the model's identity is read, not recomputed (the numbers are the record's, judged by the
     claim's rule); one of another model is not."""
     needs_stsb()
-    from analysis.experiments import records
+    from analysis.experiments.machinery import records
     from test_experiments import small_record
 
     T = records.Table
@@ -197,7 +197,7 @@ def test_claims_are_read_from_records_measured_on_the_model(tiny, beir, tmp_path
                   tmp_path)
     ids = ["gircse-baseline", "comp-ratio", "comp-paragraph", "comp-names", "comp-sublinear", "comp-reconstruction",
            "c2v-encoder"]
-    board = run(prepare(tiny, hooks_for(tiny), small(beir), claims=choose(ids), records_folder=tmp_path, rate=RATE))
+    board = run(prepare(tiny, compute_for(tiny), small(beir), claims=choose(ids), records_folder=tmp_path, rate=RATE))
     got = {c["id"]: c for c in board["claims"]}
     expected = {"gircse-baseline": "+0.040 [+0.010, +0.070]",
                 "comp-ratio": "99.5% [97.2, 99.9] against a bar of 90.0%",
@@ -216,12 +216,14 @@ def test_claims_are_read_from_records_measured_on_the_model(tiny, beir, tmp_path
 # ---- the cache ----------------------------------------------------------------------------------------------------
 def test_a_timing_is_kept_and_the_newest_board_is_read(tmp_path):
     from cache import Store
-    from cache.claims import latest_board, remember, save_board
+    from cache.cached import Cached
+    from cache.claims import latest_board, save_board
 
     store, calls = Store(tmp_path), []
-    parts = {"timing": "kv", "model": "m", "methods": {}, "texts": ["a"], "repeats": 1, "modules": []}
-    first = remember(store, parts, lambda: calls.append(1) or {"plain forward": [1.0, 1.0]})
-    again = remember(store, parts, lambda: calls.append(1) or {"plain forward": [9.0, 9.0]})
+    door = Cached(store)
+    parts = {"timing": "kv", "model": "m", "methods": {}, "texts": ["a"], "repeats": 1}
+    first = door.remember(parts, lambda: calls.append(1) or {"plain forward": [1.0, 1.0]}, modules=("analysis.eval.cost",))
+    again = door.remember(parts, lambda: calls.append(1) or {"plain forward": [9.0, 9.0]}, modules=("analysis.eval.cost",))
     assert first == again == {"plain forward": [1.0, 1.0]} and calls == [1]
     old = {"model": {"identity": "m"}, "created": "2026-01-01T00:00:00+00:00", "claims": []}
     new = {**old, "created": "2026-02-01T00:00:00+00:00"}

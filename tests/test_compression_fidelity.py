@@ -10,7 +10,7 @@ import re
 import pytest
 import torch
 
-from analysis.compression.system import (FUNCTION_WORDS, RECONSTRUCT_QUESTION, CompressionSystem,
+from analysis.compression.system import (RECONSTRUCT_QUESTION, CompressionSystem,
                                          reconstruction_item, reconstruction_scores, token_f1)
 from analysis.core.errors import UserError
 from analysis.data import personas as P
@@ -157,12 +157,10 @@ def test_reconstruction_needs_one_person(long_llama, tmp_path):
 def test_the_reconstruction_experiment_on_a_tiny_run(long_llama, tmp_path, monkeypatch):
     """Experiment C's record on a tiny run: token F1 with its interval and exact match for pools and no context, the
     questions, examples beside their paragraphs; weights trained without --reconstruct are refused in one sentence."""
-    from dataclasses import replace
-
     from analysis.compression import system as module
     from analysis.experiments import run as measure
     from analysis.experiments.compression_reconstruction import Config
-    from analysis.experiments.hooks import local_hooks
+    from analysis.compute.direct import Direct
     from analysis.training.compression import Config as TrainConfig
     from analysis.training.systems import run
 
@@ -171,34 +169,34 @@ def test_the_reconstruction_experiment_on_a_tiny_run(long_llama, tmp_path, monke
         run("compression", TrainConfig(out=str(tmp_path / name), steps=2, batch_size=2, eval_every=1, personas=12,
                                        val=4, threads=1, curriculum=0.0, reconstruct=share),
             backbone=long_llama, encoder=fake_encoder)
-    hooks = replace(local_hooks(), backbone=lambda name: long_llama)
+    compute = Direct(backbones=lambda name: long_llama)
     record = measure("compression_reconstruction", Config(weights=str(tmp_path / "c"), n=4, examples=2, n_boot=20),
-                     hooks=hooks)
+                     compute=compute)
     table = record.table("reconstruction")
     assert table.column("context") == ["per-sentence pools", "no context (the floor)"]
     assert all(0.0 <= f1 <= 1.0 for f1 in table.column("token F1"))
     assert len(record.table("examples").rows) == 2 and record.table("questions").rows[0][0] == "all"
     assert "--weights" in record.command and record.findings[0].startswith("From one pool per sentence")
     with pytest.raises(UserError, match="without --reconstruct"):
-        measure("compression_reconstruction", Config(weights=str(tmp_path / "plain"), n=2), hooks=hooks)
+        measure("compression_reconstruction", Config(weights=str(tmp_path / "plain"), n=2), compute=compute)
     with pytest.raises(UserError, match="--weights names"):
-        measure("compression_reconstruction", Config(), hooks=hooks)
+        measure("compression_reconstruction", Config(), compute=compute)
 
 
 def test_experiment_b_splits_the_single_person_name_questions_by_first_name(system):
     """The 85% / 99.5% gap explained in the record itself: B's single-person name questions split by whether the
     asked first name is one single-person training used (known answers from hand-made predictions)."""
-    from dataclasses import replace
-
     from analysis.experiments import compression_people as exp
-    from analysis.experiments.hooks import local_hooks
+    from analysis.compute.direct import Direct
 
     items = P.generate_people("heldout", 10, people=1)
     seen = {it.identifier for it in items if it.key == "name" and it.identifier.split(" ")[0] in P.FIRST_NAMES}
     right = lambda system, items, mode, ids: [{"answer": "x", "exact": it.identifier in seen,  # noqa: E731
                                                "first_token_ok": True, "context_tokens": 5, "context_positions": 5}
                                               for it in items]
-    res = exp.read(replace(local_hooks(), compress_predict=right), system, items, False, by_first_name=True)
+    compute = Direct()
+    compute.compress_predict = right
+    res = exp.read(compute, system, items, False, by_first_name=True)
     split = res["name_by_first_name"]
     assert split["seen in training"]["n"] == len(seen) and split["unseen"]["exact_match"] == 0.0
     assert split["seen in training"]["n"] + split["unseen"]["n"] == sum(it.key == "name" for it in items)
@@ -209,12 +207,10 @@ def test_experiment_b_splits_the_single_person_name_questions_by_first_name(syst
 def test_the_compression_record_at_the_sources_vocabulary_is_its_own(long_llama, tmp_path, monkeypatch):
     """measure compression --vocabulary source reads held-out items and the values probe from the source's lists and
     writes its own record (compression_source_vocabulary), never over the small vocabulary's."""
-    from dataclasses import replace
-
     from analysis.compression import system as module
     from analysis.experiments import run as measure
     from analysis.experiments.compression import Config
-    from analysis.experiments.hooks import local_hooks
+    from analysis.compute.direct import Direct
     from analysis.training.compression import Config as TrainConfig
     from analysis.training.systems import run
 
@@ -222,8 +218,8 @@ def test_the_compression_record_at_the_sources_vocabulary_is_its_own(long_llama,
     run("compression", TrainConfig(out=str(tmp_path / "v"), steps=1, batch_size=2, eval_every=1, personas=12, val=2,
                                    threads=1, curriculum=0.0, vocabulary="source"),
         backbone=long_llama, encoder=fake_encoder)
-    hooks = replace(local_hooks(), backbone=lambda name: long_llama)
+    compute = Direct(backbones=lambda name: long_llama)
     record = measure("compression", Config(weights=str(tmp_path / "v"), n=5, scaling_n=2, sizes=("5",), ood=2,
-                                           vocabulary="source"), hooks=hooks)
+                                           vocabulary="source"), compute=compute)
     assert record.id == "compression_source_vocabulary" and "--vocabulary source" in record.command
     assert {t.name for t in record.tables} >= {"ood"}

@@ -309,27 +309,22 @@ def test_warm_from_starts_where_the_previous_run_ended_and_refuses_other_weights
         _train(long_llama, tmp_path / "y", people=2, pool_scale=2.0, warm_from=str(tmp_path / "people1"))
 
 
-def hooks_for(store=None):
-    """The experiments' hooks around a tiny system: answers computed here, or through a cache store."""
-    from analysis.experiments.hooks import local_hooks
+def compute_for(store=None):
+    """The experiments' door around a tiny system: answers computed here, or through a cache store."""
+    from analysis.compute.direct import Direct
+    from cache.cached import Cached
 
-    hooks = local_hooks()
-    if store is not None:
-        from cache import cached_compress_predict
-
-        hooks.compress_predict = lambda system, items, mode, ids=False: cached_compress_predict(
-            store, system, items, mode, ids=ids)[0]
-    return hooks
+    return Direct() if store is None else Cached(store)
 
 
 def test_experiment_b_and_the_scaling_study_on_a_tiny_system(system, tmp_path):
     """The cross-person experiment's tables on an untrained tiny system and 3 items per row (mechanics only)."""
     from analysis.experiments import compression_people as exp
-    from analysis.experiments import render
+    from analysis.experiments.machinery import render
 
     config = exp.Config(n=3, attention_n=2, attention_max_people=2)
-    hooks = hooks_for()
-    table, raw = exp.experiment_b(hooks, [("single person", system, 1, False), ("two people, names", system, 2, True)],
+    compute = compute_for()
+    table, raw = exp.experiment_b(compute, [("single person", system, 1, False), ("two people, names", system, 2, True)],
                                   config)
     assert table.column("condition") == ["single person", "two people, names"]
     assert all(len(r) == len(table.columns) for r in table.rows)
@@ -338,10 +333,10 @@ def test_experiment_b_and_the_scaling_study_on_a_tiny_system(system, tmp_path):
     assert 0.0 <= raw["two people, names"]["attention"]["asked_share"] <= 1.0
     assert len(raw["single person"]["attention"]["per_layer"]) == system.backbone.facts.n_layers
     small = exp.Config(n=2, attention_n=1, attention_max_people=2)
-    scaled, curve, _ = exp.scaling(hooks, {2: system, 3: system}, small)
+    scaled, curve, _ = exp.scaling(compute, {2: system, 3: system}, small)
     assert scaled.column("people") == [2, 3] and scaled.rows[1][-3] is None  # no attention beyond 2 people
     assert list(curve.xs) == [2, 3] and curve.lines["chance"] == [0.5, 1 / 3]
-    with_base, curve, _ = exp.scaling(hooks, {2: system, 3: system}, exp.Config(n=2, attention_n=0), base=system,
+    with_base, curve, _ = exp.scaling(compute, {2: system, 3: system}, exp.Config(n=2, attention_n=0), base=system,
                                       trained={2: {"steps_done": 34, "best_step": 0, "hyperparameters": {"people": 2}},
                                                3: {"steps_done": 34, "best_step": 0, "hyperparameters": {"people": 2}}})
     assert with_base.rows[1][-1] == "0: the 2-person run"  # a run reused for a larger N is not trained on it
@@ -349,7 +344,7 @@ def test_experiment_b_and_the_scaling_study_on_a_tiny_system(system, tmp_path):
     assert with_base.rows[0][-2] == with_base.rows[0][2]  # the same run reads the same items alike
     assert with_base.rows[0][-1] == "0: its start; best step 0 of 34"  # best step 0: the weights it was warmed from
     assert "the five-person run, untrained on N" in curve.lines
-    check, checked = exp.single_person_check(hooks, system, system, 5)
+    check, checked = exp.single_person_check(compute, system, system, 5)
     assert check.column("run") == ["single-person run", "five-person run, names",
                                    "five-person run, names, + name tokens"]
     assert check.rows[1][check.columns.index("minus single-person run (paired, points)")] == "+0.0 [+0.0, +0.0]"
@@ -360,7 +355,7 @@ def test_experiment_b_and_the_scaling_study_on_a_tiny_system(system, tmp_path):
     assert "0.909 of it, below the shipping bar" in " ".join(exp.findings({"single_check": ran}))
     from cache import Store
 
-    cached = hooks_for(Store(tmp_path / "store"))  # through the cache: items with ids key their own entries
+    cached = compute_for(Store(tmp_path / "store"))  # through the cache: items with ids key their own entries
     got = [exp.read(cached, system, P.generate_people("heldout", 2, people=2, names=True), ids)
            for ids in (True, True, False)]
     assert got[0] == got[1] and got[0]["compression"] != got[2]["compression"]
@@ -401,7 +396,7 @@ def test_the_compression_tables_from_scores():
     """The compression experiment's tables: the held-out table, the dilution curve, the OOD probes and the
     cross-person rows, from made-up scores; every row has one cell per column."""
     from analysis.experiments import compression as exp
-    from analysis.experiments import render
+    from analysis.experiments.machinery import render
 
     rate = {"exact_match": 0.5, "exact_match_ci": [0.25, 0.75]}
     res = {**rate, "per_key": {k: rate for k in P.KEYS}, "compression": 9.3, "n": 10}

@@ -1,17 +1,16 @@
 """Every method and trained system declares its differences from its paper in one place (`DEVIATIONS`), and the
-help, the pages and the claims board read them from there (`analysis.experiments.fidelity.of`)."""
+help, the pages and the claims board read them from there (`analysis.experiments.machinery.fidelity.of`)."""
 
 import json
 import pkgutil
 import shlex
-import sys
 
 import pytest
 
 import analysis.methods
 from analysis.core.deviations import Deviation
 from analysis.core.errors import UserError
-from analysis.experiments.fidelity import of
+from analysis.experiments.machinery.fidelity import of
 from analysis.methods import get_method, list_methods, parse_params
 from analysis.training.systems import SYSTEMS, system
 

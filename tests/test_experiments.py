@@ -2,15 +2,15 @@
 field, every committed record validates and carries a command re-derived from its settings, and a measurement on a
 tiny model carries its provenance."""
 
-import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from analysis.core.errors import UserError
-from analysis.experiments import EXPERIMENTS, experiment, provenance, records, render, run
-from analysis.experiments.records import Record, RecordError, Sample, Series, Table
+from analysis.experiments import EXPERIMENTS, experiment, run
+from analysis.experiments.machinery import provenance, records, render
+from analysis.experiments.machinery.records import Record, RecordError, Sample, Series, Table
 
 
 def small_record(**over) -> Record:
@@ -120,7 +120,7 @@ def test_the_readme_headline_is_filled_from_records():
     text = "before\n<!-- headline:start -->\nold\n<!-- headline:end -->\nafter\n"
     rec = small_record(id="methods_models")
     out = render.readme(text, {"methods_models": rec})
-    assert "old" not in out and "| last |" in out and out.endswith("after\n")
+    assert "old\n" not in out and "STS with its intervals" in out and out.endswith("after\n")  # methods_models: a link
     scores = Table("scores", "Scores", ("method", "STS Spearman", "STS 95% CI", "retrieval nDCG@10", "retrieval p"),
                    (("mean", 0.5, [0.4, 0.6], 0.7, "0.002"), ("last", 0.6, [0.5, 0.7], 0.2, "0.002"),
                     ("sentence_encoder (reference: MiniLM alone)", 0.8, [0.7, 0.9], 0.9, "0.002")))
@@ -131,6 +131,7 @@ def test_the_readme_headline_is_filled_from_records():
     assert "| method | STS Spearman | retrieval nDCG@10 |" in out and "| mean | 0.500 (2) | 0.700 (1) |" in out
     assert "| sentence_encoder (reference: MiniLM alone) | 0.800 | 0.900 |" in out and "demo pairs; `" in out
     assert "| last | 0.50 |" not in out and "STS with its intervals" in out  # the families' STS column shows them
+    assert render.readme(text, {}).count("no results recorded yet") == 1
     with pytest.raises(UserError, match="no <!-- headline:start -->"):
         render.readme("no markers", {})
 
@@ -141,12 +142,10 @@ def test_a_bad_setting_is_refused_before_any_work():
         run("methods_models", cfg)
 
 
-def tiny_hooks(backbone):
-    from analysis.experiments.hooks import local_hooks
+def tiny_compute(backbone):
+    from analysis.compute.direct import Direct
 
-    hooks = local_hooks()
-    hooks.backbone = lambda name: backbone
-    return hooks
+    return Direct(backbones=lambda name: backbone)
 
 
 def test_a_measurement_carries_its_provenance(tiny_llama):
@@ -159,7 +158,7 @@ def test_a_measurement_carries_its_provenance(tiny_llama):
     module = experiment("methods_models")
     cfg = module.Config(sample=24, models=("tiny",), methods=("last", "mean", "sentence_encoder"), n_boot=50)
     seen = []
-    rec = run("methods_models", cfg, hooks=tiny_hooks(tiny_llama), progress=lambda *a: seen.append(a))
+    rec = run("methods_models", cfg, compute=tiny_compute(tiny_llama), progress=lambda *a: seen.append(a))
     assert seen
     records.validate(rec)
     assert rec.command == ("python -m analysis measure methods_models --sample 24 --models tiny "
@@ -189,7 +188,7 @@ def test_results_check_names_a_damaged_record(tmp_path, capsys):
 
 
 def test_the_training_runs_behind_a_record_are_one_table():
-    from analysis.experiments.training_runs import runs_table, steps_at
+    from analysis.experiments.machinery.training_runs import runs_table, steps_at
 
     table = runs_table({"five people, names": {"command": "python -m analysis train compression --people 5 --names",
                                                "steps_done": 120, "best_step": 120, "wall_seconds": 1087.7,

@@ -4,7 +4,6 @@ the fact put each objective in its place and can move the adapter they replace a
 Tiny models, and temporary copies of the shipped folder (the real one is never written)."""
 
 import dataclasses
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -195,8 +194,8 @@ def test_the_gircse_experiment_on_a_tiny_model(tiny_llama, artefacts, tmp_path, 
     cost ratio and training row is there, the record renders, and the page's curves read back from it."""
     from analysis.data.corpora import Pairs
     from analysis.experiments import gircse as exp
-    from analysis.experiments import provenance, records, render
-    from analysis.experiments.records import Record, Sample
+    from analysis.experiments.machinery import provenance, records, render
+    from analysis.experiments.machinery.records import Record, Sample
 
     model_dir = artefacts / "gircse" / "tiny-llama"
     fake_adapter(tiny_llama, model_dir, seed=1)
@@ -250,7 +249,7 @@ def test_the_ablation_ladder_is_claimed_rung_by_rung(tiny_llama, artefacts):
     nothing."""
     from analysis.data.corpora import Pairs
     from analysis.experiments import gircse as exp
-    from analysis.experiments.records import Sample
+    from analysis.experiments.machinery.records import Sample
     from analysis.inspect.generation import adapter_variants
 
     model_dir = artefacts / "gircse" / "tiny-llama"

@@ -122,7 +122,7 @@ SWEEP_CASES = [  # (argv after `sweep --model /nonexistent/model`, words of the 
     (["--biases", "nan"], "finite"),
     (["--biases=-inf"], "finite"),
     (["--biases", "1,abc"], "--biases"),
-    (["--biases", "1e9"], "at most 50"),  # the interval of a one-sided range, not "[, 50]"
+    (["--biases", "1e9"], "must be <= 50"),  # the bound of a one-sided range, not "[, 50]"
     (["--memory-mb", "-1"], "--memory-mb"),
     (["--memory-mb", "nan"], "--memory-mb"),
     (["--batch-size", "0"], "--batch-size"),

@@ -114,10 +114,12 @@ FOLDERS = {
     "sweep": {"core", "models", "data", "methods", "eval", "inspect"},
     "compression": {"core", "models", "data", "weights", "eval"},  # eval: Wilson intervals (eval.stats)
     "training": {"core", "models", "data", "weights", "methods", "eval", "inspect", "compression"},
-    "report": {"core", "models", "data", "weights", "methods", "eval", "inspect", "sweep"},  # the model report
+    # the door to stored results (`Compute`) and its direct implementation, which computes what the others ask
+    "compute": {"core", "models", "data", "weights", "methods", "eval", "inspect", "sweep", "compression"},
+    "report": {"core", "models", "data", "weights", "methods", "eval", "inspect", "sweep", "compute"},  # the model report
     # measurements that publish numbers: they may use everything below (the model report is one of them)
     "experiments": {"core", "models", "data", "weights", "methods", "eval", "inspect", "sweep", "compression",
-                    "training", "report"},
+                    "training", "compute", "report"},
 }
 EXCEPTIONS = {("analysis.methods.kv_embedding", "analysis.inspect.intrinsic_dim")}
 

@@ -129,8 +129,8 @@ def test_several_people_tab_splits_the_answers_attention_by_person(weights):
 
 
 def test_measured_tab_shows_the_recorded_tables_and_scaling_curve(weights, tmp_path, monkeypatch):
-    from analysis.experiments import records
-    from analysis.experiments.records import Record, Series, Table
+    from analysis.experiments.machinery import records
+    from analysis.experiments.machinery.records import Record, Series, Table
 
     record = Record(id="compression_people", experiment="compression_people", title="t",
                     command="python -m analysis measure compression_people", config={}, data="d", sample=None,
@@ -159,8 +159,8 @@ def test_reconstruction_tab_and_the_differences_from_the_source(weights, tmp_pat
     differences from the source."""
     import json
 
-    from analysis.experiments import records
-    from analysis.experiments.records import Record, Table
+    from analysis.experiments.machinery import records
+    from analysis.experiments.machinery.records import Record, Table
 
     monkeypatch.setattr(records, "folder", lambda: tmp_path)
     at = _opened_on(weights, "Reconstruction")

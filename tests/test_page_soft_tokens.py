@@ -192,7 +192,7 @@ def test_bad_input_is_a_message_not_a_traceback():
 # ---- the recorded K curve, on a tiny model -------------------------------------------------------------------------
 def recorded(identity: str, adapters: dict | None = None):
     """A stand-in for docs/results/gircse.json, in the shape `measure gircse` writes."""
-    from analysis.experiments.records import Model, Record, Sample, Series, Table
+    from analysis.experiments.machinery.records import Model, Record, Sample, Series, Table
 
     def ci(ys):
         return [[round(y - 0.1, 2), round(y + 0.1, 2)] for y in ys]
@@ -222,7 +222,7 @@ def open_on(folder, section="Test-time scaling") -> AppTest:
 
 def test_recorded_curve_shows_the_fair_baseline_without_computing(tiny_folder, tmp_path, monkeypatch):
     from analysis import load_backbone
-    from analysis.experiments import records
+    from analysis.experiments.machinery import records
 
     monkeypatch.setattr(records, "folder", lambda: tmp_path)
     records.write(recorded(load_backbone(str(tiny_folder)).identity), tmp_path)
@@ -246,7 +246,7 @@ def test_recorded_curve_shows_the_fair_baseline_without_computing(tiny_folder, t
 
 def test_a_stale_or_foreign_record_says_so(tiny_folder, tmp_path, monkeypatch):
     from analysis import load_backbone
-    from analysis.experiments import records
+    from analysis.experiments.machinery import records
 
     monkeypatch.setattr(records, "folder", lambda: tmp_path)
     records.write(recorded(load_backbone(str(tiny_folder)).identity, {"shipped": "shipped@0"}), tmp_path)
@@ -264,7 +264,7 @@ def test_the_fair_baseline_is_a_model_choice_with_its_training_log(tiny_folder, 
     """With a (stand-in) shipped GIRCSE adapter and Causal-EOS baseline for the model, the page offers both; the
     baseline's steps show what it writes though it was never trained to generate, and its manifest's log."""
     from analysis import load_backbone
-    from analysis.experiments import records
+    from analysis.experiments.machinery import records
     from analysis.weights import artefacts
     from analysis.weights.adapters import PLACES
     from tests.test_gircse_shipping import fake_adapter

@@ -6,6 +6,7 @@ threshold, every section missing, no significance without a test), and bad input
 sentence with nothing written."""
 
 import json
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 import cli
+from analysis.compute.direct import Direct
 from analysis.models.tiny import save_tiny
 from analysis.report import build as report_build
 from analysis.report.html import ORDER
@@ -129,7 +131,7 @@ def test_an_interrupted_report_resumes_from_every_finished_cell(setup, monkeypat
     from analysis.models.backbone import load_backbone
     from cache import default_store
     from cache.keys import EMBEDDINGS, STS_SCORE
-    from cache.report import report_hooks
+    from cache.cached import Cached
     from cache.store import Store
 
     folder, data = setup
@@ -147,8 +149,7 @@ def test_an_interrupted_report_resumes_from_every_finished_cell(setup, monkeypat
 
     def report():
         plan = report_build.prepare(backbone, pairs, budget_minutes=10)
-        hooks = report_hooks(default_store(), backbone, pairs)
-        return report_build.build(backbone, pairs, plan, hooks=hooks, n_boot=20, progress=progress,
+        return report_build.build(backbone, pairs, plan, compute=Cached(default_store()), n_boot=20, progress=progress,
                                   should_stop=lambda: stop["now"])
 
     first = report()
@@ -160,7 +161,7 @@ def test_an_interrupted_report_resumes_from_every_finished_cell(setup, monkeypat
     puts.clear()
     stop["now"] = False
     second = report_build.build(backbone, pairs, report_build.prepare(backbone, pairs, budget_minutes=10),
-                                hooks=report_hooks(default_store(), backbone, pairs), n_boot=20)
+                                compute=Cached(default_store()), n_boot=20)
     assert second["complete"]
     assert puts.count(EMBEDDINGS) == 0 and all(r["cached"] for r in second["quality"]["methods"])
     assert second["layers"]["cached"] == cells_done  # every finished cell reused, none computed twice
@@ -298,10 +299,10 @@ def test_a_model_without_an_id_window_is_reported_without_kv_embedding(setup):
     def no_window():
         raise UserError("layers=auto: no window could be chosen (only 2 layer(s) have a defined ID; need 3).")
 
-    hooks = report_build.local_hooks(backbone, pairs)
-    hooks.window = no_window
+    compute = Direct()
+    compute.window = lambda backbone, compute=True: no_window()
     plan = report_build.prepare(backbone, pairs, budget_minutes=10)
-    report = report_build.build(backbone, pairs, plan, hooks=hooks, n_boot=20)
+    report = report_build.build(backbone, pairs, plan, compute=compute, n_boot=20)
     assert "kv_embedding" not in {r["label"] for r in report["quality"]["methods"]}
     assert set(report["missing"]) == {"layers"} and "cannot be chosen" in report["missing"]["layers"]
     assert report["recommendation"]["id_rule"]["trusted"] is None and report["mechanism"]["prefix_mass"] is None
@@ -446,7 +447,7 @@ def model_and_window(setup):
     from analysis.models.backbone import load_backbone
 
     backbone = load_backbone(setup[0])
-    return backbone, report_build.local_hooks(backbone, None).window()
+    return backbone, Direct().window(backbone)
 
 
 def budget_pairs(setup, name: str, n: int = 12):
@@ -463,27 +464,27 @@ def test_a_budget_that_runs_out_writes_an_incomplete_report_and_a_second_run_fil
     report run again with time to spare reuses those two methods from the cache and completes."""
     from analysis.report.html import render, save
     from cache import Store
-    from cache.report import report_hooks
+    from cache.cached import Cached
 
     backbone, window = model_and_window
     pairs = budget_pairs(setup, "budget")
     store = Store(tmp_path / "store")  # this test's own: nothing cached before its first run
     fake = {"now": 0.0}
 
-    def hooks(slow: bool):
-        h = report_hooks(store, backbone, pairs)
-        h.window, encode = (lambda: window), h.encode
+    def compute(slow: bool):
+        door = Cached(store)
+        door.window, encode = (lambda backbone, compute=True: window), door.encode
 
-        def four_minutes(method, texts):
-            emb, info = encode(method, texts)
+        def four_minutes(backbone, method, texts):
+            encoded = encode(backbone, method, texts)
             fake["now"] += 240.0
-            return emb, {**info, "seconds": 240.0}  # what the budget's drift sees: far slower than estimated
+            return replace(encoded, seconds=240.0)  # what the budget's drift sees: far slower than estimated
 
-        h.encode = four_minutes if slow else encode
-        return h
+        door.encode = four_minutes if slow else encode
+        return door
 
     plan = report_build.prepare(backbone, pairs, budget_minutes=10, tasks=[])
-    report = report_build.build(backbone, pairs, plan, hooks=hooks(True), n_boot=0, clock=lambda: fake["now"])
+    report = report_build.build(backbone, pairs, plan, compute=compute(True), n_boot=0, clock=lambda: fake["now"])
     html, path = save(report, tmp_path / "r.html")
     saved = json.loads(path.read_text(encoding="utf-8"))
     assert report_build.problems(saved) == [] and not saved["complete"] and not saved["interrupted"]
@@ -498,7 +499,7 @@ def test_a_budget_that_runs_out_writes_an_incomplete_report_and_a_second_run_fil
     assert text == render(saved)  # the JSON holds everything the page shows
 
     again = report_build.build(backbone, pairs, report_build.prepare(backbone, pairs, budget_minutes=60, tasks=[]),
-                               hooks=hooks(False), n_boot=0)
+                               compute=compute(False), n_boot=0)
     assert again["complete"], again["missing"]
     assert [r["label"] for r in again["quality"]["methods"] if r["cached"]] == measured  # filled from the cache
 

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from analysis.compute.direct import Direct
 from analysis.core.errors import UserError
 from analysis.data.corpora import Pairs, Texts
 from analysis.data.files import Beir
@@ -64,18 +65,18 @@ def tiny_samples(backbone, monkeypatch):
 _WINDOWS: dict = {}
 
 
-def _hooks(backbone, pairs):
-    """The report's local hooks, the ID window computed once per model."""
-    hooks = report_build.local_hooks(backbone, pairs)
+def _compute(backbone):
+    """The report's door computing here, the ID window computed once per model."""
+    compute = Direct()
     if backbone.identity not in _WINDOWS:
-        _WINDOWS[backbone.identity] = hooks.window()
-    hooks.window = lambda: _WINDOWS[backbone.identity]
-    return hooks
+        _WINDOWS[backbone.identity] = compute.window(backbone)
+    compute.window = lambda backbone, compute=True: _WINDOWS[backbone.identity]
+    return compute
 
 
-def _report(backbone, pairs, budget=30, hooks=None, clock=None, **prepare):
+def _report(backbone, pairs, budget=30, compute=None, clock=None, **prepare):
     plan = report_build.prepare(backbone, pairs, budget_minutes=budget, tasks=[], **prepare)
-    return plan, report_build.build(backbone, pairs, plan, hooks=hooks or _hooks(backbone, pairs), n_boot=100,
+    return plan, report_build.build(backbone, pairs, plan, compute=compute or _compute(backbone), n_boot=100,
                                     clock=clock)
 
 
@@ -110,17 +111,17 @@ def test_a_budget_that_runs_out_leaves_the_weakest_methods_out_by_name(backbone,
     """A fake clock on which every family unit takes two minutes: a 12-minute budget holds a few units, the STS-best
     method first and the reference second."""
     fake = {"now": 0.0}
-    hooks = _hooks(backbone, pairs)
-    encode = hooks.encode
+    compute = _compute(backbone)
+    encode = compute.encode
 
-    def slow(method, texts):
-        emb, info = encode(method, texts)
+    def slow(backbone, method, texts):
+        encoded = encode(backbone, method, texts)
         if len(texts) != len(pairs.unique_texts()):  # a family's texts (queries, then documents), not the STS sample's
             fake["now"] += 60.0
-        return emb, info
+        return encoded
 
-    hooks.encode = slow
-    plan, report = _report(backbone, pairs, budget=12, hooks=hooks, clock=lambda: fake["now"],
+    compute.encode = slow
+    plan, report = _report(backbone, pairs, budget=12, compute=compute, clock=lambda: fake["now"],
                            families=("retrieval",))
     section = report["families"]
     assert "families" in report["missing"] and "the budget of 12 min ran out" in report["missing"]["families"]

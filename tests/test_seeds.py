@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cache.seeds import SEEDS_ROOT, export, seed_store
+from cache.seeds import export, seed_store
 from cache.store import Store, make_key
 
 PARTS = {"model": "m", "texts": ["a"], "code": "v1"}

@@ -10,18 +10,17 @@ from analysis.data.corpora import Pairs, Texts
 from analysis.data.files import Beir
 from analysis.eval.classification import held_out
 from analysis.eval.tasks import Task
-from analysis.experiments import experiment, records, run
+from analysis.experiments import experiment, run
+from analysis.experiments.machinery import records
 from analysis.models.tiny import tiny_backbone
 
 WORDS = "cat dog sat ran the a on mat big small red blue house car tree bird sang sky".split()
 
 
-def tiny_hooks(backbone):
-    from analysis.experiments.hooks import local_hooks
+def tiny_compute(backbone):
+    from analysis.compute.direct import Direct
 
-    hooks = local_hooks()
-    hooks.backbone = lambda name: backbone
-    return hooks
+    return Direct(backbones=lambda name: backbone)
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +31,9 @@ def long_llama():
 @pytest.fixture
 def tiny_data(monkeypatch):
     """SciFact, Banking77 and STS-B stand-ins: the experiment's loaders return them."""
-    from analysis.experiments import heldout_sts, task_families
-    from analysis.experiments.records import Sample
+    from analysis.experiments import task_families
+    from analysis.experiments.machinery import heldout_sts
+    from analysis.experiments.machinery.records import Sample
 
     rng = np.random.default_rng(0)
     docs = {f"d{i}": " ".join(rng.choice(WORDS, 8)) for i in range(40)}
@@ -57,7 +57,7 @@ def test_task_families_record(tiny_llama, tiny_data):
     module = experiment("task_families")
     cfg = module.Config(model="tiny", methods=("last", "mean", "kv_embedding", "soft_tokens", "sentence_encoder"),
                         queries=15, n_boot=100)
-    rec = run("task_families", cfg, hooks=tiny_hooks(tiny_llama))
+    rec = run("task_families", cfg, compute=tiny_compute(tiny_llama))
     records.validate(rec)
     assert rec.command == ("python -m analysis measure task_families --model tiny --methods "
                            "last,mean,kv_embedding,soft_tokens,sentence_encoder --queries 15 --n-boot 100")
@@ -85,7 +85,7 @@ def test_task_families_record(tiny_llama, tiny_data):
 def test_longdoc_record_reaches_the_models_limit(long_llama):
     module = experiment("longdoc")
     cfg = module.Config(model="tiny", methods=("last", "mean", "kv_embedding"), per_length=4, n_boot=100)
-    rec = run("longdoc", cfg, hooks=tiny_hooks(long_llama))
+    rec = run("longdoc", cfg, compute=tiny_compute(long_llama))
     records.validate(rec)
     assert rec.command == ("python -m analysis measure longdoc --model tiny --methods last,mean,kv_embedding "
                            "--per-length 4 --n-boot 100")
@@ -100,7 +100,7 @@ def test_longdoc_record_reaches_the_models_limit(long_llama):
     assert rec.sample.n == 4 * 3 and "up to 1,100" in rec.sample.how
     assert rec.findings[0].startswith(f"{long_llama.facts.title or long_llama.facts.name}, passkey: at 1,024 tokens")
     capped = run("longdoc", module.Config(model="tiny", methods=("last",), per_length=2, max_length=512, n_boot=0),
-                 hooks=tiny_hooks(long_llama))
+                 compute=tiny_compute(long_llama))
     assert list(capped.series_named("curve_passkey").xs) == [256, 512]
 
 
@@ -108,7 +108,7 @@ def test_longdoc_refuses_an_unknown_kind_in_one_sentence(long_llama):
     from analysis.core.errors import UserError
 
     with pytest.raises(UserError, match="is not a long-document task"):
-        run("longdoc", experiment("longdoc").Config(kinds=("poems",)), hooks=tiny_hooks(long_llama))
+        run("longdoc", experiment("longdoc").Config(kinds=("poems",)), compute=tiny_compute(long_llama))
 
 
 @pytest.mark.parametrize("name", ["task_families", "longdoc"])

@@ -2,8 +2,6 @@
 
 import json
 import math
-import sys
-import types
 
 import pytest
 import torch

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from analysis.experiments import verdicts as v
+from analysis.experiments.machinery import verdicts as v
 
 
 def test_a_paired_difference_that_excludes_zero_holds_or_is_reversed():

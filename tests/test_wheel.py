@@ -33,7 +33,7 @@ for manifest in sorted(ARTEFACTS.rglob("manifest.json")):  # every shipped weigh
     tensors = load_file(str(manifest.parent / "weights.safetensors"))
     assert tensors and all(t.numel() for t in tensors.values()), manifest
     found[manifest.parent.relative_to(ARTEFACTS).as_posix()] = len(tensors)
-from analysis.experiments import records
+from analysis.experiments.machinery import records
 import ui.lessons, ui.nav
 assert venv in records.folder().resolve().parents, records.folder()
 print(json.dumps({"analysis": analysis.__file__, "found": found, "records": sorted(records.read_all()),

@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analysis.experiments import verdicts
+from analysis.experiments.machinery import verdicts
 from ui.figures import show_figure
 from ui.inputs import choice
 from ui.text import md

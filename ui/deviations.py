@@ -20,7 +20,7 @@ def show(deviations, *, title: str = TITLE, expanded: bool = False) -> None:
     """An expander listing `deviations` (a source such as "method:kv_embedding", or Deviations); nothing when the
     source declares none."""
     if isinstance(deviations, str):
-        from analysis.experiments.fidelity import of
+        from analysis.experiments.machinery.fidelity import of
 
         deviations = of(deviations)
     if not deviations:

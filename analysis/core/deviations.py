@@ -36,8 +36,3 @@ class Deviation:
     def as_json(self) -> dict:
         return {"topic": self.topic, "paper": self.paper, "here": self.here, "why": self.why,
                 "restore": self.restore or None, "source": self.source}
-
-
-def table_rows(deviations) -> list[tuple[str, str, str, str, str]]:
-    """(topic, paper, here, why, restore) rows, for a page's table or a record."""
-    return [(d.topic, d.paper, d.here, d.why, d.restore or "–") for d in deviations]

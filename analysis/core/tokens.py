@@ -16,11 +16,10 @@ import numpy as np
 import torch
 
 from analysis.core.errors import TruncationWarning, UserError
+from analysis.core.params import MAX_COPIES, PLACEHOLDER
 from analysis.core.text import has_visible_text
 
-PLACEHOLDER = "{text}"
 PAD, TEMPLATE = -1, 0
-MAX_COPIES = 8  # copies of {text} in a template: Echo needs 2; segment ids are int8 (127 at most), far above
 
 
 @dataclass(frozen=True)

@@ -4,15 +4,16 @@ An experiment is one module registered in `EXPERIMENTS` with:
 
     ID, TITLE, HELP                  # `python -m analysis measure <ID>` and its help
     Config                           # frozen dataclass of `analysis.core.options` fields: its fields are the flags
-    measure(config, hooks, progress) -> Measured    # tables, series, findings, the sample, the models measured
+    measure(config, compute, progress) -> Measured    # tables, series, findings, the sample, the models measured
 
 `run(id, config)` does the rest the same way for all of them: checks the settings before any work, times the
 measurement and reads the machine's load, and returns a typed `records.Record` carrying the command derived from
 the settings (never typed by hand), the code version of the experiment's module and everything it imports, the
 models with their weights' digests, the sample, the date and the machine. `python -m analysis measure <id>`
 writes it as `docs/results/<id>.json`; `python -m analysis results` renders `docs/RESULTS.md` and the README's
-headline from the records. Stored results come through `hooks` (`hooks.Hooks`): the command line passes the
-cache's, so a measurement run twice computes once and an interrupted one resumes; tests pass `local_hooks()`.
+headline from the records. Stored results come through `compute` (the `analysis.compute.Compute` door): the command
+line passes `cache.Cached`, so a measurement run twice computes once and an interrupted one resumes; tests pass
+`Direct()`, which computes everything and stores nothing.
 Adding a measurement is its module plus one line in `EXPERIMENTS`.
 """
 
@@ -61,17 +62,20 @@ def experiment(experiment_id: str):
     return importlib.import_module(EXPERIMENTS[experiment_id])
 
 
-def run(experiment_id: str, config, *, hooks=None, progress=None):
+def run(experiment_id: str, config, *, compute=None, progress=None):
     """Measure `experiment_id` with `config` and return its `records.Record` (not written: `records.write`)."""
     from analysis import code_version
     from analysis.core.options import check
-    from analysis.experiments import provenance, records
-    from analysis.experiments.hooks import local_hooks
+    from analysis.experiments.machinery import provenance, records
 
     module = experiment(experiment_id)
     check(config)
     clock = provenance.Clock()
-    measured = module.measure(config, hooks or local_hooks(), progress or (lambda done, total, message: None))
+    if compute is None:
+        from analysis.compute.direct import Direct  # lazy: pages read records through this package, without torch
+
+        compute = Direct()
+    measured = module.measure(config, compute, progress or (lambda done, total, message: None))
     suffix = measured.variant.replace("-", "_")
     return records.Record(
         id=f"{experiment_id}_{suffix}" if suffix else experiment_id, experiment=experiment_id,

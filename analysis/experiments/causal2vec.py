@@ -19,9 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.core.errors import UserError
-from analysis.core.options import option
-from analysis.experiments import Measured, heldout_sts
-from analysis.experiments.records import Table
+from analysis.core.params import param
+from analysis.experiments import Measured
+from analysis.experiments.machinery import heldout_sts
+from analysis.experiments.machinery.records import Table
 
 ID = "causal2vec"
 TITLE = "Causal2Vec: does the decoder add to the encoder?"
@@ -47,18 +48,18 @@ CLAIMS = [  # (A, B, what A > B would show)
 
 @dataclass(frozen=True)
 class Config:
-    sample: int = option(600, "pairs of the STS-B dev report part, stratified by genre (0 = all 1,200)", min=0)
-    seed: int = option(0, "seed of the sample and of the bootstrap", min=0)
-    model: str = option("default", "the decoder the bridge was trained for")
-    bridge: str = option("shipped", "the trained system: shipped, or a run name / folder")
-    ablation: str = option("shipped/ablations/mlp-only", "the MLP-only bridge ('' leaves its rows out)")
-    controls: str = option("shipped/ablations", "where the paper's trained controls are (<place>/no-contextual, "
+    sample: int = param(600, "pairs of the STS-B dev report part, stratified by genre (0 = all 1,200)", min=0)
+    seed: int = param(0, "seed of the sample and of the bootstrap", min=0)
+    model: str = param("default", "the decoder the bridge was trained for")
+    bridge: str = param("shipped", "the trained system: shipped, or a run name / folder")
+    ablation: str = param("shipped/ablations/mlp-only", "the MLP-only bridge ('' leaves its rows out)")
+    controls: str = param("shipped/ablations", "where the paper's trained controls are (<place>/no-contextual, "
                            "<place>/concat; absent ones are left out, '' leaves both out)")
-    variant: str = option("", "LABEL=WEIGHTS: judge this training run against the shipped system instead")
-    speed_n: int = option(256, "sentences timed for the cost table (0 = no cost table)", min=0)
-    speed_long: int = option(64, "Lee-corpus documents timed for the cost table", min=0)
-    repeats: int = option(3, "interleaved timing rounds (medians kept)", min=1, limit=20)
-    n_boot: int = option(1000, "bootstrap resamples", min=0, limit=10_000)
+    variant: str = param("", "LABEL=WEIGHTS: judge this training run against the shipped system instead")
+    speed_n: int = param(256, "sentences timed for the cost table (0 = no cost table)", min=0)
+    speed_long: int = param(64, "Lee-corpus documents timed for the cost table", min=0)
+    repeats: int = param(3, "interleaved timing rounds (medians kept)", min=1, limit=20)
+    n_boot: int = param(1000, "bootstrap resamples", min=0, limit=10_000)
 
 
 def readouts(label: str, **params) -> dict:
@@ -75,12 +76,12 @@ def variant_claims(label: str) -> list[tuple[str, str, str]]:
             (f"{label} concat", f"{label} contextual", f"with {label}, the decoder's reading adds to C alone")]
 
 
-def measure(config: Config, hooks, progress) -> Measured:
-    from analysis.experiments.provenance import model_entry, shown_weights, weights_folder
+def measure(config: Config, compute, progress) -> Measured:
+    from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
     from analysis.methods import get_method
 
     pairs, sample = heldout_sts.report_pairs(config.sample, config.seed)
-    backbone = hooks.backbone(config.model)
+    backbone = compute.backbone(config.model)
     facts = backbone.facts
     trained = weights_folder(ID, facts, config.bridge)
     instruction = get_method("causal2vec", bridge=str(trained)).params.instruction  # what it was trained with
@@ -108,7 +109,7 @@ def measure(config: Config, hooks, progress) -> Measured:
         for spec, (row, how) in trained_controls(facts, config.controls).items():
             weights[shown_weights(spec)] = folder = weights_folder(ID, facts, spec)
             methods[row] = get_method("causal2vec", bridge=str(folder), readout=how)
-    cos, took = heldout_sts.cosines(hooks, backbone, methods, pairs, progress)
+    cos, took = heldout_sts.cosines(compute, backbone, methods, pairs, progress)
     n_texts = len(heldout_sts.texts_of(pairs))
     scores, _ = heldout_sts.score_table("scores", f"Spearman on {len(pairs)} held-out pairs ({n_texts} sentences), "
                                         "95% bootstrap interval, and per genre", pairs, cos, n_boot=config.n_boot,
@@ -135,7 +136,7 @@ def measure(config: Config, hooks, progress) -> Measured:
 
 def trained_controls(facts, place: str) -> dict[str, tuple[str, str]]:
     """{weights spec: (row label, readout)} of the paper's controls found under `place` for this model."""
-    from analysis.experiments.provenance import weights_folder
+    from analysis.experiments.machinery.provenance import weights_folder
 
     if not place:
         return {}

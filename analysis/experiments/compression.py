@@ -4,7 +4,7 @@ The held-out table (exact match per fact key with 95% Wilson intervals, for ever
 per-sentence pools, pools with name tokens, one paragraph pool, the full text, no context), the dilution curve
 (exact match as content-free distractor sentences pad each context), optionally the out-of-distribution probes
 (`--ood N`) and five-person items read by the same weights (`--cross-person N`: the baseline of the cross-person
-experiment). Answers come through the hooks (the cache: the page and `compress-qa` read the same entries).
+experiment). Answers come through the `Compute` door (the cache: the page and `compress-qa` read the same entries).
 `--vocabulary source` draws every held-out item from the source's vocabulary sizes, for weights trained with them
 (`train compression --vocabulary source`); the values probe (`--ood`) then asks whether values outside a list of 200
 cities, 200 employers, 180 professions and 120 countries are read as well as those inside it. Its record is its own,
@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.core.options import option
-from analysis.experiments import Measured, cells
-from analysis.experiments.records import Sample, Table
+from analysis.core.params import param
+from analysis.experiments import Measured
+from analysis.experiments.machinery import cells
+from analysis.experiments.machinery.records import Sample, Table
 
 ID = "compression"
 TITLE = "Context compression: facts read back from one vector per sentence"
@@ -27,21 +28,21 @@ HELP = ("The context-compression system on held-out personas: exact match per fa
 
 @dataclass(frozen=True)
 class Config:
-    weights: str = option("shipped", "the weights: shipped, shipped/<place>, a run name or a folder")
-    n: int = option(200, "held-out questions for the table (0 = no table)", min=0, limit=10_000)
-    scaling_n: int = option(50, "questions per point of the dilution curve", min=0, limit=10_000)
-    sizes: tuple = option(("5", "10", "20", "50", "100"), "pools per context for the dilution curve")
-    scaling_modes: tuple = option(("sentence", "sentence+ids", "paragraph"), "modes of the dilution curve")
-    ood: int = option(0, "items of each out-of-distribution probe (0 = none)", min=0, limit=10_000)
-    cross_person: int = option(0, "five-person held-out items read by the same weights (0 = none)", min=0,
+    weights: str = param("shipped", "the weights: shipped, shipped/<place>, a run name or a folder")
+    n: int = param(200, "held-out questions for the table (0 = no table)", min=0, limit=10_000)
+    scaling_n: int = param(50, "questions per point of the dilution curve", min=0, limit=10_000)
+    sizes: tuple = param(("5", "10", "20", "50", "100"), "pools per context for the dilution curve")
+    scaling_modes: tuple = param(("sentence", "sentence+ids", "paragraph"), "modes of the dilution curve")
+    ood: int = param(0, "items of each out-of-distribution probe (0 = none)", min=0, limit=10_000)
+    cross_person: int = param(0, "five-person held-out items read by the same weights (0 = none)", min=0,
                                limit=10_000)
-    vocabulary: str = option("small", "the persona vocabulary of the held-out items: small, or source (the source's "
+    vocabulary: str = param("small", "the persona vocabulary of the held-out items: small, or source (the source's "
                              "sizes, for weights trained with --vocabulary source)", choices=("small", "source"))
 
 
-def read(hooks, system, items, mode: str, ids: bool = False) -> dict:
+def read(compute, system, items, mode: str, ids: bool = False) -> dict:
     """`score` of `system`'s answers to `items` (with their keys when the items have them)."""
-    return scored(hooks.compress_predict(system, items, mode, ids), items)
+    return scored(compute.compress_predict(system, items, mode, ids), items)
 
 
 def scored(preds: list[dict], items) -> dict:
@@ -52,7 +53,7 @@ def scored(preds: list[dict], items) -> dict:
 
 def heldout_scores(answer, n: int, vocabulary: str = "small") -> dict:
     """{mode: score} of `n` held-out questions (keys cycled) for every way of giving the context (`TABLE_MODES`);
-    `answer(items, mode, label)` returns the predictions (the experiment's hooks, or the page's cache with a
+    `answer(items, mode, label)` returns the predictions (the experiment's compute, or the page's cache with a
     progress bar)."""
     from analysis.compression.system import TABLE_MODES
     from analysis.data import personas
@@ -73,12 +74,12 @@ def dilution_scores(answer, sizes, n: int, modes, vocabulary: str = "small") -> 
     return out
 
 
-def measure(config: Config, hooks, progress) -> Measured:
+def measure(config: Config, compute, progress) -> Measured:
     from analysis.compression.system import TABLE_MODES, CompressionSystem, split_mode
     from analysis.data import personas
-    from analysis.experiments.provenance import model_entry, shown_weights, weights_folder
+    from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
 
-    backbone = hooks.backbone("default")
+    backbone = compute.backbone("default")
     folder = weights_folder(ID, backbone.facts, config.weights)
     system = CompressionSystem.from_artefact(backbone, folder)
     steps = (len(TABLE_MODES) if config.n else 0) + len(config.sizes) * len(config.scaling_modes) \
@@ -93,7 +94,7 @@ def measure(config: Config, hooks, progress) -> Measured:
     def answer(items, mode, label):
         tick(label)
         m, ids = split_mode(mode)
-        return hooks.compress_predict(system, items, m, ids)
+        return compute.compress_predict(system, items, m, ids)
 
     v = config.vocabulary
     table = heldout_scores(answer, config.n, v) if config.n else {}
@@ -103,12 +104,12 @@ def measure(config: Config, hooks, progress) -> Measured:
         items = personas.generate_ood(kind, config.ood, vocabulary=v)
         for mode in ("sentence", "text", "none"):
             tick(f"out of distribution: {kind}, {mode}")
-            ood[kind, mode] = read(hooks, system, items, mode)
+            ood[kind, mode] = read(compute, system, items, mode)
     cross = {}
     for names in (False, True) if config.cross_person else ():
         tick(f"five people{', names' if names else ''}")
         items = personas.generate_people("heldout", config.cross_person, people=5, names=names, vocabulary=v)
-        cross[names] = read(hooks, system, items, "sentence", names)
+        cross[names] = read(compute, system, items, "sentence", names)
     return Measured(data="analysis.data.personas held-out split: names (people) no training or selection saw; "
                          "generated, never sorted by genre",
                     sample=Sample(n=config.n, how="the held-out generator, keys cycled (every fact key equally often)",

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.core.errors import UserError
-from analysis.core.options import option
-from analysis.experiments import Measured, cells
-from analysis.experiments.records import Sample, Series, Table
+from analysis.core.params import param
+from analysis.experiments import Measured
+from analysis.experiments.machinery import cells
+from analysis.experiments.machinery.records import Sample, Series, Table
 
 ID = "compression_people"
 TITLE = "Context compression: picking the right person's pools"
@@ -45,19 +46,19 @@ LONGER = "five people, longer run"
 
 @dataclass(frozen=True)
 class Config:
-    single: str = option("shipped/ablations/single-person", "the single-person weights ('' leaves the row out)")
-    five: str = option("", "the run trained with --people 5 (Experiment B)")
-    five_longer: str = option("", "Experiment B's recipe trained longer (the source's length, at least 2,000 steps): "
+    single: str = param("shipped/ablations/single-person", "the single-person weights ('' leaves the row out)")
+    five: str = param("", "the run trained with --people 5 (Experiment B)")
+    five_longer: str = param("", "Experiment B's recipe trained longer (the source's length, at least 2,000 steps): "
                               "judged against --five on the same held-out items, is B's rate a budget artefact?")
-    five_names: str = option("shipped", "the run trained with --people 5 --names (Experiment B2)")
-    scaling: tuple = option((), "N=WEIGHTS per people count, comma-separated (each N read with names)")
-    scaling_base: bool = option(False, "also read every N of the scaling study with the --five-names weights")
-    single_check: int = option(0, "single-person held-out questions for the shipping bar (0 = none)", min=0,
+    five_names: str = param("shipped", "the run trained with --people 5 --names (Experiment B2)")
+    scaling: tuple = param((), "N=WEIGHTS per people count, comma-separated (each N read with names)")
+    scaling_base: bool = param(False, "also read every N of the scaling study with the --five-names weights")
+    single_check: int = param(0, "single-person held-out questions for the shipping bar (0 = none)", min=0,
                                limit=10_000)
-    n: int = option(100, "held-out items per condition", min=1, limit=10_000)
-    layout: str = option("grouped", "how the people's sentences are laid out", choices=("grouped", "interleaved"))
-    attention_n: int = option(20, "items whose attention is split per person", min=0, limit=1000)
-    attention_max_people: int = option(25, "largest N whose attention is split (eager attention grows with N^2)",
+    n: int = param(100, "held-out items per condition", min=1, limit=10_000)
+    layout: str = param("grouped", "how the people's sentences are laid out", choices=("grouped", "interleaved"))
+    attention_n: int = param(20, "items whose attention is split per person", min=0, limit=1000)
+    attention_max_people: int = param(25, "largest N whose attention is split (eager attention grows with N^2)",
                                        min=1)
 
 
@@ -66,7 +67,7 @@ def test_size(people: int, n: int) -> int:
     return n if people <= 50 else max(25, n * 50 // people)
 
 
-def read(hooks, system, items, ids: bool, attention_n: int = 0, by_first_name: bool = False,
+def read(compute, system, items, ids: bool, attention_n: int = 0, by_first_name: bool = False,
          per_item: bool = False) -> dict:
     """`score` of per-sentence pools on `items`, plus the asked person's share of the answer's pool attention per
     decoder layer over the first `attention_n` items; `by_first_name` adds the name questions' exact match split by
@@ -75,7 +76,7 @@ def read(hooks, system, items, ids: bool, attention_n: int = 0, by_first_name: b
     from analysis.compression.system import person_attention, score
     from analysis.data.personas import FIRST_NAMES
 
-    preds = hooks.compress_predict(system, items, "sentence", ids)
+    preds = compute.compress_predict(system, items, "sentence", ids)
     res = score(preds, [it.key for it in items])
     if per_item:
         res["exact"] = [int(p["exact"]) for p in preds]
@@ -96,7 +97,7 @@ def _share(res: dict) -> float | None:
     return round(res["attention"]["asked_share"], 3) if "attention" in res else None
 
 
-def experiment_b(hooks, conditions: list[tuple], config: Config, progress=None) -> tuple[Table, dict]:
+def experiment_b(compute, conditions: list[tuple], config: Config, progress=None) -> tuple[Table, dict]:
     """The Experiment B / B2 table: `conditions` [(label, system, people, names)], each read on its own held-out
     items (names shown as tokens iff `names`). Returns (table, {label: score})."""
     from analysis.data import personas
@@ -106,7 +107,7 @@ def experiment_b(hooks, conditions: list[tuple], config: Config, progress=None) 
         if progress is not None:
             progress(i, len(conditions), label)
         items = personas.generate_people("heldout", config.n, people=people, layout=config.layout, names=names)
-        res = raw[label] = read(hooks, system, items, names, config.attention_n, by_first_name=people == 1,
+        res = raw[label] = read(compute, system, items, names, config.attention_n, by_first_name=people == 1,
                                 per_item=True)
         rows.append((label, people, names, cells.rate(res),
                      *(cells.rate(res["per_key"].get(k)) for k in personas.KEYS), _share(res), round(1 / people, 3),
@@ -141,13 +142,13 @@ def budget(b: dict, short: dict, longer: dict) -> tuple[Table, dict]:
                  "the longer run's length is the source's (at least 2,000 steps). Paired bootstrap over the items."), raw
 
 
-def scaling(hooks, runs: dict, config: Config, *, base=None, trained: dict | None = None,
+def scaling(compute, runs: dict, config: Config, *, base=None, trained: dict | None = None,
             progress=None) -> tuple[Table, Series, dict]:
     """The scaling table and curve: {N: system} each read on `test_size(N, n)` held-out N-person items with names;
     with `base` (the five-person run) each N's items are also read by it, untrained on N; `trained` ({N: manifest})
     gives the steps each run trained at N. Returns (table, series, {"own": {N: score}, "base": {N: score}})."""
     from analysis.data import personas
-    from analysis.experiments.training_runs import steps_at
+    from analysis.experiments.machinery.training_runs import steps_at
 
     rows, own, by_base = [], {}, {}
     for i, (people, system) in enumerate(sorted(runs.items())):
@@ -156,9 +157,9 @@ def scaling(hooks, runs: dict, config: Config, *, base=None, trained: dict | Non
         items = personas.generate_people("heldout", test_size(people, config.n), people=people, layout=config.layout,
                                          names=True)
         attention = config.attention_n if people <= config.attention_max_people else 0
-        r = own[people] = read(hooks, system, items, True, attention)
+        r = own[people] = read(compute, system, items, True, attention)
         if base is not None:
-            by_base[people] = r if base is system else read(hooks, base, items, True)
+            by_base[people] = r if base is system else read(compute, base, items, True)
         rows.append((people, 5 * people, cells.rate(r), *(cells.rate(r["per_key"].get(k)) for k in personas.KEYS[1:]),
                      _share(r), round(1 / people, 4), r["n"])
                     + ((cells.rate(by_base[people]),) if base is not None else ())
@@ -182,13 +183,13 @@ def scaling(hooks, runs: dict, config: Config, *, base=None, trained: dict | Non
     return table, curve, {"own": own, "base": by_base}
 
 
-def measure(config: Config, hooks, progress) -> Measured:
+def measure(config: Config, compute, progress) -> Measured:
     from analysis.compression.system import CompressionSystem
-    from analysis.experiments.provenance import model_entry, shown_weights, weights_folder
-    from analysis.experiments.training_runs import runs_table, steps_at
+    from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
+    from analysis.experiments.machinery.training_runs import runs_table, steps_at
     from analysis.weights.artefacts import read_manifest
 
-    backbone = hooks.backbone("default")
+    backbone = compute.backbone("default")
     folders, systems = {}, {}
 
     def system(spec: str):
@@ -206,7 +207,7 @@ def measure(config: Config, hooks, progress) -> Measured:
                    (LONGER, config.five_longer, 5, False), ("five people, names", config.five_names, 5, True)) if spec]
     tables, series, raw, labels = [], [], {}, {}
     if conditions:
-        table, raw["experiment_b"] = experiment_b(hooks, [(label, system(spec), people, names)
+        table, raw["experiment_b"] = experiment_b(compute, [(label, system(spec), people, names)
                                                           for label, spec, people, names in conditions], config,
                                                   progress)
         tables.append(table)
@@ -217,7 +218,7 @@ def measure(config: Config, hooks, progress) -> Measured:
             tables.append(table)
     if runs:
         base = system(config.five_names) if config.scaling_base and config.five_names else None
-        table, curve, scaled = scaling(hooks, {n: system(spec) for n, spec in runs.items()}, config, base=base,
+        table, curve, scaled = scaling(compute, {n: system(spec) for n, spec in runs.items()}, config, base=base,
                                        trained={n: read_manifest(folders[spec]) for n, spec in runs.items()},
                                        progress=progress)
         tables.append(table)
@@ -229,7 +230,7 @@ def measure(config: Config, hooks, progress) -> Measured:
             labels.setdefault(spec, f"{n} people")
     if config.single_check and config.single and config.five_names:
         progress(0, 1, "the shipping bar")
-        table, raw["single_check"] = single_person_check(hooks, system(config.single), system(config.five_names),
+        table, raw["single_check"] = single_person_check(compute, system(config.single), system(config.five_names),
                                                          config.single_check)
         tables.append(table)
     tables.append(runs_table({label: read_manifest(folders[spec]) for spec, label in labels.items()}))
@@ -240,7 +241,7 @@ def measure(config: Config, hooks, progress) -> Measured:
                     series=series, findings=findings(raw), extra={"raw": raw})
 
 
-def single_person_check(hooks, single, candidate, n: int) -> tuple[Table, dict]:
+def single_person_check(compute, single, candidate, n: int) -> tuple[Table, dict]:
     """Does the cross-person model keep single-person accuracy (the shipping bar: at least 95% of the single-person
     model's)? Both read `n` built-in held-out single-person questions with per-sentence pools, the candidate also
     with its name tokens; the paired bootstrap gives the difference's interval."""
@@ -253,7 +254,7 @@ def single_person_check(hooks, single, candidate, n: int) -> tuple[Table, dict]:
     exact, raw = {}, {}
     for label, system, ids in ((SINGLE_RUN, single, False), ("five-person run, names", candidate, False),
                                ("five-person run, names, + name tokens", candidate, True)):
-        preds = hooks.compress_predict(system, items, "sentence", ids)
+        preds = compute.compress_predict(system, items, "sentence", ids)
         raw[label] = score(preds, keys)
         exact[label] = [float(p["exact"]) for p in preds]
     base = raw[SINGLE_RUN]["exact_match"]

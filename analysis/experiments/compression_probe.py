@@ -9,9 +9,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from analysis.core.options import option
+from analysis.core.params import param
 from analysis.experiments import Measured
-from analysis.experiments.records import Sample, Table
+from analysis.experiments.machinery.records import Sample, Table
 
 ID = "compression_probe"
 TITLE = "Context compression: what one frozen MiniLM pool carries"
@@ -21,8 +21,8 @@ HELP = ("Linear probes from one fact sentence's MiniLM pool to its fact key and 
 
 @dataclass(frozen=True)
 class Config:
-    personas: int = option(1000, "training personas (the trainer's default)", min=10, limit=100_000)
-    val: int = option(300, "validation personas", min=10, limit=100_000)
+    personas: int = param(1000, "training personas (the trainer's default)", min=10, limit=100_000)
+    val: int = param(300, "validation personas", min=10, limit=100_000)
 
 
 def fact_rows(pairs):
@@ -40,15 +40,15 @@ def fact_rows(pairs):
     return sents, keys, values
 
 
-def measure(config: Config, hooks, progress) -> Measured:
+def measure(config: Config, compute, progress) -> Measured:
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
     from analysis.compression.system import encode_sentences
     from analysis.data import personas as P
     from analysis.eval.stats import wilson
-    from analysis.experiments import cells
-    from analysis.experiments.records import Model
+    from analysis.experiments.machinery import cells
+    from analysis.experiments.machinery.records import Model
     from analysis.models.minilm import encoder_identity
 
     rng = random.Random("train-personas:0")  # the trainer's personas

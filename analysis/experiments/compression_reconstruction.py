@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.core.errors import UserError
-from analysis.core.options import option
-from analysis.experiments import Measured, cells
-from analysis.experiments.records import Sample, Table
+from analysis.core.params import param
+from analysis.experiments import Measured
+from analysis.experiments.machinery import cells
+from analysis.experiments.machinery.records import Sample, Table
 
 ID = "compression_reconstruction"
 TITLE = "Context compression, Experiment C: the paragraph back from its pools"
@@ -27,26 +28,26 @@ MODES = {"sentence": "per-sentence pools", "none": "no context (the floor)"}
 
 @dataclass(frozen=True)
 class Config:
-    weights: str = option("", "the run trained with --reconstruct: a run name under the cache's runs or a folder")
-    n: int = option(100, "held-out paragraphs", min=1, limit=10_000)
-    examples: int = option(8, "reconstructions recorded beside their paragraphs", min=0, limit=100)
-    vocabulary: str = option("small", "the persona vocabulary the run was trained with (small or source)",
+    weights: str = param("", "the run trained with --reconstruct: a run name under the cache's runs or a folder")
+    n: int = param(100, "held-out paragraphs", min=1, limit=10_000)
+    examples: int = param(8, "reconstructions recorded beside their paragraphs", min=0, limit=100)
+    vocabulary: str = param("small", "the persona vocabulary the run was trained with (small or source)",
                              choices=("small", "source"))
-    n_boot: int = option(1000, "bootstrap resamples of the token F1 interval", min=0, limit=10_000)
-    seed: int = option(0, "seed of the bootstrap", min=0)
+    n_boot: int = param(1000, "bootstrap resamples of the token F1 interval", min=0, limit=10_000)
+    seed: int = param(0, "seed of the bootstrap", min=0)
 
 
-def measure(config: Config, hooks, progress) -> Measured:
+def measure(config: Config, compute, progress) -> Measured:
     from analysis.compression.system import CompressionSystem, reconstruction_item, reconstruction_scores, score
     from analysis.data import personas
     from analysis.eval.stats import bootstrap_mean_ci
-    from analysis.experiments.provenance import model_entry, shown_weights, weights_folder
+    from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
     from analysis.weights.artefacts import read_manifest
 
     if not config.weights:
         raise UserError("--weights names the run trained with `python -m analysis train compression --reconstruct "
                         "0.5` (there are no shipped reconstruction weights).")
-    backbone = hooks.backbone("default")
+    backbone = compute.backbone("default")
     folder = weights_folder(SYSTEM, backbone.facts, config.weights)
     manifest = read_manifest(folder)
     if not (manifest.get("hyperparameters") or {}).get("reconstruct"):
@@ -64,7 +65,7 @@ def measure(config: Config, hooks, progress) -> Measured:
         rows.append((label, round(res["token_f1"], 4), cells.interval((lo, hi)), cells.rate(res), res["n"]))
         first = first or generated
     progress(len(MODES), len(MODES) + 1, "the questions")
-    answered = score(hooks.compress_predict(system, items, "sentence", False), [it.key for it in items])
+    answered = score(compute.compress_predict(system, items, "sentence", False), [it.key for it in items])
     examples = tuple((reconstruction_item(it)["answer"], text, round(f1, 3)) for it, text, f1 in
                      zip(items, first, raw["sentence"]["token_f1_per_item"]))[: config.examples]
     tables = [

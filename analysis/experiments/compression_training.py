@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.core.options import option
-from analysis.experiments import Measured, cells
-from analysis.experiments.records import Sample, Series, Table
+from analysis.core.params import param
+from analysis.experiments import Measured
+from analysis.experiments.machinery import cells
+from analysis.experiments.machinery.records import Sample, Series, Table
 
 ID = "compression_training"
 TITLE = "Context compression: what the training recipe contributes"
@@ -26,11 +27,11 @@ VALUE, RANDOM, PARAGRAPH = "value warm start", "random init", "paragraph pools"
 
 @dataclass(frozen=True)
 class Config:
-    value: str = option("shipped/ablations/single-person", "the value-warm-start run")
-    random: str = option("", "the run trained with --warm-start none")
-    paragraph: str = option("", "the run trained with --pools-mode paragraph")
-    n: int = option(200, "held-out questions", min=1, limit=10_000)
-    ood: int = option(50, "unseen-values probe items (0 = none)", min=0, limit=10_000)
+    value: str = param("shipped/ablations/single-person", "the value-warm-start run")
+    random: str = param("", "the run trained with --warm-start none")
+    paragraph: str = param("", "the run trained with --pools-mode paragraph")
+    n: int = param(200, "held-out questions", min=1, limit=10_000)
+    ood: int = param(50, "unseen-values probe items (0 = none)", min=0, limit=10_000)
 
 
 def validation_curves(manifests: dict) -> dict[str, dict[int, float]]:
@@ -39,14 +40,14 @@ def validation_curves(manifests: dict) -> dict[str, dict[int, float]]:
             for label, m in manifests.items()}
 
 
-def measure(config: Config, hooks, progress) -> Measured:
+def measure(config: Config, compute, progress) -> Measured:
     from analysis.compression.system import CompressionSystem, score
     from analysis.data import personas
-    from analysis.experiments.provenance import model_entry, shown_weights, weights_folder
-    from analysis.experiments.training_runs import runs_table
+    from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
+    from analysis.experiments.machinery.training_runs import runs_table
     from analysis.weights.artefacts import read_manifest
 
-    backbone = hooks.backbone("default")
+    backbone = compute.backbone("default")
     specs = {label: spec for label, spec in ((VALUE, config.value), (RANDOM, config.random),
                                              (PARAGRAPH, config.paragraph)) if spec}
     folders = {label: weights_folder(SYSTEM, backbone.facts, spec) for label, spec in specs.items()}
@@ -59,8 +60,8 @@ def measure(config: Config, hooks, progress) -> Measured:
     rows, raw = [], {}
     for i, (label, mode) in enumerate(reads):
         progress(i, len(reads), f"{label}, {mode}")
-        res = score(hooks.compress_predict(systems[label], items, mode, False), [it.key for it in items])
-        probe = (score(hooks.compress_predict(systems[label], ood, mode, False), [it.key for it in ood])
+        res = score(compute.compress_predict(systems[label], items, mode, False), [it.key for it in items])
+        probe = (score(compute.compress_predict(systems[label], ood, mode, False), [it.key for it in ood])
                  if ood and mode == "sentence" else None)
         raw[f"{label}, {mode}"] = {"heldout": res, "unseen_values": probe}
         m = manifests[label]

@@ -24,9 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.core.errors import UserError
-from analysis.core.options import option
-from analysis.experiments import Measured, cells, heldout_sts
-from analysis.experiments.records import Sample, Series, Table
+from analysis.core.params import param
+from analysis.experiments import Measured
+from analysis.experiments.machinery import cells, heldout_sts
+from analysis.experiments.machinery.records import Sample, Series, Table
 
 ID = "gircse"
 TITLE = "GIRCSE against its fair baseline: the K curve on held-out pairs"
@@ -48,14 +49,14 @@ CLAIMS = [  # (A, B, what A > B would show); a row is (configuration, K), K None
 
 @dataclass(frozen=True)
 class Config:
-    sample: int = option(500, "held-out pairs, stratified by genre (0 = all 1,037)", min=0)
-    seed: int = option(0, "seed of the sample and of the bootstrap", min=0)
-    model: str = option("default", "the model the adapters were trained for")
-    ks: tuple = option(("0", "1", "3", "5", "10", "20"), "the K curve (the claims need 0, 1, 5, 10 and 20)")
-    speed_n: int = option(64, "sentences timed for the cost table (0 = no cost table)", min=0)
-    repeats: int = option(3, "interleaved timing rounds (medians kept)", min=1, limit=20)
-    batch_size: int = option(64, "batch of the timed runs (soft tokens' default)", min=1, limit=1024)
-    n_boot: int = option(1000, "bootstrap resamples", min=0, limit=10_000)
+    sample: int = param(500, "held-out pairs, stratified by genre (0 = all 1,037)", min=0)
+    seed: int = param(0, "seed of the sample and of the bootstrap", min=0)
+    model: str = param("default", "the model the adapters were trained for")
+    ks: tuple = param(("0", "1", "3", "5", "10", "20"), "the K curve (the claims need 0, 1, 5, 10 and 20)")
+    speed_n: int = param(64, "sentences timed for the cost table (0 = no cost table)", min=0)
+    repeats: int = param(3, "interleaved timing rounds (medians kept)", min=1, limit=20)
+    batch_size: int = param(64, "batch of the timed runs (soft tokens' default)", min=1, limit=1024)
+    n_boot: int = param(1000, "bootstrap resamples", min=0, limit=10_000)
 
 
 LADDER_CLAIMS = [  # (rung, the rung below, what rung > below would show); rungs: ablation names, GIRCSE, BASELINE
@@ -150,21 +151,21 @@ def training_rows(backbone, configs: dict) -> list[tuple]:
     return rows
 
 
-def measure(config: Config, hooks, progress) -> Measured:
+def measure(config: Config, compute, progress) -> Measured:
     from analysis.data.samples import genre_counts
     from analysis.inspect.generation import OLD_SELECTION, unseen_pairs
 
     pairs, pool = unseen_pairs(config.sample, config.seed)
     sample = Sample(n=len(pairs), of=pool, how="stratified by genre" if config.sample else "all of it",
                     seed=config.seed if config.sample else None, strata=genre_counts(pairs) or {})
-    return measure_on(hooks.backbone(config.model), pairs, config, progress,
+    return measure_on(compute.backbone(config.model), pairs, config, progress,
                       data=f"STS-B dev report part without the first {OLD_SELECTION} dev pairs (no selection saw "
                            "them)", sample=sample)
 
 
 def measure_on(backbone, pairs, config: Config, progress, *, data: str, sample) -> Measured:
     """The measurement on given pairs (any `Pairs` with genres): tables, series, findings."""
-    from analysis.experiments.provenance import model_entry
+    from analysis.experiments.machinery.provenance import model_entry
     from analysis.inspect.generation import ABLATIONS
     from analysis.weights.adapters import PLACES, adapter_spec, shipped_folder
 
@@ -236,7 +237,7 @@ def recorded(backbone):
     """(record, changed) of the published GIRCSE record when it was measured on this model, else None; `changed`
     lists the shipped adapters ("shipped", "causal-eos") that differ from the ones it measured (the record is then
     out of date)."""
-    from analysis.experiments.records import read
+    from analysis.experiments.machinery.records import read
     from analysis.weights.adapters import adapter_spec
 
     record = read(ID)

@@ -2,7 +2,7 @@
 
 Each model's map is a grid of re-routing windows (start x width x bias) scored on one genre-stratified sample of
 the STS-B dev report part at the prefix-reuse floor (the prompt-only pass once, then only layers s..L-1 per cell),
-every cell through the hooks (the cache: an interrupted map resumes where it stopped). The default grid is the
+every cell through the `Compute` door (the cache: an interrupted map resumes where it stopped). The default grid is the
 model report's finest (`analysis.report.plan.ladder`: a start every second decoder layer, the paper's Eq. 4 width
 floor(0.1 L) + 1 and twice it, biases 0, 1, 3), so after a model report whose budget held that grid every cell is
 read, not computed. The ID window is scored at the paper's bias 1.
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.core.options import option
-from analysis.experiments import Measured, heldout_sts
-from analysis.experiments.records import Table
+from analysis.core.params import param
+from analysis.experiments import Measured
+from analysis.experiments.machinery import heldout_sts
+from analysis.experiments.machinery.records import Table
 
 ID = "layer_map"
 TITLE = "KV-Embedding's layer map: does the intrinsic-dimension rule pick good layers?"
@@ -24,11 +25,11 @@ HELP = ("KV-Embedding's re-routing windows (start x width x bias) scored on held
 
 @dataclass(frozen=True)
 class Config:
-    sample: int = option(200, "pairs of the STS-B dev report part, stratified by genre (0 = all 1,200)", min=0)
-    seed: int = option(0, "seed of the sample", min=0)
-    models: tuple = option(("default", "gemma3-270m"), "models, comma-separated")
-    start_every: int = option(2, "a window starts at every N-th decoder layer from 1", min=1)
-    biases: tuple = option(("0", "1", "3"), "re-routing biases, comma-separated")
+    sample: int = param(200, "pairs of the STS-B dev report part, stratified by genre (0 = all 1,200)", min=0)
+    seed: int = param(0, "seed of the sample", min=0)
+    models: tuple = param(("default", "gemma3-270m"), "models, comma-separated")
+    start_every: int = param(2, "a window starts at every N-th decoder layer from 1", min=1)
+    biases: tuple = param(("0", "1", "3"), "re-routing biases, comma-separated")
 
 
 def cells_for(n_layers: int, config: Config) -> list:
@@ -39,27 +40,26 @@ def cells_for(n_layers: int, config: Config) -> list:
                 [float(b) for b in config.biases])
 
 
-def measure(config: Config, hooks, progress) -> Measured:
+def measure(config: Config, compute, progress) -> Measured:
     from analysis.eval.sts import spearman
-    from analysis.experiments.provenance import model_entry
+    from analysis.experiments.machinery.provenance import model_entry
     from analysis.methods import get_method
-    from analysis.report.build import KV_BASE
+    from analysis.compute import KV_BASE
     from analysis.report.sections import layer_map
     from analysis.sweep.windows import Cell
 
     pairs, sample = heldout_sts.report_pairs(config.sample, config.seed)
     maps, models = {}, []
     for name in config.models:
-        backbone = hooks.backbone(name)
+        backbone = compute.backbone(name)
         L = backbone.facts.n_layers
-        report = hooks.report(backbone, pairs)
-        selection, _ = report.window()
+        selection, _ = compute.window(backbone)
         id_cell = Cell(selection.start, len(selection.layers), 1.0) if selection.layers else None
         cells = cells_for(L, config)
         work = list(dict.fromkeys(cells + ([id_cell] if id_cell is not None else [])))
-        run = report.sweep(work, lambda n, total, info, name=name: progress(n, total, f"{name}: {info['cell']}"),
-                           None)
-        cos, _ = heldout_sts.cosines(hooks, backbone, {"PromptEOL": get_method("prompteol")}, pairs)
+        run = compute.sweep(backbone, pairs, work,
+                            lambda n, total, info, name=name: progress(n, total, f"{name}: {info['cell']}"))
+        cos, _ = heldout_sts.cosines(compute, backbone, {"PromptEOL": get_method("prompteol")}, pairs)
         maps[backbone.facts.title or name] = {
             **layer_map(cells, run.scores, L, selection, id_cell, run.prompt_only), "L": L,
             "promptEOL": float(spearman(cos["PromptEOL"], pairs.scores)), "computed": run.computed,

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.core.options import option
-from analysis.experiments import Measured, cells
+from analysis.core.params import param
+from analysis.experiments import Measured
+from analysis.experiments.machinery import cells
 from analysis.experiments.task_families import model_label
-from analysis.experiments.records import Sample, Series, Table
+from analysis.experiments.machinery.records import Sample, Series, Table
 
 ID = "longdoc"
 TITLE = "Long-document retrieval: nDCG@1 against document length"
@@ -35,30 +36,30 @@ METHODS = ("last", "mean", "prompteol", "echo", "token_prepending", "htp", "kv_e
 
 @dataclass(frozen=True)
 class Config:
-    model: str = option("default", "the model (a built-in name or a folder)")
-    kinds: tuple = option(("passkey",), "long-document tasks, comma-separated: passkey, needle, scifact")
-    methods: tuple = option(METHODS, "training-free methods at their defaults, comma-separated (soft tokens on the "
+    model: str = param("default", "the model (a built-in name or a folder)")
+    kinds: tuple = param(("passkey",), "long-document tasks, comma-separated: passkey, needle, scifact")
+    methods: tuple = param(METHODS, "training-free methods at their defaults, comma-separated (soft tokens on the "
                                      "frozen model)")
-    per_length: int = option(20, "documents (and queries) per length", min=2, max=200)
-    max_length: int = option(8192, "the longest document length measured (at most the model's limit)", min=256)
-    seed: int = option(0, "seed of the documents and of the bootstrap", min=0)
-    n_boot: int = option(1000, "bootstrap resamples", min=0, limit=10_000)
+    per_length: int = param(20, "documents (and queries) per length", min=2, max=200)
+    max_length: int = param(8192, "the longest document length measured (at most the model's limit)", min=256)
+    seed: int = param(0, "seed of the documents and of the bootstrap", min=0)
+    n_boot: int = param(1000, "bootstrap resamples", min=0, limit=10_000)
 
 
-def measure(config: Config, hooks, progress) -> Measured:
+def measure(config: Config, compute, progress) -> Measured:
     from analysis.core.errors import UserError
     from analysis.data import longdoc
     from analysis.eval.tasks import Task, score_task
-    from analysis.experiments.provenance import model_entry
+    from analysis.experiments.machinery.provenance import model_entry
     from analysis.methods import get_method
 
     for kind in config.kinds:
         if kind not in longdoc.KINDS:
             raise UserError(f"--kinds: {kind!r:.40} is not a long-document task; use {', '.join(longdoc.KINDS)}.")
-    backbone = hooks.backbone(config.model)
+    backbone = compute.backbone(config.model)
     limit = min(config.max_length, backbone.facts.max_length)
     methods = {m: get_method(m, **({"adapter": "none"} if m == "soft_tokens" else {})) for m in config.methods}
-    methods = resolved(hooks, backbone, methods)
+    methods = resolved(compute, backbone, methods)
     results, tables, series, sizes = {}, [], [], {}
     units = [(kind, label) for kind in config.kinds for label in methods]
     for i, (kind, label) in enumerate(units):
@@ -70,7 +71,7 @@ def measure(config: Config, hooks, progress) -> Measured:
         progress(i, len(units), f"{label} on {kind}")
         m = methods[label]
         results[kind]["scores"][label] = score_task(
-            results[kind]["task"], lambda texts, role, m=m: hooks.encode(backbone, m.as_role(role), texts)[0],
+            results[kind]["task"], lambda texts, role, m=m: compute.encode(backbone, m.as_role(role), texts).vectors,
             n_boot=config.n_boot, seed=config.seed)
     progress(len(units), len(units), "tables")
     title = backbone.facts.title or backbone.facts.name
@@ -96,13 +97,13 @@ def measure(config: Config, hooks, progress) -> Measured:
                               for kind, r in results.items()}})
 
 
-def resolved(hooks, backbone, methods: dict) -> dict:
-    """KV-Embedding's `layers=auto` window resolved once through the hooks (the cache's when measured by the
+def resolved(compute, backbone, methods: dict) -> dict:
+    """KV-Embedding's `layers=auto` window resolved once through the `Compute` door (the cache's when measured by the
     command), so no encode computes it again."""
     needs = [k for k, m in methods.items() if getattr(m, "needs_window", lambda b: False)(backbone)]
     if not needs:
         return methods
-    selection, _ = hooks.report(backbone, None).window()
+    selection, _ = compute.window(backbone)
     return {k: (m.with_window(backbone, selection.layers) if k in needs else m) for k, m in methods.items()}
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.core.options import option
-from analysis.experiments import Measured, cells, heldout_sts
-from analysis.experiments.records import Table
+from analysis.core.params import param
+from analysis.experiments import Measured
+from analysis.experiments.machinery import cells, heldout_sts
+from analysis.experiments.machinery.records import Table
 
 ID = "methods_models"
 TITLE = "Methods x models on held-out STS-B"
@@ -26,11 +27,11 @@ ENCODER = "sentence_encoder"  # not a decoder method: the reference a decoder me
 
 @dataclass(frozen=True)
 class Config:
-    sample: int = option(500, "pairs of the STS-B dev report part, stratified by genre (0 = all 1,200)", min=0)
-    seed: int = option(0, "seed of the sample and of the bootstrap", min=0)
-    models: tuple = option(("default", "gemma3-270m"), "models, comma-separated (built-in names or folders)")
-    methods: tuple = option(METHODS, "methods at their defaults, comma-separated")
-    n_boot: int = option(1000, "bootstrap resamples", min=0, limit=10_000)
+    sample: int = param(500, "pairs of the STS-B dev report part, stratified by genre (0 = all 1,200)", min=0)
+    seed: int = param(0, "seed of the sample and of the bootstrap", min=0)
+    models: tuple = param(("default", "gemma3-270m"), "models, comma-separated (built-in names or folders)")
+    methods: tuple = param(METHODS, "methods at their defaults, comma-separated")
+    n_boot: int = param(1000, "bootstrap resamples", min=0, limit=10_000)
 
 
 def methods_for(backbone, names) -> tuple[dict, dict]:
@@ -57,18 +58,18 @@ def frozen_label(models: list[str]) -> str:
     return f"soft_tokens (frozen: no adapter shipped for {', '.join(models)})"
 
 
-def measure(config: Config, hooks, progress) -> Measured:
+def measure(config: Config, compute, progress) -> Measured:
     from analysis.eval.sts import compare_cosines
-    from analysis.experiments.provenance import model_entry
+    from analysis.experiments.machinery.provenance import model_entry
 
     pairs, sample = heldout_sts.report_pairs(config.sample, config.seed)
     results, models, frozen = {}, [], {}
     for i, name in enumerate(config.models):
         progress(i, len(config.models), f"loading {name}")
-        backbone = hooks.backbone(name)
+        backbone = compute.backbone(name)
         methods, weights = methods_for(backbone, config.methods)
         frozen[name] = "soft_tokens" in methods and not weights
-        cos, _ = heldout_sts.cosines(hooks, backbone, methods, pairs)
+        cos, _ = heldout_sts.cosines(compute, backbone, methods, pairs)
         decoder = [k for k in cos if k != ENCODER]
         rho = compare_cosines(cos, pairs.scores, n_boot=0)["methods"]
         best = max((r for r in rho if r["method"] in decoder), key=lambda r: r["spearman"])["method"]
@@ -126,3 +127,10 @@ def findings(results: dict) -> list[str]:
                      f"[{enc['ci'][0]:+.3f}, {enc['ci'][1]:+.3f}])")
         out.append(text + ".")
     return out
+
+
+def headline(records: list) -> str:
+    """The README's pointer to STS with its intervals and every method's paired difference to the best."""
+    rec = records[0]
+    return (f"STS with its intervals and the paired difference of every method to the best (`{rec.command}`): "
+            "[docs/RESULTS.md](docs/RESULTS.md).\n\n")

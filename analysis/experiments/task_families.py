@@ -25,10 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.core.options import option
-from analysis.experiments import Measured, cells, heldout_sts
+from analysis.core.params import param
+from analysis.experiments import Measured
+from analysis.experiments.machinery import cells, heldout_sts
 from analysis.experiments.methods_models import ENCODER, METHODS, frozen_label, methods_for
-from analysis.experiments.records import Sample, Table
+from analysis.experiments.machinery.records import Sample, Table
+from analysis.experiments.machinery.render import table_markdown
 
 ID = "task_families"
 TITLE = "Methods across task families: retrieval, classification, clustering and STS"
@@ -42,15 +44,15 @@ NAMES = {"retrieval": "retrieval", "classification": "classification", "clusteri
 
 @dataclass(frozen=True)
 class Config:
-    model: str = option("default", "the model (a built-in name or a folder)")
-    methods: tuple = option(METHODS, "methods at their defaults, comma-separated (soft tokens with the adapter shipped "
+    model: str = param("default", "the model (a built-in name or a folder)")
+    methods: tuple = param(METHODS, "methods at their defaults, comma-separated (soft tokens with the adapter shipped "
                                      "for the model; sentence_encoder is the reference row)")
-    queries: int = option(100, "SciFact report-part claims, seeded (0 = all 509)", min=0)
-    distractors: int = option(150, "SciFact report-part abstracts judged for none of the claims, seeded", min=0)
-    classification_eval: int = option(1000, "Banking77 evaluation texts, stratified by intent (0 = all 3,080)", min=0)
-    sts_sample: int = option(500, "STS-B dev report-part pairs, stratified by genre (0 = all 1,200)", min=0)
-    seed: int = option(0, "seed of every sample and of the bootstrap", min=0)
-    n_boot: int = option(1000, "bootstrap resamples", min=0, limit=10_000)
+    queries: int = param(100, "SciFact report-part claims, seeded (0 = all 509)", min=0)
+    distractors: int = param(150, "SciFact report-part abstracts judged for none of the claims, seeded", min=0)
+    classification_eval: int = param(1000, "Banking77 evaluation texts, stratified by intent (0 = all 3,080)", min=0)
+    sts_sample: int = param(500, "STS-B dev report-part pairs, stratified by genre (0 = all 1,200)", min=0)
+    seed: int = param(0, "seed of every sample and of the bootstrap", min=0)
+    n_boot: int = param(1000, "bootstrap resamples", min=0, limit=10_000)
 
 
 def family_tasks(config: Config) -> dict:
@@ -71,27 +73,27 @@ def family_tasks(config: Config) -> dict:
             "clustering": (clustering, "MTEB's draw of 2,048 texts, 10 k-means fits")}
 
 
-def measure(config: Config, hooks, progress) -> Measured:
+def measure(config: Config, compute, progress) -> Measured:
     from analysis.data.corpora import Pairs
     from analysis.eval.tasks import Task, score_task
-    from analysis.experiments.provenance import model_entry
+    from analysis.experiments.machinery.provenance import model_entry
 
     pairs, sts_sample = heldout_sts.report_pairs(config.sts_sample, config.seed)
     tasks = {**family_tasks(config), "sts": (Task(pairs.name, "sts", Pairs(pairs.name, pairs.left, pairs.right,
                                                                          pairs.scores)),
                                              f"{len(pairs)} pairs stratified by genre")}
-    backbone = hooks.backbone(config.model)
+    backbone = compute.backbone(config.model)
     methods, weights = methods_for(backbone, config.methods)
     if "soft_tokens" in methods and not weights:  # the frozen model's soft tokens: named so in every table
         methods = {(frozen_label([config.model]) if k == "soft_tokens" else k): m for k, m in methods.items()}
-    methods = ready(hooks, backbone, methods, pairs)
+    methods = ready(compute, backbone, methods, pairs)
     scores: dict = {f: {} for f in FAMILIES}
     units = [(f, label) for label in methods for f in FAMILIES]
     for i, (family, label) in enumerate(units):
         progress(i, len(units), f"{label} on {NAMES[family]}")
         m = methods[label]
         scores[family][label] = score_task(
-            tasks[family][0], lambda texts, role, m=m: hooks.encode(backbone, m.as_role(role), texts)[0],
+            tasks[family][0], lambda texts, role, m=m: compute.encode(backbone, m.as_role(role), texts).vectors,
             n_boot=config.n_boot, seed=config.seed)
     progress(len(units), len(units), "tables")
     compared = {f: versus_best(scores[f], config) for f in FAMILIES}
@@ -119,13 +121,13 @@ def model_label(name: str) -> str:
     return found.short if found is not None else name.rstrip("/").split("/")[-1]
 
 
-def ready(hooks, backbone, methods: dict, pairs) -> dict:
-    """The methods with KV-Embedding's `layers=auto` window resolved once (through the hooks: the cache's, when
+def ready(compute, backbone, methods: dict, pairs) -> dict:
+    """The methods with KV-Embedding's `layers=auto` window resolved once (through the `Compute` door: the cache's, when
     measured by the command), so no encode computes it again."""
     needs = [k for k, m in methods.items() if getattr(m, "needs_window", lambda b: False)(backbone)]
     if not needs:
         return methods
-    selection, _ = hooks.report(backbone, pairs).window()
+    selection, _ = compute.window(backbone)
     return {k: (m.with_window(backbone, selection.layers) if k in needs else m) for k, m in methods.items()}
 
 
@@ -248,4 +250,29 @@ def planned_tokens(backbone, methods: dict, tasks: dict) -> dict:
             per_text = np.mean([len(e.ids) for e in m.prepare(backbone, picked)])
             total += per_text * task.n_texts()
         out[NAMES[f]] = int(total)
+    return out
+
+
+def headline(records: list) -> str:
+    """The README's table per model: each method's main metric per family with its rank among the decoder methods,
+    so a reader sees at once where STS's ranking does not carry over (intervals and paired differences in
+    RESULTS.md)."""
+    out = ""
+    for r in records:
+        if not (r.has_table("scores") and r.has_table("ranks")):
+            continue
+        scores, ranks = r.table("scores"), r.table("ranks")
+        families = ranks.columns[1:-1]
+        main = [c for c in scores.columns[1:] if c.split(" ")[0] in families and " " in c
+                and not c.endswith(("CI", "(paired)", " p"))]
+        rank_of = {row[0]: row[1:-1] for row in ranks.rows}
+        rows = []
+        for row in scores.rows:
+            value = dict(zip(scores.columns, row))
+            places = rank_of.get(row[0])
+            rows.append((row[0], *(f"{value[c]:.3f}" + (f" ({places[i]:g})" if places else "")
+                                   for i, c in enumerate(main))))
+        out += table_markdown(Table("families", f"{r.title}: each family's main metric (rank among the decoder "
+                                                "methods)", ("method", *main), tuple(rows))) \
+            + f"\n\n{r.data}; `{r.command}`, {r.date}; intervals and paired differences in RESULTS.md.\n\n"
     return out

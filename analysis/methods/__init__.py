@@ -11,7 +11,8 @@ import threading
 from dataclasses import dataclass
 
 from analysis.core.errors import UserError
-from analysis.methods.base import EmbeddingMethod, ReadoutParams, param
+from analysis.core.params import param
+from analysis.methods.base import EmbeddingMethod, ReadoutParams
 
 __all__ = ["EmbeddingMethod", "ReadoutParams", "param", "get_method", "list_methods", "method_class", "method_names",
            "parse_params", "deviations"]

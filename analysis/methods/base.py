@@ -24,39 +24,25 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import math
-import numbers
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, ClassVar
 
 import numpy as np
 import torch
 
 from analysis.core.errors import UserError
+from analysis.core.params import check, param
 from analysis.core.forward import Captured, attention_backend, resolve_layer, run
 from analysis.core.vectors import l2_normalize
 from analysis.core.pooling import pool, token_mask
 from analysis.core import budgets
-from analysis.core.tokens import (MAX_COPIES, PLACEHOLDER, TOKEN_BUDGET, Batch, Encoded, batches_by_length,
+from analysis.core.tokens import (TOKEN_BUDGET, Batch, Encoded, batches_by_length,
                                   batches_in_order, check_texts, collate, encode_texts)
 from analysis.core.trace import Trace
 
 
 
-def param(default, help: str, **meta):
-    """A parameter field: `help` says what it does and why the default is what it is (shown in the UI).
-
-    Optional meta, used for validation (`check_params`), the app's widgets and the command line:
-        choices=[...]; min=, max=, step= (numbers); parse= (a str -> value parser for free-form specs);
-        kind= "layer" (a hidden-state index, bounded by the loaded model), "template" (must hold {text}
-        `copies` times, default 1..MAX_COPIES; `optional=True` allows empty), or "text" (free text)."""
-    if meta.get("kind") not in (None, *KINDS):
-        raise ValueError(f"unknown parameter kind {meta['kind']!r}; known: {KINDS}")
-    return field(default=default, metadata={"help": help, **meta})
-
-
-KINDS = ("layer", "template", "text")
 ROLES = ("query", "document")  # the sides of a retrieval task; symmetric tasks embed every text as a document
 
 
@@ -66,44 +52,10 @@ def check_role(role: str) -> str:
     return role
 
 
-def _fail(method: str, name: str, message: str):
-    raise UserError(f"{method}: {name} {message}")
-
-
 def check_params(method: str, params):
-    """Every field of a Params dataclass checked against its type and meta: the one place parameters are
-    validated generically (a method's `validate` adds only what is specific to it). Returns `params`."""
-    for f in dataclasses.fields(params):
-        value, meta, default = getattr(params, f.name), f.metadata, f.default
-        if isinstance(default, bool):
-            if not isinstance(value, bool):
-                _fail(method, f.name, f"must be true or false, not {value!r:.60}.")
-        elif isinstance(default, int):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                _fail(method, f.name, f"must be a whole number, not {value!r:.60}.")
-        elif isinstance(default, float):
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                _fail(method, f.name, f"must be a number, not {value!r:.60}.")
-            if not math.isfinite(value):  # NaN passes every comparison below; inf is never meant
-                _fail(method, f.name, f"must be a finite number, not {value}.")
-        elif isinstance(default, str) and not isinstance(value, str) and "parse" not in meta:
-            # (a field with a parser, e.g. a depth "7/32", takes what the parser takes; the method canonicalises it)
-            _fail(method, f.name, f"must be text, not {type(value).__name__}.")
-        if "choices" in meta and value not in meta["choices"]:
-            _fail(method, f.name, f"must be one of {list(meta['choices'])}, not {value!r:.60}.")
-        lo, hi = meta.get("min"), meta.get("max")
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            allowed = f"at least {lo:g}" if hi is None else f"at most {hi:g}" if lo is None else f"{lo:g} to {hi:g}"
-            _fail(method, f.name, f"{value:g} is outside the allowed range ({allowed}).")
-        if meta.get("kind") == "template" and not (meta.get("optional") and value == ""):
-            lo_c, hi_c = meta.get("copies", (1, MAX_COPIES))
-            n = value.count(PLACEHOLDER)
-            if not lo_c <= n <= hi_c:
-                times = {1: "once", 2: "twice"}
-                want = f"exactly {times.get(lo_c, f'{lo_c} times')}" if lo_c == hi_c else f"{lo_c} to {hi_c} times"
-                why = ": without it every text gets the same prompt" if n == 0 else ""
-                _fail(method, f.name, f"must contain {PLACEHOLDER} {want}, not {n} times{why}.")
-    return params
+    """Every field of a Params dataclass checked against its type and meta (`analysis.core.params`): the one place
+    parameters are validated generically (a method's `validate` adds only what is specific to it). Returns `params`."""
+    return check(params, name_of=lambda name: f"{method}: {name}")
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,8 @@ import torch.nn.functional as F
 from analysis.core.deviations import Deviation
 from analysis.core.errors import UserError
 from analysis.core.forward import Captured, run
-from analysis.methods.base import EmbeddingMethod, param
+from analysis.core.params import param
+from analysis.methods.base import EmbeddingMethod
 from analysis.core.tokens import start_token
 from analysis.core.pooling import mean_pool, token_mask
 from analysis.core.tokens import Batch, Encoded, encode_texts

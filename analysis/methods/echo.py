@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from analysis.core.deviations import Deviation
-from analysis.methods.base import EmbeddingMethod, PromptParams, param
+from analysis.core.params import param
+from analysis.methods.base import EmbeddingMethod, PromptParams
 
 LAYOUTS = ("clean", "reference")
 

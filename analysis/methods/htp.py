@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.methods.base import param
+from analysis.core.params import param
 from analysis.methods._rewiring import (EXIT_HELP, GLOBAL, LAYOUTS, LOCAL, Placed, RewiringMethod,
                                         insert_placeholders, parse_depth)
 from analysis.core.deviations import Deviation

@@ -60,7 +60,8 @@ from analysis.inspect import intrinsic_dim
 from analysis.core.deviations import Deviation
 from analysis.core.errors import UserError
 from analysis.core.forward import attention_backend, run
-from analysis.methods.base import EmbeddingMethod, param
+from analysis.core.params import param
+from analysis.methods.base import EmbeddingMethod
 
 MAX_LAYER = 1023  # decoder layer numbers above this are refused while parsing (no model is that deep)
 KWARG = "kv_reroute"  # the model keyword argument that carries a `Reroute`

@@ -8,7 +8,8 @@ Queries and documents: embedded alike (a retrieval query is read as any other te
 from dataclasses import dataclass
 
 from analysis.core.deviations import Deviation
-from analysis.methods.base import EmbeddingMethod, PromptParams, param
+from analysis.core.params import param
+from analysis.methods.base import EmbeddingMethod, PromptParams
 
 
 TEMPLATE = 'This sentence : "{text}" means in one word:"'

@@ -46,7 +46,8 @@ from analysis.core.deviations import Deviation
 from analysis.core.errors import UserError
 from analysis.core.forward import Captured, resolve_layer, run
 from analysis.core.vectors import l2_normalize
-from analysis.methods.base import EmbeddingMethod, param
+from analysis.core.params import param
+from analysis.methods.base import EmbeddingMethod
 from analysis.core.tokens import (TOKEN_BUDGET, Batch, Encoded, PLACEHOLDER, batches_by_length, check_texts,
                                   encode_texts)
 from analysis.core.trace import Trace

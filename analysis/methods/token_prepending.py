@@ -60,7 +60,7 @@ from analysis.core.tokens import PLACEHOLDER
 from analysis.methods._rewiring import (EXIT_HELP, LAYOUTS, LOCAL, Placed, RewiringMethod, insert_placeholders,
                                         parse_depth)
 from analysis.core.deviations import Deviation
-from analysis.methods.base import param
+from analysis.core.params import param
 
 DEVIATIONS = (
     Deviation("placeholder position", paper="puts its <PST> token before the opening quote of "

@@ -6,9 +6,9 @@
 The work is the plan's (`analysis.report.plan`), in order: the ID trajectory (KV-Embedding's `layers=auto` needs
 it), the quality table, the cost of each method, the mechanism summaries, the layer map (cell by cell, the grid the
 plan chose for the budget), the task families (last: unit by unit, what time is left), then the recommendation.
-Embeddings, the window, sweep cells and the soft-token curve come through `Hooks`, so an application can serve them
-from its cache and a report run again resumes from every finished method and cell (`local_hooks` computes everything
-here and stores nothing).
+Embeddings, the window, sweep cells and the soft-token curve come through the `Compute` door (`analysis.compute`),
+so an application serves them from its cache (`cache.Cached`) and a report run again resumes from every finished
+method and cell (`analysis.compute.direct.Direct` computes everything here and stores nothing).
 
 Every section may end up missing or partial, and the report says which and why instead of failing: the budget
 is enforced by the clock (`analysis.report.clock`: each method, task score, cell and summary starts only when it
@@ -40,17 +40,17 @@ Report JSON (schema 1; `KEYS`, `SECTION_KEYS` and `ROW_KEYS` list the keys, `pro
         and trusted
         are None where the report cannot say;
     claims {source, created, counts, rows [{paper, id, says, word, number}]} | None: the model's newest claims board
-        (`python -m analysis claims`), read through the hooks, never run by the report (absent in older reports).
+        (`python -m analysis claims`), read through the `Compute` door, never run by the report (absent in older reports).
 """
 
 from __future__ import annotations
 
 import datetime
 import time
-from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Callable
 
+from analysis.compute import Compute
+from analysis.compute.direct import Direct
 from analysis.report import families as family_tasks
 from analysis.report import plan as planning
 from analysis.report import sections
@@ -74,7 +74,6 @@ ROW_KEYS = {"quality": ("label", "name", "params", "trained", "cached", "seconds
                         "difference_to_best", "difference_ci", "p"),
             "cost": ("label", "seconds", "ratio", "peak_mb")}
 DEFAULT_TASKS = ("polarity",)  # `eval.tasks.load_task` names: a probe on 200 built-in sentences, always present
-KV_BASE = {"prompt": "document", "pooling": "hybrid"}  # the sweep command's and the Layer explorer's cells
 # The order of the work. The families come last: they are the one step whose estimate can pass any budget (unit by
 # unit, each method on each family), and before the seconds-long mechanism and layer map they took the time those
 # needed (a 14-min report under load lost both for 5 s).
@@ -101,44 +100,6 @@ def problems(report) -> list[str]:
         for row in rows:
             out += [f"a {section} row has no {k!r}" for k in ROW_KEYS[section] if k not in (row or {})]
     return out
-
-
-@dataclass
-class Hooks:
-    encode: Callable  # (method, texts) -> (emb (n, d), {"cached", "seconds"})
-    window: Callable  # () -> (Selection, ID per hidden state): KV-Embedding's `layers=auto` window
-    sweep: Callable  # (cells, progress, should_stop) -> object with scores {Cell: rho}, prompt_only, computed, cached
-    soft_curve: Callable  # (pairs, ks) -> `inspect.generation.scaling_curve` arrays
-    claims: Callable = lambda: None  # () -> the model's claims board, as the Claims section shows it (read, not run)
-
-
-def local_hooks(backbone, pairs, *, batch_size: int = 16) -> Hooks:
-    """Everything computed in this process, nothing stored."""
-    from analysis.inspect.generation import scaling_curve
-    from analysis.inspect.intrinsic_dim import auto_trajectory
-    from analysis.methods import get_method
-    from analysis.sweep import runner
-
-    def encode(method, texts):
-        began = time.perf_counter()
-        return method.encode(backbone, texts, batch_size=batch_size), {"cached": False,
-                                                                        "seconds": time.perf_counter() - began}
-
-    def sweep(cells, progress=None, should_stop=None):
-        ref, scores = {}, {}
-
-        def on_cell(result):
-            scores[result.cell] = result.score
-            if progress is not None:
-                progress(len(scores), len(cells), {"cell": result.cell.label(), "cached": False,
-                                                   "seconds": result.seconds})
-
-        runner.score_local(backbone, pairs, cells, base=KV_BASE, batch_size=batch_size, on_cell=on_cell,
-                           on_prefix=lambda rho, s: ref.update(rho=rho), should_stop=should_stop)
-        return SimpleNamespace(scores=scores, prompt_only=ref.get("rho"), computed=len(scores), cached=0)
-
-    return Hooks(encode, lambda: auto_trajectory(backbone, get_method("kv_embedding", **KV_BASE).prompt_only()),
-                 sweep, lambda p, ks: scaling_curve(backbone, p, ks, batch_size=batch_size))
 
 
 def report_methods(backbone) -> tuple[dict, set]:
@@ -188,7 +149,7 @@ def prepare(backbone, pairs, *, budget_minutes: float, batch_size: int = 16, sec
     return plan
 
 
-def build(backbone, pairs, plan: planning.Plan, *, hooks: Hooks | None = None, seed: int = 0, n_boot: int = 1000,
+def build(backbone, pairs, plan: planning.Plan, *, compute: Compute | None = None, seed: int = 0, n_boot: int = 1000,
           batch_size: int = 16, about: dict | None = None, progress: Callable[[float, str], None] | None = None,
           should_stop: Callable[[], bool] | None = None, started: float | None = None,
           clock: Callable[[], float] | None = None) -> dict:
@@ -196,7 +157,7 @@ def build(backbone, pairs, plan: planning.Plan, *, hooks: Hooks | None = None, s
     `about`: extra fields for "data" and "settings" ({"data": {...}, "settings": {...}}); `started`: when the
     budget began on `clock` (`analysis.report.clock.now` unless given; default: now), so a command counts its
     model load and timing probe too."""
-    hooks = hooks or local_hooks(backbone, pairs, batch_size=batch_size)
+    compute = compute or Direct(batch_size=batch_size)
     about = about or {}
     f = backbone.facts
     report = {key: None for key in KEYS}
@@ -219,7 +180,7 @@ def build(backbone, pairs, plan: planning.Plan, *, hooks: Hooks | None = None, s
         if progress is not None:
             progress(min(1.0, (done["s"] + within * plan.estimate.get(section, 0.0)) / total), message)
 
-    work = Steps(backbone, pairs, plan, hooks, report, budget, tell, seed=seed, n_boot=n_boot, batch_size=batch_size)
+    work = Steps(backbone, pairs, plan, compute, report, budget, tell, seed=seed, n_boot=n_boot, batch_size=batch_size)
     for section in STEPS:
         if section in plan.skipped or not work.asked(section):
             continue
@@ -246,7 +207,7 @@ def build(backbone, pairs, plan: planning.Plan, *, hooks: Hooks | None = None, s
         report["recommendation"]["families"] = family_tasks.recommend(report["quality"], report["families"],
                                                                       report["missing"])
         report["recommendation"]["reasons"] += report["recommendation"]["families"]["reasons"]
-    report["claims"] = hooks.claims()
+    report["claims"] = compute.claims_board(backbone)
     report["complete"] = not report["missing"]
     tell("recommendation", "done" if report["complete"] else "done; missing: " + ", ".join(report["missing"]))
     return report

@@ -122,7 +122,7 @@ def measure(tasks: list, methods: dict, labels: list[str], encode, *, n_boot: in
             progress=None, done=None) -> tuple[dict, dict]:
     """(section, {"task: label": why not measured}): every method of `labels` (in that order) on every task.
 
-    `encode(method, texts) -> (emb, info {"cached", ...})` embeds (the report's hook; a side's method comes from
+    `encode(method, texts) -> analysis.compute.Encoded` embeds (the report's door to the cache; a side's method comes from
     `as_role`); `stop(task, label) -> reason or None` before each unit: a reason leaves that unit out (a cheaper
     later one may still fit); `done(task, label, seconds, computed)` after each unit (the clock's drift: only computed
     units count).
@@ -147,9 +147,9 @@ def measure(tasks: list, methods: dict, labels: list[str], encode, *, n_boot: in
             computed = []
 
             def embed(texts, role, m=method, computed=computed):
-                emb, info = encode(m.as_role(role), texts)
-                computed.append(not info.get("cached"))
-                return emb
+                encoded = encode(m.as_role(role), texts)
+                computed.append(not encoded.cached)
+                return encoded.vectors
 
             began = time.perf_counter()
             try:

@@ -28,7 +28,7 @@ def quality(pairs, methods: dict, encode, *, n_boot: int, seed: int, trained: se
     is the best method on the model; a reference method (`REFERENCE_METHODS`: MiniLM alone) is a row marked
     `reference`, compared with that best like every other row, and named in `reference` (None when not measured).
 
-    `encode(method, texts) -> (emb (n, d), info {"cached", "seconds"})`; `progress(label)` before each method;
+    `encode(method, texts) -> analysis.compute.Encoded`; `progress(label)` before each method;
     `stop(label) -> reason or None` before each method: a reason ends the table there, the methods measured so far
     kept. A method that fails is left out with its error, and the others go on. The paired test runs only when
     there is one to run (`n_boot` > 0 and at least `MIN_COMPARE_PAIRS` pairs); without it, no interval and no p."""
@@ -45,9 +45,9 @@ def quality(pairs, methods: dict, encode, *, n_boot: int, seed: int, trained: se
         info = {}
 
         def embed(texts, method=method, info=info):
-            emb, meta = encode(method, texts)
-            info.update(meta)
-            return emb
+            encoded = encode(method, texts)
+            info.update(cached=encoded.cached, seconds=encoded.seconds)
+            return encoded.vectors
 
         try:
             cosines[label] = score_pairs(pairs, embed, n_boot=0).cosines  # intervals below, on shared resamples
@@ -104,7 +104,7 @@ def tasks(tasks: list, methods: dict, encode, *, n_boot: int, seed: int, stop=No
                 missing[name] = stopped
                 continue
             try:
-                s = score_task(task, lambda texts, role, method=method: encode(method.as_role(role), texts)[0],
+                s = score_task(task, lambda texts, role, method=method: encode(method.as_role(role), texts).vectors,
                                n_boot=n_boot, seed=seed)
             except Exception as err:  # noqa: BLE001 -- as in `quality`
                 missing[name] = failure(err)

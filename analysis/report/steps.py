@@ -1,5 +1,5 @@
-"""The model report's sections as steps (`build` runs them in its order): each measures through the report's hooks
-(so an application serves it from its cache), starts each unit of its work only when the budget's clock says it
+"""The model report's sections as steps (`build` runs them in its order): each measures through the report's
+`Compute` door (`analysis.compute`, so an application serves it from its cache), starts each unit of its work only when the budget's clock says it
 still fits (`clock.Budget`), and records in the report's `missing` what it left out and why: a method that failed,
 the methods the time did not reach, the cells of the layer map still to compute. A step returns its section, or
 None when nothing of it was measured.
@@ -20,20 +20,18 @@ class Steps:
     """The steps of one run: `quality`, `cost`, `families`, `mechanism`, `layers`, each a method returning its
     section."""
 
-    def __init__(self, backbone, pairs, plan, hooks, report, budget, tell, *, seed, n_boot, batch_size):
-        self.backbone, self.pairs, self.plan, self.hooks, self.report = backbone, pairs, plan, hooks, report
+    def __init__(self, backbone, pairs, plan, compute, report, budget, tell, *, seed, n_boot, batch_size):
+        self.backbone, self.pairs, self.plan, self.compute, self.report = backbone, pairs, plan, compute, report
         self.budget, self.tell, self.seed, self.n_boot, self.batch_size = budget, tell, seed, n_boot, batch_size
         self.spt = plan.seconds_per_text
-        self.encode = self._measured(hooks.encode)
 
-    def _measured(self, encode):
-        """`encode` that tells the budget how long each computed (not cached) call took against its estimate."""
-        def run(method, texts):
-            emb, info = encode(method, texts)
-            if not info.get("cached"):
-                self.budget.measured(planning.method_seconds(method, len(texts), self.spt), info.get("seconds", 0.0))
-            return emb, info
-        return run
+    def encode(self, method, texts):
+        """`Compute.encode` that tells the budget how long each computed (not cached) call took against its
+        estimate."""
+        encoded = self.compute.encode(self.backbone, method, texts)
+        if not encoded.cached:
+            self.budget.measured(planning.method_seconds(method, len(texts), self.spt), encoded.seconds)
+        return encoded
 
     def asked(self, section: str) -> bool:
         """Whether this run has the section at all: the task families only when some were asked for."""
@@ -60,7 +58,7 @@ class Steps:
         plan, report = self.plan, self.report
         self.tell("quality", "ID trajectory (KV-Embedding's layers=auto)")
         try:
-            sel, ids = self.hooks.window()
+            sel, ids = self.compute.window(self.backbone)
         except UserError as err:  # too few defined ID estimates on this model: the report goes on without KV-Embedding
             reason = f"KV-Embedding's window cannot be chosen on this model: {str(err).rstrip('.')}"
             plan.skipped["layers"] = report["missing"]["layers"] = reason
@@ -120,7 +118,7 @@ class Steps:
 
         cheapest_first = sorted(plan.families, key=lambda t: plan.family_forwards.get(t.name, 0.0))
         section, left_out = families.measure(
-            cheapest_first, measured, families.order(quality, measured), self.hooks.encode, n_boot=self.n_boot,
+            cheapest_first, measured, families.order(quality, measured), self.encode, n_boot=self.n_boot,
             seed=self.seed, done=done, progress=lambda unit: self.tell("families", f"families: {unit}"),
             stop=lambda task, label: self.budget.stop_reason(plan.family_seconds(task, measured[label])))
         section["skipped"] = dict(plan.families_skipped)
@@ -141,7 +139,7 @@ class Steps:
             idx = np.unique(np.linspace(0, len(pairs) - 1, min(planning.SOFT_PAIRS, len(pairs))).astype(int))
             few = Pairs(pairs.name, [pairs.left[i] for i in idx], [pairs.right[i] for i in idx], pairs.scores[idx])
             parts["soft-token K curve"] = ("soft_tokens", self._soft_seconds(), lambda: sections.soft_curve(
-                self.hooks.soft_curve(few, list(planning.SOFT_KS))))
+                self.compute.soft_curve(self.backbone, few, list(planning.SOFT_KS))))
         for name, (key, estimate, measure) in parts.items():
             why = self.budget.stop_reason(estimate)
             if why:
@@ -181,7 +179,7 @@ class Steps:
             last["why"] = self.budget.stop_reason(per_cell)
             return last["why"]
 
-        run = self.hooks.sweep(work, on_cell, stop)
+        run = self.compute.sweep(self.backbone, self.pairs, work, on_cell, stop)
         layers.update(computed=run.computed, cached=run.cached)
         done = sum(c in run.scores for c in work)
         if done < len(work):

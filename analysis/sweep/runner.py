@@ -268,6 +268,20 @@ def runners(backbone, data, starts, **options) -> tuple[Scorer, dict]:
                    for role, texts in score.sides.items()}
 
 
+@dataclass
+class SweepRun:
+    """What a sweep of layer-map cells gives back, computed here or read from the store."""
+
+    scores: dict = field(default_factory=dict)  # Cell -> Spearman
+    prompt_only: float | None = None
+    computed: int = 0  # cells computed by this call
+    cached: int = 0  # cells found in the store
+    seconds: float = 0.0  # wall time of this call
+    prefix_seconds: float | None = None  # the prompt-only pass (None: not run)
+    floor: float = 0.0  # cost floor of the computed part, in prompt-only forwards
+
+
+
 def score_local(backbone, data, cells: list[Cell], *, base: dict | None = None, batch_size: int = 16,
                 memory_mb: float = MEMORY_MB, spill_dir=None, prompt_only: bool = True,
                 on_prefix: Callable[[float, float], None] | None = None,

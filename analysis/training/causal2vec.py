@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.core.deviations import Deviation
-from analysis.training.options import RunOptions, option
+from analysis.core.params import param
+from analysis.training.options import RunOptions
 
 NAME = "causal2vec"
 HELP = ("Train Causal2Vec's bridge (MLP) and the decoder's LoRA jointly on STS-B train, selecting on the dev "
@@ -80,32 +81,32 @@ DEVIATIONS = (
 
 @dataclass(frozen=True)
 class Config(RunOptions):
-    steps: int = option(180, "optimiser steps", min=1, limit=100_000)
-    eval_every: int = option(20, "validate every N steps", min=1)
-    lr: float = option(3e-4, "AdamW learning rate (bridge and LoRA)", above=0.0, max=1.0)
-    lora_rank: int = option(16, "LoRA rank on the decoder's q/k/v/o projections; 0 = train the MLP only (the old "
+    steps: int = param(180, "optimiser steps", min=1, limit=100_000)
+    eval_every: int = param(20, "validate every N steps", min=1)
+    lr: float = param(3e-4, "AdamW learning rate (bridge and LoRA)", above=0.0, max=1.0)
+    lora_rank: int = param(16, "LoRA rank on the decoder's q/k/v/o projections; 0 = train the MLP only (the old "
                             "recipe)", min=0, limit=256)
-    encoder_lora_rank: int = option(0, "LoRA rank (alpha 2R) on the sentence encoder's attention projections, "
+    encoder_lora_rank: int = param(0, "LoRA rank (alpha 2R) on the sentence encoder's attention projections, "
                                     "trained jointly (this project reads the paper as tuning its encoder too); 0 = "
                                     "the encoder stays frozen",
                                     min=0, limit=256)
-    loss: str = option("infonce", "infonce (the paper's loss as this project reads it: positives, in-batch and hard "
+    loss: str = param("infonce", "infonce (the paper's loss as this project reads it: positives, in-batch and hard "
                        "negatives), cosent (graded pairs) or both", choices=("infonce", "cosent", "both"))
-    temperature: float = option(0.05, "InfoNCE temperature (0.05: the paper's as this project reads it, not "
+    temperature: float = param(0.05, "InfoNCE temperature (0.05: the paper's as this project reads it, not "
                                 "verified)", above=0.0, max=10.0)
-    positive_min: float = option(HIGH, "gold score of a positive pair", min=0.0, max=5.0)
-    negative_max: float = option(LOW, "gold score at or below which a pair's sentences are hard negatives",
+    positive_min: float = param(HIGH, "gold score of a positive pair", min=0.0, max=5.0)
+    negative_max: float = param(LOW, "gold score at or below which a pair's sentences are hard negatives",
                                  min=0.0, max=5.0)
-    hard_negatives: int = option(8, "hard-negative sentences per batch, from the batch's source (0 = none)", min=0,
+    hard_negatives: int = param(8, "hard-negative sentences per batch, from the batch's source (0 = none)", min=0,
                                  limit=256)
-    instruction: str = option(INSTRUCTION, "text before the contextual token, in training and evaluation")
-    train_readout: str = option("concat", "readout the loss and the validation use: concat over the whole text "
+    instruction: str = param(INSTRUCTION, "text before the contextual token, in training and evaluation")
+    train_readout: str = param("concat", "readout the loss and the validation use: concat over the whole text "
                                 "(the paper's) or contextual (texts cut right after C: the old, cheaper MLP-only "
                                 "recipe)", choices=("concat", "contextual"))
-    eval_pairs: int = option(300, "pairs of the dev selection part scored at each validation", min=10)
-    final_eval: str = option("report", "score the best weights on the dev report part, which selection never saw, "
+    eval_pairs: int = param(300, "pairs of the dev selection part scored at each validation", min=10)
+    final_eval: str = param("report", "score the best weights on the dev report part, which selection never saw, "
                              "or skip it", choices=("report", "none"))
-    control: str = option("none", "train one of the controls (this project's reading of the paper's ablations) with "
+    control: str = param("none", "train one of the controls (this project's reading of the paper's ablations) with "
                           "this same recipe instead of the system: no-contextual = the decoder's LoRA on its EOS state "
                           "without the contextual token; concat = the LoRA on the plain concatenation of its EOS state "
                           "and the encoder's vector; none = Causal2Vec itself",

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 from analysis.core.deviations import Deviation
 from analysis.data.personas import LAYOUTS, max_people
-from analysis.training.options import RunOptions, option
+from analysis.core.params import param
+from analysis.training.options import RunOptions
 
 NAME = "compression"
 HELP = ("Train the context-compression adapter (MiniLM pool -> decoder input) and the decoder's LoRA on synthetic "
@@ -92,45 +93,45 @@ def mix(pools_mode: str = "sentence", names: bool = False, people: int = 1) -> d
 
 @dataclass(frozen=True)
 class Config(RunOptions):
-    steps: int = option(850, "optimiser steps", min=1, limit=100_000)
-    lr: float = option(2e-3, "AdamW learning rate", above=0.0, max=1.0)
-    eval_every: int = option(100, "validate every N steps", min=1)
-    max_minutes: float = option(55.0, "stop cleanly (best weights kept) after this much training wall time",
+    steps: int = param(850, "optimiser steps", min=1, limit=100_000)
+    lr: float = param(2e-3, "AdamW learning rate", above=0.0, max=1.0)
+    eval_every: int = param(100, "validate every N steps", min=1)
+    max_minutes: float = param(55.0, "stop cleanly (best weights kept) after this much training wall time",
                                 above=0.0, limit=24 * 60)
-    personas: int = option(1000, "training personas", min=1, limit=100_000)
-    val: int = option(60, "validation rows scored at every evaluation", min=1, limit=10_000)
-    curriculum: float = option(0.1, "share of the steps that come first with one-sentence contexts (the sentence "
+    personas: int = param(1000, "training personas", min=1, limit=100_000)
+    val: int = param(60, "validation rows scored at every evaluation", min=1, limit=10_000)
+    curriculum: float = param(0.1, "share of the steps that come first with one-sentence contexts (the sentence "
                                "that states the asked fact, one pool), before the mix of modes (0 = none)",
                                min=0.0, max=0.99)
-    lora_from: float = option(0.5, "LoRA on the q/v projections of the decoder layers from this share of the depth "
+    lora_from: float = param(0.5, "LoRA on the q/v projections of the decoder layers from this share of the depth "
                               "on (0.5: the last half, as the source; 0 = every layer)", min=0.0, max=0.99)
-    pool_scale: float = option(1.0, "the adapter's learning rate as a multiple of the LoRA's, through a "
+    pool_scale: float = param(1.0, "the adapter's learning rate as a multiple of the LoRA's, through a "
                                "reparametrisation that leaves the initial adapter unchanged", above=0.0, max=1000.0)
-    warm_start: str = option("value", "adapter initialisation: value fits it in closed form so each fact sentence's "
+    warm_start: str = param("value", "adapter initialisation: value fits it in closed form so each fact sentence's "
                              "pool starts at the mean input embedding of the fact's value tokens; none is the "
                              "source's N(0, 0.02^2)", choices=("value", "none"))
-    people: int = option(1, "people per training context: 1 = one persona with 0-2 distractor sentences (the shipped "
+    people: int = param(1, "people per training context: 1 = one persona with 0-2 distractor sentences (the shipped "
                          "recipe); N > 1 = N people's fact sentences, the question names one of them by first name",
                          min=1, max=min(max_people("train"), max_people("validation")))
-    names: bool = option(False, "show each pool's person as literal name tokens before it (the source's Experiment "
+    names: bool = param(False, "show each pool's person as literal name tokens before it (the source's Experiment "
                                 "B2) in every pool row, and ask no name questions (their answer would be copied)")
-    layout: str = option("grouped", "with --people N > 1: each person's sentences together (grouped, the source) or "
+    layout: str = param("grouped", "with --people N > 1: each person's sentences together (grouped, the source) or "
                          "interleaved with the others'", choices=LAYOUTS)
-    pools_mode: str = option("sentence", "the pools trained for: per-sentence pools (the mix of modes) or one "
+    pools_mode: str = param("sentence", "the pools trained for: per-sentence pools (the mix of modes) or one "
                              "paragraph pool (paragraph rows plus the same share of text rows)", choices=POOLS_MODES)
-    warm_from: str = option("", "a finished compression run's folder: start the adapter and LoRA from its weights "
+    warm_from: str = param("", "a finished compression run's folder: start the adapter and LoRA from its weights "
                             "instead of --warm-start (the scaling study's cascade); refused when it was trained "
                             "for another model, encoder or system, or with another --lora-from/--pool-scale",
                             path=True)
-    checkpointing: bool = option(False, "recompute each decoder layer in the backward pass instead of keeping its "
+    checkpointing: bool = param(False, "recompute each decoder layer in the backward pass instead of keeping its "
                                         "activations (about a third more compute, a fraction of the memory): rows "
                                         "of 25+ people with names need it on a machine with ~20 GB")
-    vocabulary: str = option("small", "persona vocabularies: small = 36 first names, 36 surnames, 24 professions, 20 "
+    vocabulary: str = param("small", "persona vocabularies: small = 36 first names, 36 surnames, 24 professions, 20 "
                              "employers, cities and countries (every shipped run); source = the source's 250, 210, "
                              "180, 200, 200 and 120", choices=("small", "source"))
-    reconstruct: float = option(0.0, "share of the batches that ask for the paragraph back from its per-sentence "
+    reconstruct: float = param(0.0, "share of the batches that ask for the paragraph back from its per-sentence "
                                 "pools (the source's Experiment C: 0.5); 0 = none", min=0.0, max=0.9)
-    content_weight: float = option(3.0, "loss weight of a content word's tokens in a reconstruction (the source's 3); "
+    content_weight: float = param(3.0, "loss weight of a content word's tokens in a reconstruction (the source's 3); "
                                    "function words and punctuation weigh 1", min=1.0, max=100.0)
 
 

@@ -32,7 +32,8 @@ import torch
 
 from analysis.training.icr import OBJECTIVES, TEMPERATURE, cumulative_means, objective, refinement_penalty, stepwise_losses
 from analysis.core.deviations import Deviation
-from analysis.training.options import RunOptions, option
+from analysis.core.params import param
+from analysis.training.options import RunOptions
 
 NAME = "gircse"
 HELP = ("Train the soft_tokens LoRA adapter with GIRCSE's Iterative Contrastive Refinement on STS-B train, or its "
@@ -70,36 +71,36 @@ DEVIATIONS = (
 
 @dataclass(frozen=True)
 class Config(RunOptions):
-    steps: int = option(88, "optimiser steps (88 = one epoch of the 1,406 STS-B train pairs scored >= 4 at batch 16)",
+    steps: int = param(88, "optimiser steps (88 = one epoch of the 1,406 STS-B train pairs scored >= 4 at batch 16)",
                         min=1, limit=100_000)
-    eval_every: int = option(10, "validate every N steps", min=1)
-    lr: float = option(2e-4, "AdamW learning rate", above=0.0, max=1.0)
-    k: int = option(5, "soft tokens generated in training (the paper's K)", min=1, limit=64)
-    objective: str = option("icr", "icr = sum of the stepwise InfoNCE losses + λ·refinement regulariser (the paper's "
+    eval_every: int = param(10, "validate every N steps", min=1)
+    lr: float = param(2e-4, "AdamW learning rate", above=0.0, max=1.0)
+    k: int = param(5, "soft tokens generated in training (the paper's K)", min=1, limit=64)
+    objective: str = param("icr", "icr = sum of the stepwise InfoNCE losses + λ·refinement regulariser (the paper's "
                             "equation as this project reads it); icr-mean = the mean instead of the sum (the "
                             "reference code); stepwise / final = this project's reading of the paper's ablations; "
                             "causal-eos = the fair baseline (no generation)", choices=OBJECTIVES + (CAUSAL_EOS,))
-    lam: float = option(1.0, "regulariser weight λ", min=0.0, max=100.0)
-    temperature: float = option(TEMPERATURE, "InfoNCE temperature on cosine similarities (the reference code's 0.02)",
+    lam: float = param(1.0, "regulariser weight λ", min=0.0, max=100.0)
+    temperature: float = param(TEMPERATURE, "InfoNCE temperature on cosine similarities (the reference code's 0.02)",
                                 above=0.0, max=10.0)
-    gen_temperature: float = option(1.0, "τ_gen of s_k = softmax(logits/τ_gen), as the method at inference",
+    gen_temperature: float = param(1.0, "τ_gen of s_k = softmax(logits/τ_gen), as the method at inference",
                                     above=0.0, max=100.0)
-    warmup: int = option(5, "linear warm-up steps before the cosine decay (the reference code: a ratio of 0.03 of "
+    warmup: int = param(5, "linear warm-up steps before the cosine decay (the reference code: a ratio of 0.03 of "
                          "its one epoch)", min=0, limit=100_000)
     # LoRA: GIRCSE's reference code adapts every layer with rank 16, alpha 64 (DEVIATIONS). At 135M on a CPU, rank 8 on
     # the attention and MLP projections of the top layers keeps the adapter at a few MB and stops the backward pass.
-    lora_rank: int = option(8, "LoRA rank", min=1, limit=256)
-    lora_alpha: int = option(16, "LoRA α (α/r = 2: the usual scale)", min=1, limit=4096)
-    lora_layers: int = option(12, "adapt the top N decoder layers (0 = all)", min=0, limit=1024)
-    lora_targets: tuple = option(("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+    lora_rank: int = param(8, "LoRA rank", min=1, limit=256)
+    lora_alpha: int = param(16, "LoRA α (α/r = 2: the usual scale)", min=1, limit=4096)
+    lora_layers: int = param(12, "adapt the top N decoder layers (0 = all)", min=0, limit=1024)
+    lora_targets: tuple = param(("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
                                  "projections LoRA adapts")
-    min_score: float = option(4.0, "STS-B train pairs with gold >= this are positives", min=0.0, max=5.0)
-    negative_max: float = option(1.0, "gold score at or below which a pair's sentences are hard negatives",
+    min_score: float = param(4.0, "STS-B train pairs with gold >= this are positives", min=0.0, max=5.0)
+    negative_max: float = param(1.0, "gold score at or below which a pair's sentences are hard negatives",
                                  min=0.0, max=5.0)
-    hard_negatives: int = option(0, "hard-negative sentences per batch, from the batch's source (0 = none)",
+    hard_negatives: int = param(0, "hard-negative sentences per batch, from the batch's source (0 = none)",
                                  min=0, limit=256)
-    eval_pairs: int = option(300, "pairs of the dev selection part scored at each validation", min=10)
-    instruction: str = option("Represent this text.", "the task text (= the soft_tokens method's default)")
+    eval_pairs: int = param(300, "pairs of the dev selection part scored at each validation", min=10)
+    instruction: str = param("Represent this text.", "the task text (= the soft_tokens method's default)")
 
 
 # ---- the differentiable forward --------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
     @dataclass(frozen=True)
     class Config(RunOptions):
-        k: int = option(5, "soft tokens generated in training", min=1, limit=32)
+        k: int = param(5, "soft tokens generated in training", min=1, limit=32)
 
 `hyperparameters(config)` is what shapes the weights (for the manifest); `command(system, config)` the command that
 reproduces the run, derived from the settings.
@@ -13,32 +13,33 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from analysis.core.options import flags, option, shown
+from analysis.core.options import flags
+from analysis.core.params import param, shown
 
 
 @dataclass(frozen=True)
 class RunOptions:
     """What every training run takes (the loop's settings, where the model and the result live)."""
 
-    model: str = option("default", "decoder: 'default', a built-in name, a Hugging Face folder or a .gguf file")
-    steps: int = option(200, "optimiser steps", min=1, limit=100_000)
-    batch_size: int = option(16, "examples per micro-batch", min=2, limit=1024)
-    grad_accum: int = option(1, "micro-batches per optimiser step", min=1, limit=64)
-    lr: float = option(2e-4, "AdamW learning rate", above=0.0, max=1.0)
-    eval_every: int = option(25, "validate every N steps", min=1)
-    patience: int = option(0, "evaluations without improvement before stopping (0 = never stop early)", min=0)
-    seed: int = option(0, "seed of the data order and of every initialisation", min=0)
-    max_minutes: float = option(60.0, "stop cleanly (best weights kept) after this much training wall time",
+    model: str = param("default", "decoder: 'default', a built-in name, a Hugging Face folder or a .gguf file")
+    steps: int = param(200, "optimiser steps", min=1, limit=100_000)
+    batch_size: int = param(16, "examples per micro-batch", min=2, limit=1024)
+    grad_accum: int = param(1, "micro-batches per optimiser step", min=1, limit=64)
+    lr: float = param(2e-4, "AdamW learning rate", above=0.0, max=1.0)
+    eval_every: int = param(25, "validate every N steps", min=1)
+    patience: int = param(0, "evaluations without improvement before stopping (0 = never stop early)", min=0)
+    seed: int = param(0, "seed of the data order and of every initialisation", min=0)
+    max_minutes: float = param(60.0, "stop cleanly (best weights kept) after this much training wall time",
                                 above=0.0, limit=24 * 60)
-    threads: int = option(0, "torch threads (0 = torch's choice; 1 is fastest on a CPU shared with other jobs)",
+    threads: int = param(0, "torch threads (0 = torch's choice; 1 is fastest on a CPU shared with other jobs)",
                           min=0, limit=256)
-    out: str = option("", "result folder (default: <cache>/runs/<system>/<model>); the shipped artefacts are "
+    out: str = param("", "result folder (default: <cache>/runs/<system>/<model>); the shipped artefacts are "
                           "written only with --ship")
-    resume: bool = option(False, "continue from the checkpoint in the result folder")
-    precision: str = option("float32", "the training forward's precision: bfloat16 runs it under autocast (the "
+    resume: bool = param(False, "continue from the checkpoint in the result folder")
+    precision: str = param("float32", "the training forward's precision: bfloat16 runs it under autocast (the "
                                        "trained tensors, their optimiser state and validation stay float32)",
                             choices=("float32", "bfloat16"))
-    ship: bool = option(False, "also copy the result into the repository's shipped artefacts "
+    ship: bool = param(False, "also copy the result into the repository's shipped artefacts "
                                "(analysis/artefacts/<system>/<model>/), replacing what is there")
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -126,14 +125,3 @@ def artefact_digest(folder) -> str:
         h.update(name.encode())
         h.update(file_sha256(path).encode())
     return h.hexdigest()[:16]
-
-
-def copy_artefact(src, dst) -> Path:
-    """Copy an artefact folder (weights + manifest only)."""
-    src, dst = Path(src), Path(dst)
-    dst.mkdir(parents=True, exist_ok=True)
-    for name in (WEIGHTS, MANIFEST):
-        shutil.copy2(src / name, dst / name)
-    return dst
-
-

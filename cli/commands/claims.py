@@ -51,7 +51,7 @@ def run(args) -> dict:
     from analysis.experiments.claims.board import prepare, run as judge, summary
     from analysis.experiments.claims.context import Settings, check
     from analysis.experiments.claims.html import render
-    from analysis.experiments.hooks import local_hooks
+    from analysis.compute.direct import Direct
     from analysis.report import clock
 
     from cli.commands._common import load_model
@@ -62,14 +62,14 @@ def run(args) -> dict:
     backbone = load_model(args)
     store = None
     if args.no_cache:
-        hooks = local_hooks()
+        compute = Direct()
     else:
         from cache import default_store
-        from cache.experiments import cached_hooks
+        from cache.cached import Cached
 
         store = default_store()
-        hooks = cached_hooks(store)
-    plan = prepare(backbone, hooks, settings, claims=claims)
+        compute = Cached(store)
+    plan = prepare(backbone, compute, settings, claims=claims)
     estimate = plan.as_dict()
     say(f"estimate: {estimate['estimate_seconds'] / 60:.1f} min on an empty cache for {estimate['to_measure']} claims "
         f"of {len(claims)} (budget {args.budget_minutes:g} min); {estimate['refused']} cannot run here")

@@ -29,7 +29,8 @@ def run(args) -> dict:
     from transformers.utils import logging as hf_logging
 
     from analysis.core.options import from_args
-    from analysis.experiments import experiment, records, run as measure
+    from analysis.experiments import experiment, run as measure
+    from analysis.experiments.machinery import records
 
     config = from_args(experiment(args.experiment).Config, args)  # every flag checked before a model loads
     folder = _writable(args.records or records.folder())
@@ -38,15 +39,15 @@ def run(args) -> dict:
 
         torch.set_num_threads(args.threads)
     hf_logging.disable_progress_bar()  # stdout carries one JSON line; stderr the progress bar
-    hooks = None
+    compute = None  # --no-cache: the experiment's own default, analysis.compute.direct.Direct
     if not args.no_cache:
         from cache import default_store
-        from cache.experiments import cached_hooks
+        from cache.cached import Cached
 
-        hooks = cached_hooks(default_store())
+        compute = Cached(default_store())
     bar = _progress(args.experiment)
     try:
-        record = measure(args.experiment, config, hooks=hooks, progress=bar)
+        record = measure(args.experiment, config, compute=compute, progress=bar)
     finally:
         bar.close()
     path = records.write(record, folder)

@@ -92,7 +92,7 @@ def run(args) -> dict:
     from analysis.report.clock import RESUME
     from analysis.report.html import save
     from cache import default_store
-    from cache.report import report_hooks
+    from cache.cached import Cached
     from cli.commands._common import choose, load_model
 
     started = clock.now()  # the budget covers the whole command: loading the model and the timing probe too
@@ -109,11 +109,11 @@ def run(args) -> dict:
         + ("; more than the budget: the run stops when the time is up, says what is missing, and the same command "
            "goes on from the cache" if estimate["estimate_total_seconds"] > plan.budget_seconds else ""))
     store = None if args.no_cache else default_store()
-    hooks = report_hooks(store, backbone, pairs, batch_size=args.batch_size, executor=args.executor,
-                         address=args.address, model=args.model)
+    compute = Cached(store, batch_size=args.batch_size, executor=args.executor, address=args.address,
+                     model=args.model)
     about = {"data": {"requested": str(args.data), **picked},
              "settings": {"executor": args.executor, "command": command_line(args)}}
-    report = build(backbone, pairs, plan, hooks=hooks, seed=args.seed, n_boot=args.n_boot,
+    report = build(backbone, pairs, plan, compute=compute, seed=args.seed, n_boot=args.n_boot,
                    batch_size=args.batch_size, about=about, progress=lambda f, m: say(f"[{f:4.0%}] {m}"),
                    started=started)
     try:

@@ -19,8 +19,8 @@ def add_arguments(parser) -> None:
 
 def run(args) -> dict:
     from analysis.core.errors import UserError
-    from analysis.experiments.records import read_all
-    from analysis.experiments.render import readme, render
+    from analysis.experiments.machinery.records import read_all
+    from analysis.experiments.machinery.render import readme, render
 
     records = read_all(args.records)  # a damaged record: one sentence naming its file and field
     if not records:

@@ -2,7 +2,7 @@
 fixed here before anything is measured ("Does the paper hold on my model?").
 
 A claim is one `Claim`: where in its paper it comes from, what the paper says (in the paper's words where short),
-how it is tested here (task family, sample, methods, comparison), which rule of `analysis.experiments.verdicts`
+how it is tested here (task family, sample, methods, comparison), which rule of `analysis.experiments.machinery.verdicts`
 judges it, which methods' and trained systems' declared deviations bear on it, and where the app shows the
 evidence. Its `judge(ctx)` returns an `Outcome` or raises `CannotRun(what it needs)`; its `work(ctx)` lists the
 units of computation it needs (`Unit`: shared between claims, so the board's estimate counts each once). The
@@ -10,7 +10,7 @@ claims live one module per paper (`kv_embedding`, `htp`, `gircse`, `causal2vec`,
 holds them in the board's order and `board.run` runs them for one model under a time budget.
 
 A claim a published record already measured on this model is read from the record (`Context.record`); otherwise
-it is measured through the experiments' hooks, so every embedding and layer-map cell is cached and a stopped board
+it is measured through the experiments' compute, so every embedding and layer-map cell is cached and a stopped board
 resumes where it stopped.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from analysis.experiments.verdicts import Verdict
+from analysis.experiments.machinery.verdicts import Verdict
 
 
 @dataclass(frozen=True)

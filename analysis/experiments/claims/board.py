@@ -1,14 +1,14 @@
 """The claims board: every claim judged on one model within a time budget, as one JSON-able dict.
 
-    plan = prepare(backbone, hooks, Settings())       # a short timed probe, then every claim's estimate
+    plan = prepare(backbone, compute, Settings())       # a short timed probe, then every claim's estimate
     plan.as_dict()["estimate_seconds"]                 # shown before any work
     board = run(plan, budget_seconds=1800, progress=lambda done, total, message: ...)
 
 A claim that cannot run on this model (no weights trained for it, data missing, a control not built) is refused
 when the plan is made, with what it needs. The others run cheapest first, each started only when its estimate
-(the units of work it still needs, none for what the hooks already store, scaled by the measured drift of the
+(the units of work it still needs, none for what the `Compute` door already stores, scaled by the measured drift of the
 claims so far: `report.clock.Budget`) fits the time left; a claim not reached is "not measured" with the reason, and
-the same board run again resumes from the hooks' cache. A claim that fails is "not measured" with its error, and the
+the same board run again resumes from the cache. A claim that fails is "not measured" with its error, and the
 others go on.
 
 Board JSON (schema 1): schema, created, model {name, title, identity, n_layers}, settings, papers {key: {title,
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from analysis.core.errors import UserError
-from analysis.experiments import verdicts
+from analysis.experiments.machinery import verdicts
 from analysis.experiments.claims import PAPERS, CannotRun, Claim, Outcome, causal2vec, compression, gircse, htp
 from analysis.experiments.claims import kv_embedding
 from analysis.experiments.claims.context import Context, Settings, check, short_name
@@ -51,7 +51,7 @@ def choose(ids) -> list[Claim]:
 def deviations_of(source: str) -> list[dict]:
     """The declared deviations of "method:<name>" or "system:<name>" (`fidelity.of`), as JSON with the one-line
     sentence the method's help shows."""
-    from analysis.experiments.fidelity import of
+    from analysis.experiments.machinery.fidelity import of
 
     return [{"of": source, **d.as_json(), "sentence": d.sentence()} for d in of(source)]
 
@@ -80,10 +80,10 @@ class Plan:
                 "probe": None if r is None else {"seconds_per_text": [r[0], r[1]], "at_tokens": [r[2], r[3]]}}
 
 
-def prepare(backbone, hooks, settings: Settings, *, claims=None, records_folder=None, rate=None) -> Plan:
+def prepare(backbone, compute, settings: Settings, *, claims=None, records_folder=None, rate=None) -> Plan:
     """The plan: the timed probe (`rate` reuses an earlier one, as a page does on every rerun), then each claim's
     units, or its refusal. Nothing is measured yet."""
-    ctx = Context(backbone, hooks, check(settings), records_folder=records_folder)
+    ctx = Context(backbone, compute, check(settings), records_folder=records_folder)
     if rate is None:
         ctx.calibrate()
     else:

@@ -2,7 +2,7 @@
 helps, the system beats the small encoder it reads, and it is far cheaper than methods that repeat the input (Echo).
 
 Every claim needs the system trained for this model (a shipped bridge whose manifest names this model's weights);
-the quality claims compare readouts on the board's held-out pairs through the hooks (the `causal2vec` record's
+the quality claims compare readouts on the board's held-out pairs through the `Compute` door (the `causal2vec` record's
 paired row is read where it has the comparison and was measured on this model), the cost claims time and count
 tokens here.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.experiments import verdicts
+from analysis.experiments.machinery import verdicts
 from analysis.experiments.claims import CannotRun, Claim, Evidence, Outcome
 from analysis.experiments.claims.context import STS_HOW, configured, recorded_difference, short_name
 
@@ -62,7 +62,7 @@ def _control(ctx, name: str):
     CannotRun saying how to train it."""
     from analysis.core.errors import UserError
     from analysis.experiments.causal2vec import CONTROLS
-    from analysis.experiments.provenance import weights_folder
+    from analysis.experiments.machinery.provenance import weights_folder
 
     try:
         folder = weights_folder("causal2vec", ctx.backbone.facts, f"shipped/ablations/{name}")

@@ -16,7 +16,7 @@ exact match at 10x compression, per-sentence pools 33 points above one paragraph
 
 from __future__ import annotations
 
-from analysis.experiments import verdicts
+from analysis.experiments.machinery import verdicts
 from analysis.experiments.claims import CannotRun, Claim, Evidence, Outcome, Unit
 from analysis.experiments.claims.context import recorded_rate, short_name
 from analysis.experiments.compression_people import LONGER
@@ -34,7 +34,7 @@ def _lesson(step: int, label: str) -> Evidence:
 def _weights(ctx):
     """The compression weights shipped for this model, or CannotRun saying how to train them."""
     from analysis.core.errors import UserError
-    from analysis.experiments.provenance import weights_folder
+    from analysis.experiments.machinery.provenance import weights_folder
 
     try:
         return weights_folder("compression", ctx.backbone.facts, "shipped")
@@ -46,7 +46,7 @@ def _weights(ctx):
 
 def heldout(ctx) -> tuple[dict, str]:
     """({mode: (matched, n, context tokens per position)}, source) of single-person held-out questions per way of
-    giving the context: the compression record's table, or measured here through the hooks."""
+    giving the context: the compression record's table, or measured here through the `Compute` door."""
     found = ctx.record("compression")
     if found is not None and found[0].has_table("heldout"):
         rec, note = found
@@ -60,7 +60,7 @@ def heldout(ctx) -> tuple[dict, str]:
 
         def answer(items, mode, label):
             m, ids = split_mode(mode)
-            return ctx.hooks.compress_predict(system, items, m, ids)
+            return ctx.compute.compress_predict(system, items, m, ids)
 
         scores = heldout_scores(answer, ctx.settings.compression_n)
         ctx.memo["compression"] = {m: (round(r["exact_match"] * r["n"]), r["n"], r["compression"])

@@ -1,8 +1,8 @@
-"""What a claim is measured with: one model, the experiments' hooks, the board's settings, and the measurements several
-claims share, each made once per board (memoised here) and stored by the hooks (so a board run again computes
+"""What a claim is measured with: one model, the experiments' compute, the board's settings, and the measurements several
+claims share, each made once per board (memoised here) and stored through the `Compute` door (so a board run again computes
 nothing it finished).
 
-    ctx = Context(backbone, hooks, Settings(sts_sample=500))
+    ctx = Context(backbone, compute, Settings(sts_sample=500))
     ctx.sts_difference(ctx.kv(), ctx.kv(layers="none"))   # paired Spearman difference on held-out STS-B
     ctx.longdoc_hits(ctx.method("htp"), 4096)             # per-query nDCG@1 of one document length
     ctx.record("gircse")                                  # (record, note) when it was measured on this model
@@ -22,7 +22,7 @@ from functools import cached_property
 import numpy as np
 
 from analysis.core.errors import TruncationWarning, UserError
-from analysis.core.options import option
+from analysis.core.params import param
 from analysis.experiments.claims import CannotRun, Unit
 
 STS_HOW = "held-out STS-B (the dev report part no trainer or setting was selected on)"
@@ -32,22 +32,22 @@ STS_HOW = "held-out STS-B (the dev report part no trainer or setting was selecte
 class Settings:
     """What every claim is measured on; the same settings give the same numbers (and the same cache entries)."""
 
-    sts_sample: int = option(500, "pairs of the STS-B dev report part, stratified by genre (0 = all 1,200)", min=0)
-    seed: int = option(0, "seed of the samples and of the bootstrap", min=0)
-    n_boot: int = option(1000, "bootstrap resamples of every interval", min=0, limit=10_000)
-    longdoc: str = option("passkey", "the long-document task (LongEmbed-style, generated here)",
+    sts_sample: int = param(500, "pairs of the STS-B dev report part, stratified by genre (0 = all 1,200)", min=0)
+    seed: int = param(0, "seed of the samples and of the bootstrap", min=0)
+    n_boot: int = param(1000, "bootstrap resamples of every interval", min=0, limit=10_000)
+    longdoc: str = param("passkey", "the long-document task (LongEmbed-style, generated here)",
                           choices=("passkey", "needle", "scifact"))
-    longdoc_n: int = option(20, "documents (and queries) per length: 20 shares them with the longdoc record", min=2,
+    longdoc_n: int = param(20, "documents (and queries) per length: 20 shares them with the longdoc record", min=2,
                             limit=1000)
-    longdoc_lengths: tuple = option(("256", "4096"), "document lengths compared, shortest and longest (a model that "
+    longdoc_lengths: tuple = param(("256", "4096"), "document lengths compared, shortest and longest (a model that "
                                                     "reads fewer tokens is compared at its longest)")
-    retrieval: str = option("scifact-report", "the retrieval set (a registry id or beir:FOLDER)")
-    retrieval_queries: int = option(100, "its queries, seeded (0 = all): the task_families record's sub-corpus", min=0)
-    retrieval_distractors: int = option(150, "abstracts judged for none of them, seeded, beside every one judged",
+    retrieval: str = param("scifact-report", "the retrieval set (a registry id or beir:FOLDER)")
+    retrieval_queries: int = param(100, "its queries, seeded (0 = all): the task_families record's sub-corpus", min=0)
+    retrieval_distractors: int = param(150, "abstracts judged for none of them, seeded, beside every one judged",
                                         min=0)
-    timing_texts: int = option(64, "texts timed for the cost claims", min=2, limit=2000)
-    repeats: int = option(3, "interleaved timing rounds (medians kept)", min=1, limit=20)
-    compression_n: int = option(200, "held-out questions when a compression claim is measured, not read", min=10,
+    timing_texts: int = param(64, "texts timed for the cost claims", min=2, limit=2000)
+    repeats: int = param(3, "interleaved timing rounds (medians kept)", min=1, limit=20)
+    compression_n: int = param(200, "held-out questions when a compression claim is measured, not read", min=10,
                                 limit=10_000)
 
 
@@ -96,8 +96,8 @@ def short_name(facts) -> str:
 
 
 class Context:
-    def __init__(self, backbone, hooks, settings: Settings, *, records_folder=None):
-        self.backbone, self.hooks, self.settings = backbone, hooks, settings
+    def __init__(self, backbone, compute, settings: Settings, *, records_folder=None):
+        self.backbone, self.compute, self.settings = backbone, compute, settings
         self.records_folder = records_folder
         self.memo: dict = {}
         self.rate = None  # (seconds per text of `short` tokens, of `long` tokens, short, long): `calibrate`
@@ -154,10 +154,10 @@ class Context:
         return method.with_window(self.backbone, self.window().layers) if needs and needs(self.backbone) else method
 
     def window(self):
-        """KV-Embedding's intrinsic-dimension window on this model (through the hooks: computed once, stored)."""
+        """KV-Embedding's intrinsic-dimension window on this model (through the `Compute` door: computed once, stored)."""
         if "window" not in self.memo:
             try:
-                self.memo["window"] = self.hooks.report(self.backbone, self.pairs).window()[0]
+                self.memo["window"] = self.compute.window(self.backbone)[0]
             except UserError as err:
                 raise CannotRun(f"KV-Embedding's layers=auto window cannot be chosen on this model: "
                                 f"{str(err).rstrip('.')}") from None
@@ -178,14 +178,14 @@ class Context:
         """The window when it costs nothing to know (found before, or stored), else None: planning never
         computes it."""
         if "window" not in self.memo:
-            found = self.hooks.stored_window(self.backbone)
+            found = self.compute.window(self.backbone, compute=False)
             if found is None:
                 return None
             self.memo["window"] = found[0]
         return self.memo["window"]
 
     def unit(self, key: tuple, seconds: float, method, texts: list[str], role: str = "document") -> Unit:
-        """A unit of embedding `texts` with `method`: free when the hooks already hold every vector (a board run
+        """A unit of embedding `texts` with `method`: free when the `Compute` door already holds every vector (a board run
         again, or work an experiment or a page did), so a budget counts only what is left to compute."""
         needs = getattr(method, "needs_window", None)
         if needs and needs(self.backbone):
@@ -193,7 +193,7 @@ class Context:
             if window is None or not window.layers:
                 return Unit(key, seconds)
             method = method.with_window(self.backbone, window.layers)
-        stored = self.hooks.stored(self.backbone, method.as_role(role), list(texts))
+        stored = self.compute.is_stored(self.backbone, method.as_role(role), list(texts))
         return Unit(key, 0.0 if stored else seconds)
 
     def two_sided_unit(self, key: tuple, seconds: float, method, beir) -> Unit:
@@ -206,7 +206,7 @@ class Context:
     # ---- held-out STS-B ----------------------------------------------------------------------------------------
     @cached_property
     def pairs(self):
-        from analysis.experiments.heldout_sts import report_pairs
+        from analysis.experiments.machinery.heldout_sts import report_pairs
 
         try:
             return report_pairs(self.settings.sts_sample, self.settings.seed)[0]
@@ -214,7 +214,7 @@ class Context:
             raise CannotRun(f"needs STS-B dev in the data folder ({str(err).rstrip('.')})") from None
 
     def texts(self) -> list[str]:
-        from analysis.experiments.heldout_sts import texts_of
+        from analysis.experiments.machinery.heldout_sts import texts_of
 
         return texts_of(self.pairs)
 
@@ -227,13 +227,13 @@ class Context:
                          method, pair_index(self.pairs)[0])
 
     def cosines(self, method) -> np.ndarray:
-        """(n_pairs,) cosine of each pair's two embeddings, through the hooks."""
+        """(n_pairs,) cosine of each pair's two embeddings, through the `Compute` door."""
         from analysis.eval.sts import pair_cosines, pair_index
 
         key = ("sts", method_key(method))
         if key not in self.memo:
             texts, left, right = pair_index(self.pairs)
-            emb, _ = self.hooks.encode(self.backbone, self.ready(method), texts)
+            emb = self.compute.encode(self.backbone, self.ready(method), texts).vectors
             self.memo[key] = pair_cosines(emb, left, right)
         return self.memo[key]
 
@@ -254,7 +254,7 @@ class Context:
 
     def sts_paired(self, a, b, direction: int = 1):
         """The `verdicts.paired` verdict of Spearman A - B on the pairs (claimed > 0, or < 0)."""
-        from analysis.experiments.verdicts import paired
+        from analysis.experiments.machinery.verdicts import paired
 
         d = self.sts_difference(a, b)
         return paired(d.difference, d.ci, len(self.pairs), direction=direction, unit="pairs")
@@ -305,15 +305,15 @@ class Context:
             beir = self.longdocs().sets[length]
             qids, doc_ids = list(beir.queries), list(beir.corpus)
             ready = self.ready(method)
-            q, _ = self.hooks.encode(self.backbone, ready.as_role("query"), [beir.queries[x] for x in qids])
-            d, _ = self.hooks.encode(self.backbone, ready, [beir.corpus[x] for x in doc_ids])
+            q = self.compute.encode(self.backbone, ready.as_role("query"), [beir.queries[x] for x in qids]).vectors
+            d = self.compute.encode(self.backbone, ready, [beir.corpus[x] for x in doc_ids]).vectors
             self.memo[key] = per_query(cosines(q, d), doc_ids, [beir.qrels[x] for x in qids], ("nDCG@1",))["nDCG@1"]
         return self.memo[key]
 
     def paired_items(self, a, b, *, unit: str, direction: int = 1):
         """The `verdicts.paired` verdict of mean(a) - mean(b), two per-item score vectors of the same items."""
         from analysis.eval.stats import paired_mean_difference
-        from analysis.experiments.verdicts import paired
+        from analysis.experiments.machinery.verdicts import paired
 
         d = paired_mean_difference(a, b, self.settings.n_boot, self.settings.seed)
         return paired(d.difference, d.ci, len(a), direction=direction, unit=unit)
@@ -351,7 +351,7 @@ class Context:
             ready = self.ready(method)
 
             def embed(texts, role):
-                return self.hooks.encode(self.backbone, ready.as_role(role), texts)[0]
+                return self.compute.encode(self.backbone, ready.as_role(role), texts).vectors
 
             self.memo[key] = score_task(self.retrieval_task(), embed, n_boot=self.settings.n_boot,
                                         seed=self.settings.seed)
@@ -364,7 +364,7 @@ class Context:
 
     def timed(self, name: str, methods: dict, texts: list[str]) -> dict:
         """{label: (median seconds, ratio to the plain forward)} of `methods` on `texts`, interleaved rounds in one
-        run (`eval.cost.ratios`); kept by the hooks, since a timing cannot be recomputed from stored vectors."""
+        run (`eval.cost.ratios`); kept by the compute, since a timing cannot be recomputed from stored vectors."""
         from analysis.eval.cost import ratios
 
         ready = {label: self.ready(m) for label, m in methods.items()}
@@ -374,16 +374,16 @@ class Context:
                                           for k, m in ready.items()}, texts, repeats=self.settings.repeats)
 
         parts = {"timing": name, "model": self.backbone.identity, "repeats": self.settings.repeats,
-                 "methods": {k: list(method_key(m)) for k, m in ready.items()}, "texts": texts,
-                 "modules": sorted({type(m).__module__ for m in ready.values()})}
-        return {k: tuple(v) for k, v in self.hooks.remember(parts, measure).items()}
+                 "methods": {k: list(method_key(m)) for k, m in ready.items()}, "texts": texts}
+        modules = ("analysis.eval.cost", *sorted({type(m).__module__ for m in ready.values()}))
+        return {k: tuple(v) for k, v in self.compute.remember(parts, measure, modules=modules).items()}
 
     # ---- records -----------------------------------------------------------------------------------------------
     def record(self, record_id: str):
         """(record, note) of published record `record_id` when it was measured on this model, else None. A record
         names its model by identity; one migrated from the first protocol may carry the identity only among its raw
         numbers, or not at all (then its model's name must match, and the note says so)."""
-        from analysis.experiments.records import read
+        from analysis.experiments.machinery.records import read
 
         rec = read(record_id, self.records_folder)
         if rec is None:
@@ -419,7 +419,7 @@ def recorded_rate(cell: str, n: int) -> int:
 def project_bar(verdict):
     """A cost verdict (`verdicts.ratio`) whose bar is this project's, not a multiple the paper states: it says so
     instead of "claimed" (the word, the numbers and the rule stay the same)."""
-    from analysis.experiments.verdicts import Verdict
+    from analysis.experiments.machinery.verdicts import Verdict
 
     return Verdict(verdict.word, verdict.number.replace("(claimed about", "(this project's bar, about"),
                    verdict.detail.replace("the claim plus", "this project's bar plus"))

@@ -7,13 +7,13 @@ Sources checked (November 2026): the abstract (arXiv:2509.24291 / OpenReview, IC
 the no-training control and the objective's ablation ladder are this project's reading, labelled so in `where`.
 
 Each claim is read from the `gircse` record (`python -m analysis measure gircse`) when it was measured on this model
-with the adapters shipped now; otherwise it is measured here on the board's held-out pairs through the hooks, with
+with the adapters shipped now; otherwise it is measured here on the board's held-out pairs through the compute, with
 the adapters shipped for this model. A model without them cannot test GIRCSE: the claim says what to train.
 """
 
 from __future__ import annotations
 
-from analysis.experiments import verdicts
+from analysis.experiments.machinery import verdicts
 from analysis.experiments.claims import CannotRun, Claim, Evidence, Outcome
 from analysis.experiments.claims.context import STS_HOW, configured, recorded_difference, short_name
 

@@ -10,7 +10,7 @@ evidence. Two boards (two models): the claims side by side.
 from __future__ import annotations
 
 from analysis.core.standalone import Document, e, heading, paragraphs, section
-from analysis.experiments import verdicts
+from analysis.experiments.machinery import verdicts
 
 COLORS = {verdicts.HOLDS: "#c9ecd2", verdicts.REVERSED: "#ffd0cc", verdicts.UNRESOLVED: "#fff0b3",
           verdicts.CANNOT: "#e4e6ea", verdicts.NOT_MEASURED: "#dbe8ff"}

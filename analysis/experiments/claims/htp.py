@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.experiments import verdicts
+from analysis.experiments.machinery import verdicts
 from analysis.experiments.claims import Claim, Evidence, Outcome
 from analysis.experiments.claims.context import STS_HOW, configured, project_bar
 

@@ -11,7 +11,7 @@ project's reading of the paper, each labelled so in its claim (`where`), not quo
 
 from __future__ import annotations
 
-from analysis.experiments import verdicts
+from analysis.experiments.machinery import verdicts
 from analysis.experiments.claims import Claim, Evidence, Outcome, Unit
 from analysis.experiments.claims.context import STS_HOW, configured, project_bar
 
@@ -74,8 +74,8 @@ def _grid(ctx, sel):
 
 
 def _sweep(ctx, cells):
-    """{Cell: Spearman} of layer-map cells through the hooks (each cell stored: the Layer explorer's entries)."""
-    run = ctx.hooks.report(ctx.backbone, ctx.pairs).sweep(list(dict.fromkeys(cells)), None, None)
+    """{Cell: Spearman} of layer-map cells through the `Compute` door (each cell stored: the Layer explorer's entries)."""
+    run = ctx.compute.sweep(ctx.backbone, ctx.pairs, list(dict.fromkeys(cells)))
     return run.scores
 
 

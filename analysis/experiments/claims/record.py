@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from analysis.core.options import option
+from analysis.core.params import param
 from analysis.experiments import Measured
 from analysis.experiments.claims.context import Settings, short_name
-from analysis.experiments.records import Table
+from analysis.experiments.machinery.records import Table
+from analysis.experiments.machinery.render import table_markdown
 
 ID = "claims"
 TITLE = "Does the paper hold on this model? The claims board"
@@ -21,9 +22,9 @@ HELP = ("The five papers' headline claims, each tested on one model with its ver
 
 @dataclass(frozen=True)
 class Config(Settings):
-    model: str = option("default", "the model: a built-in name (default, gemma3-270m) or a folder (a record names a "
+    model: str = param("default", "the model: a built-in name (default, gemma3-270m) or a folder (a record names a "
                                    "folder by its last part only)", path=True)
-    budget_minutes: float = option(0.0, "time for the whole board, clock-enforced claim by claim (0 = no limit)",
+    budget_minutes: float = param(0.0, "time for the whole board, clock-enforced claim by claim (0 = no limit)",
                                    min=0.0)
 
 
@@ -56,14 +57,14 @@ def findings(board: dict) -> list[str]:
     return out
 
 
-def measure(config: Config, hooks, progress) -> Measured:
+def measure(config: Config, compute, progress) -> Measured:
     from analysis.experiments.claims.board import prepare, run
-    from analysis.experiments.heldout_sts import report_pairs
-    from analysis.experiments.provenance import model_entry
+    from analysis.experiments.machinery.heldout_sts import report_pairs
+    from analysis.experiments.machinery.provenance import model_entry
     from analysis.weights.artefacts import shipped_dir
 
-    backbone = hooks.backbone(config.model)
-    plan = prepare(backbone, hooks, settings_of(config))
+    backbone = compute.backbone(config.model)
+    plan = prepare(backbone, compute, settings_of(config))
     board = run(plan, budget_seconds=config.budget_minutes * 60 or None, progress=progress)
     weights = {system: shipped_dir(system, backbone.facts) for system in ("gircse", "causal2vec", "compression")
                if (shipped_dir(system, backbone.facts) / "weights.safetensors").is_file()}
@@ -76,3 +77,16 @@ def measure(config: Config, hooks, progress) -> Measured:
         sample=sample, models=[model_entry(backbone, weights)], tables=board_tables(board),
         findings=findings(board), extra={"board": board}, variant=short_name(backbone.facts),
         title=f"Does the paper hold on {board['model']['title']}? The claims board")
+
+
+def headline(records: list) -> str:
+    """The README's first table: per model, how many of the papers' claims hold, are reversed, unresolved or cannot
+    run here (one claims record per model)."""
+    boards = [r for r in records if r.has_table("counts")]
+    if not boards:
+        return ""
+    words = [w for w, _ in boards[0].table("counts").rows]
+    rows = tuple((r.extra["board"]["model"]["title"], *(dict(r.table("counts").rows).get(w) for w in words),
+                  f"`{r.command}`") for r in boards)
+    return table_markdown(Table("claims", "Does the paper hold here? The five papers' claims per model",
+                                ("model", *words, "command"), rows)) + "\n\n"

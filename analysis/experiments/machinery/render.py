@@ -1,5 +1,5 @@
 """The results document: every table in docs/RESULTS.md and the README's generated blocks come from records
-(`analysis.experiments.records`), never typed by hand; `python -m analysis results --check` fails when they differ.
+(`analysis.experiments.machinery.records`), never typed by hand; `python -m analysis results --check` fails when they differ.
 
     render(records) -> markdown          # docs/RESULTS.md: each record with its command, sample and machine
     readme(text, records) -> markdown    # the README with its generated blocks filled
@@ -96,64 +96,21 @@ def render(records: dict) -> str:
     return head + "\n" + "\n\n".join(record_markdown(records[i]) for i in order(records)) + "\n"
 
 
-def claims_headline(records: dict) -> str:
-    """Per model, how many of the papers' claims hold, are reversed, unresolved or cannot run here (the claims
-    records, `claims_<model>`); "" when there is none."""
-    from analysis.experiments.records import Table
-
-    boards = [r for _, r in sorted(records.items()) if r.experiment == "claims" and r.has_table("counts")]
-    if not boards:
-        return ""
-    words = [w for w, _ in boards[0].table("counts").rows]
-    rows = tuple((r.extra["board"]["model"]["title"], *(dict(r.table("counts").rows).get(w) for w in words),
-                  f"`{r.command}`") for r in boards)
-    return table_markdown(Table("claims", "Does the paper hold here? The five papers' claims per model",
-                                ("model", *words, "command"), rows)) + "\n\n"
-
-
-def families_headline(records: dict) -> str:
-    """Per model measured on every task family (the task_families records): each method's main metric per family
-    with its rank among the decoder methods, so a reader sees at once where STS's ranking does not carry over;
-    "" when there is none. The intervals and paired differences are in RESULTS.md."""
-    from analysis.experiments.records import Table
-
-    out = ""
-    for _, r in sorted(records.items()):
-        if r.experiment != "task_families" or not (r.has_table("scores") and r.has_table("ranks")):
-            continue
-        scores, ranks = r.table("scores"), r.table("ranks")
-        families = ranks.columns[1:-1]
-        main = [c for c in scores.columns[1:] if c.split(" ")[0] in families and " " in c
-                and not c.endswith(("CI", "(paired)", " p"))]
-        rank_of = {row[0]: row[1:-1] for row in ranks.rows}
-        rows = []
-        for row in scores.rows:
-            value = dict(zip(scores.columns, row))
-            places = rank_of.get(row[0])
-            rows.append((row[0], *(f"{value[c]:.3f}" + (f" ({places[i]:g})" if places else "")
-                                   for i, c in enumerate(main))))
-        out += table_markdown(Table("families", f"{r.title}: each family's main metric (rank among the decoder "
-                                                "methods)", ("method", *main), tuple(rows))) \
-            + f"\n\n{r.data}; `{r.command}`, {r.date}; intervals and paired differences in RESULTS.md.\n\n"
-    return out
-
-
 def headline(records: dict) -> str:
-    """The README's short tables: the claims board's verdicts per model, each task-family record's ranks, then the
-    methods x models STS scores (first 12 rows) unless the task-family tables already show them (the same report
-    part and sample), with a link to the full document."""
-    rec = records.get("methods_models")
-    if rec is None or not rec.has_table("scores"):
+    """The README's short tables: each experiment that has a headline (`headline(records) -> markdown`, for its own
+    records) gives it, in the registry's order (the claims board's verdicts per model first), then a link to the full
+    document. Nothing here knows an experiment by name."""
+    from analysis.experiments import EXPERIMENTS, experiment
+
+    parts = []
+    for experiment_id in EXPERIMENTS:
+        mine = [records[rid] for rid in sorted(records) if records[rid].experiment == experiment_id]
+        make = getattr(experiment(experiment_id), "headline", None)
+        if mine and make is not None:
+            parts.append(make(mine))
+    if not parts:
         return "(no results recorded yet: see docs/RESULTS.md)"
-    families = families_headline(records)
-    if families:  # their STS column is this record's Spearman: its intervals and paired differences are one link away
-        return (claims_headline(records) + families + "STS with its intervals and the paired difference of every "
-                f"method to the best (`{rec.command}`): [docs/RESULTS.md](docs/RESULTS.md), with every other table, "
-                "its command and sample.")
-    t = rec.table("scores")
-    short = type(t)(t.name, t.title, t.columns, t.rows[:12], t.notes, t.digits)
-    return (claims_headline(records) + table_markdown(short) + f"\n\n{rec.data}; `{rec.command}`, {rec.date}. "
-            "Every table, with its command and sample: [docs/RESULTS.md](docs/RESULTS.md).")
+    return "".join(parts) + "Every table, with its command and sample: [docs/RESULTS.md](docs/RESULTS.md)."
 
 
 BLOCKS = {"headline": headline}  # the README's generated blocks

@@ -2,7 +2,7 @@
 Spearman with its interval and per genre, and claims as paired differences overall and per genre.
 
     pairs, sample = report_pairs(500, seed=0)       # a genre-stratified sample of the report part (0: all 1,200)
-    cos = cosines(hooks, backbone, {"PromptEOL": get_method("prompteol")}, pairs)
+    cos = cosines(compute, backbone, {"PromptEOL": get_method("prompteol")}, pairs)
     scores = score_table("scores", "Spearman on ...", pairs, cos, n_boot=1000)
     paired, verdicts = paired_table("paired", "...", pairs, cos, [("A", "B")], n_boot=1000)
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.experiments import cells
-from analysis.experiments.records import Sample, Table
+from analysis.experiments.machinery import cells
+from analysis.experiments.machinery.records import Sample, Table
 
 
 def report_pairs(sample: int, seed: int = 0, pool=None):
@@ -43,8 +43,8 @@ def texts_of(pairs) -> list[str]:
     return pair_index(pairs)[0]
 
 
-def cosines(hooks, backbone, methods: dict, pairs, progress=None) -> tuple[dict, dict]:
-    """({label: (n_pairs,) cosine per pair}, {label: seconds or "cached"}) of each method, through `hooks`."""
+def cosines(compute, backbone, methods: dict, pairs, progress=None) -> tuple[dict, dict]:
+    """({label: (n_pairs,) cosine per pair}, {label: seconds or "cached"}) of each method, through `compute`."""
     from analysis.eval.sts import pair_cosines, pair_index
 
     texts, left, right = pair_index(pairs)
@@ -52,14 +52,14 @@ def cosines(hooks, backbone, methods: dict, pairs, progress=None) -> tuple[dict,
     for i, (label, method) in enumerate(methods.items()):
         if progress is not None:
             progress(i, len(methods), f"{label}")
-        emb, info = hooks.encode(backbone, method, texts)
-        out[label] = pair_cosines(emb, left, right)
-        took[label] = "cached" if info["cached"] else round(info["seconds"], 1)
+        encoded = compute.encode(backbone, method, texts)
+        out[label] = pair_cosines(encoded.vectors, left, right)
+        took[label] = "cached" if encoded.cached else round(encoded.seconds, 1)
     return out, took
 
 
 def from_embeddings(embeddings: dict, pairs) -> dict:
-    """{label: (n_pairs,) cosines} of embeddings of `texts_of(pairs)` (for configurations made outside `hooks`)."""
+    """{label: (n_pairs,) cosines} of embeddings of `texts_of(pairs)` (for configurations made outside `compute`)."""
     from analysis.eval.sts import pair_cosines, pair_index
 
     _, left, right = pair_index(pairs)

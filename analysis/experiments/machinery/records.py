@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from analysis.core.errors import UserError
@@ -271,9 +271,9 @@ def validate(record: Record) -> Record:
 def folder() -> Path:
     """Where the published records are: `docs/results` in a checkout; in an installed wheel, the copy that travels
     as package data (`analysis/experiments/recorded/`, made by the build)."""
-    here = Path(__file__).resolve().parent
-    checkout = here.parents[1] / "docs" / "results"
-    return checkout if checkout.is_dir() else here / "recorded"
+    experiments = Path(__file__).resolve().parents[1]  # analysis/experiments
+    checkout = experiments.parents[1] / "docs" / "results"
+    return checkout if checkout.is_dir() else experiments / "recorded"
 
 
 def reports_folder() -> Path:
@@ -332,8 +332,3 @@ def read(record_id: str, where=None) -> Record | None:
         return load(path)
     except RecordError:
         return None
-
-
-def field_names() -> tuple[str, ...]:
-    """A record's top-level keys, in order."""
-    return tuple(f.name for f in fields(Record))

@@ -22,7 +22,7 @@ from pathlib import Path
 from analysis.core.errors import UserError
 from analysis.core.options import flags
 from analysis.core.paths import REPO, file_sha256
-from analysis.experiments.records import Machine, Model
+from analysis.experiments.machinery.records import Machine, Model
 
 MEASURE = "python -m analysis measure"
 

@@ -3,7 +3,7 @@ trainer without machine paths), steps, best step, training minutes and throughpu
 
 from __future__ import annotations
 
-from analysis.experiments.records import Table
+from analysis.experiments.machinery.records import Table
 
 
 def runs_table(manifests: dict[str, dict]) -> Table:
