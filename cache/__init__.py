@@ -15,9 +15,16 @@ total, message)` the one progress convention, `cache.progress`); a corpus's docu
 
 from __future__ import annotations
 
-from cache.compute import (auto_window, cached_compress_predict, cached_encode, encode_documents, needs_window,
-                           resolve_method)
+from cache.compute import (
+    auto_window,
+    cached_compress_predict,
+    cached_encode,
+    encode_documents,
+    needs_window,
+    resolve_method,
+)
 from cache.keys import make_key
+from cache.seeds import seed_store
 from cache.store import CacheWarning, Entry, Store
 
 __all__ = ["Store", "Entry", "CacheWarning", "default_store", "make_key", "cached_encode", "encode_documents",
@@ -29,8 +36,6 @@ _default: Store | None = None
 def default_store() -> Store:
     """The process-wide store for the default root (`analysis.core.paths.cache_root()`)."""
     global _default
-    from cache.seeds import seed_store
-
     fresh = Store(seeds=seed_store())  # a miss asks the precomputed results shipped for the built-in models
     if _default is None or _default.root != fresh.root:  # the env var changed (tests, a second project)
         _default = fresh

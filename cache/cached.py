@@ -36,6 +36,9 @@ class Cached:
     def backbone(self, name):
         return self._backbones(name)
 
+    def backbone_in(self, backbone, dtype):
+        return backbone if backbone.facts.dtype == dtype else self._backbones(backbone.facts.name, dtype=dtype)
+
     def encode(self, backbone, method, texts):
         vectors, meta, hit = cached_encode(self.store, backbone, method, texts, batch_size=self.batch_size)
         return Encoded(vectors, float(meta.get("seconds", 0.0)), hit)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.core.finite import finite
+from analysis.experiments.claims.context import short_name
+from analysis.experiments.machinery.records import read
 from cache import keys
 
 
 def save_board(store, board: dict) -> None:
     """Keep `board` (`analysis.experiments.claims.board`'s dict) among its model's boards."""
-    from analysis.core.finite import finite
-
     if store is None:
         return
     board = finite(board)
@@ -42,9 +43,6 @@ def stored_board(store, backbone) -> tuple[dict | None, str]:
     """(board, where it comes from) of the model: the newer of the newest board in `store` and the published record
     `claims_<model>` when that was measured on exactly these weights; (None, "") when neither exists. `backbone`
     only needs its `identity` and `facts` (a described model will do)."""
-    from analysis.experiments.claims.context import short_name
-    from analysis.experiments.machinery.records import read
-
     found = []
     board = latest_board(store, backbone.identity)
     if board is not None:

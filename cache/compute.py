@@ -24,6 +24,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from analysis.core.errors import TruncationWarning
+from analysis.eval.tasks import score_from_record, score_record, score_task
+from analysis.inspect import geometry as G
+from analysis.sweep.windows import spearman_of
+from analysis.weights.adapters import adapter_spec
 from cache import keys
 from cache.keys import make_key
 from cache.progress import Meter, Progress, counting
@@ -135,7 +140,7 @@ def encode_documents(store, backbone, method, texts: list[str], *, normalize: bo
         "cached", "tokens", "seconds" (what these vectors cost when computed), "warnings" (a truncation warning
         counts every text, stored or computed); hit: nothing was computed.
     """
-    from analysis.core.errors import TruncationWarning
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.core.tokens import check_texts, truncation_message
 
     texts = check_texts(texts)
@@ -213,7 +218,7 @@ def auto_window(store, backbone, method, progress: Progress | None = None, *, co
     hand-edited) is removed and recomputed. With compute=False, None when it has not been computed yet; with store
     None, computed in memory.
     """
-    from analysis.inspect import intrinsic_dim as idm
+    from analysis.inspect import intrinsic_dim as idm  # lazy: keeps torch off the pages' and the command line's start
 
     prompt = method.prompt_only()
     if store is None:
@@ -249,7 +254,7 @@ def resolve_method(store, backbone, method, progress: Progress | None = None):
 def trajectory(store, backbone, method, texts: list[str], readout: str, bootstrap: int, seed: int = 0, *,
                batch_size: int = 16, progress: Progress | None = None):
     """(DataFrame, meta, hit): `analysis.inspect.intrinsic_dim.trajectory` of `texts`, one row per hidden state."""
-    from analysis.inspect import intrinsic_dim as idm
+    from analysis.inspect import intrinsic_dim as idm  # lazy: keeps torch off the pages' and the command line's start
 
     def compute(progress):
         df = idm.trajectory(backbone, method, texts, readout, bootstrap=bootstrap, seed=seed, batch_size=batch_size,
@@ -263,7 +268,7 @@ def trajectory(store, backbone, method, texts: list[str], readout: str, bootstra
 
 def stored_trajectory(store, backbone, method, texts: list[str], readout: str, bootstrap: int, seed: int = 0):
     """The stored trajectory (a DataFrame), or None when it has not been computed."""
-    from analysis.inspect import intrinsic_dim as idm
+    from analysis.inspect import intrinsic_dim as idm  # lazy: keeps torch off the pages' and the command line's start
 
     parts = keys.trajectory_parts(backbone, method, texts, readout, bootstrap, seed)
     entry = store.get(make_key(parts), keys.INTRINSIC_DIM)
@@ -274,8 +279,6 @@ def stored_trajectory(store, backbone, method, texts: list[str], readout: str, b
 def sts_score(store, backbone, pairs, method, *, batch_size: int = 16,
               progress: Progress | None = None) -> tuple[float, dict, bool]:
     """(Spearman of cosine similarity against the gold scores, meta, hit), each distinct text encoded once."""
-    from analysis.sweep.windows import spearman_of
-
     def compute(progress):
         rho = spearman_of(backbone, method, pairs, counting(progress, "texts"), batch_size=batch_size)
         return {"spearman": np.array([rho])}, {}
@@ -312,8 +315,6 @@ def bench_cell(store, backbone, method, task, *, n_boot: int, seed: int = 0, emb
     everything else as documents), so a method whose paper embeds queries differently is scored that way and its two
     sides are stored apart. `embed(side_method, texts) -> (emb, seconds)` embeds (the command line's, which prints its
     warnings); by default `cached_encode` through the same store."""
-    from analysis.eval.tasks import score_from_record, score_record, score_task
-
     def compute(progress):
         seconds = []
 
@@ -347,8 +348,6 @@ def bench_cell_stored(store, backbone, method, task, *, n_boot: int, seed: int =
 def put_bench_cell(store, backbone, method, task, arrays: dict, meta: dict, *, n_boot: int, seed: int = 0):
     """Store a benchmark cell computed elsewhere (a Ray worker of the benchmark grid: `score_record`'s arrays and meta
     with "encode_seconds"), under the key `bench_cell` reads; returns its Score."""
-    from analysis.eval.tasks import score_from_record
-
     if store is not None:
         parts = keys.bench_parts(backbone.identity, method, task, n_boot=n_boot, seed=seed)
         store.put(make_key(parts), arrays, {**meta, "warnings": list(meta.get("warnings", []))}, parts=parts,
@@ -358,8 +357,6 @@ def put_bench_cell(store, backbone, method, task, arrays: dict, meta: dict, *, n
 
 def stored_bench_cell(store, backbone, method, task, *, n_boot: int, seed: int = 0):
     """(Score, meta) of a stored benchmark cell, or None. `backbone` only needs its `identity`."""
-    from analysis.eval.tasks import score_from_record
-
     entry = store.get(make_key(keys.bench_parts(backbone.identity, method, task, n_boot=n_boot, seed=seed)),
                       keys.BENCH)
     return None if entry is None else (score_from_record(entry.arrays, entry.meta), entry.meta)
@@ -406,6 +403,7 @@ def pool_attention(store, system, item: dict, mode: str = "sentence", ids: bool 
 def attention_maps(store, backbone, method, text: str, progress: Progress | None = None):
     """(arrays, meta, hit) of one text's attention: tokens, the final token's rows "final" (L, H, S), KV-Embedding's
     prefix mass "mass" (L, H, T), TP/HTP "placeholders" (T,), Causal2Vec's "contextual" (L, H) and "c_index"."""
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.inspect.attention import contextual_mass
 
     def compute(progress):
@@ -429,7 +427,7 @@ def jacobians(store, backbone, method, text: str, layer: int, probes: int, exact
               progress: Progress | None = None):
     """(arrays, meta, hit): Jacobian norms of both readouts and the attention-product bound for one text; meta has
     the tokens, the layer, the bound's agreement, the decay and the sensitivity's own seconds."""
-    from analysis.inspect import sensitivity as S
+    from analysis.inspect import sensitivity as S  # lazy: keeps torch off the pages' and the command line's start
 
     def compute(progress):
         s = S.jacobian_norms(backbone, method, text, layer=layer, probes=probes, exact=exact,
@@ -456,8 +454,6 @@ def geometry(store, backbone, method, positives, n_boot: int, *, batch_size: int
              progress: Progress | None = None):
     """(values, meta, hit): alignment, its interval, uniformity, its interval, anisotropy, its interval (9 floats)
     of `method` over `positives` (`analysis.inspect.geometry.PositivePairs`); meta has n_texts and n_pairs."""
-    from analysis.inspect import geometry as G
-
     def compute(progress):
         emb, _, _ = cached_encode(store, backbone, method, positives.texts, batch_size=batch_size, progress=progress)
         g = G.measure(emb, positives.left_index, positives.right_index, n_boot=n_boot, seed=0)
@@ -471,8 +467,6 @@ def geometry(store, backbone, method, positives, n_boot: int, *, batch_size: int
 
 def anisotropy(store, backbone, method, texts: list[str], progress: Progress | None = None):
     """(anisotropy at every hidden state (L+1,), meta, hit)."""
-    from analysis.inspect import geometry as G
-
     def compute(progress):
         return {"curve": G.anisotropy_by_layer(backbone, method, texts, progress=counting(progress, "texts"))}, {}
 
@@ -484,8 +478,6 @@ def anisotropy(store, backbone, method, texts: list[str], progress: Progress | N
 def embedding_map(store, backbone, method, texts: list[str], kind: str, seed: int, *, batch_size: int = 16,
                   progress: Progress | None = None):
     """((n, 2) PCA or UMAP map of the method's embeddings of `texts`, meta, hit)."""
-    from analysis.inspect import geometry as G
-
     def compute(progress):
         emb, _, _ = cached_encode(store, backbone, method, texts, batch_size=batch_size, progress=progress)
         return {"xy": G.embedding_map(emb, kind, seed=seed)}, {}
@@ -500,9 +492,7 @@ def soft_generation(store, backbone, text: str, instruction: str, progress: Prog
     """(report, meta, hit): `generate_soft_tokens`'s report for one text, its arrays stored as arrays and the rest
     as JSON, so a stored report is read back without loading the adapter. Settings left out and settings given at
     their defaults read the same entry."""
-    from analysis.inspect import generation
-    from analysis.weights.adapters import adapter_spec
-
+    from analysis.inspect import generation  # lazy: keeps torch off the pages' and the command line's start
     settings = soft_settings(**settings)
     adapter = settings.pop("adapter")
 
@@ -523,6 +513,7 @@ def soft_settings(**settings) -> dict:
 
 @functools.cache
 def _soft_defaults() -> dict:
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.inspect.generation import generate_soft_tokens
 
     return {name: p.default for name, p in inspect.signature(generate_soft_tokens).parameters.items()
@@ -533,9 +524,8 @@ def soft_scaling(store, backbone, pairs, ks: list[int], params: dict, *, batch_s
                  progress: Progress | None = None):
     """(arrays ks, spearman, ci (m, 2), ..., meta, hit): STS Spearman of soft-token embeddings at every K in `ks`
     (`scaling_curve`, one generation of max K tokens); `params` are its settings (the adapter among them)."""
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.inspect.generation import scaling_curve
-    from analysis.weights.adapters import adapter_spec
-
     ks = sorted(ks)
     extra = {} if batch_size is None else {"batch_size": batch_size}  # not in the key: results do not depend on it
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from analysis.core.errors import UserError
+from analysis.sweep.ray_executor import score_grid_ray
 from cache.compute import bench_cell, put_bench_cell, resolve_method, stored_bench_cell
 from cache.progress import Progress
 
@@ -39,8 +41,6 @@ def cached_grid(store, cells: list[GridCell], *, n_boot: int, seed: int = 0, exe
             "ray" (`address`: a running cluster; None starts a local one).
         progress: progress(done, total, message) after every cell.
     """
-    from analysis.core.errors import UserError
-
     if executor not in ("local", "ray"):
         raise UserError(f"Unknown executor {executor!r}: use local or ray.")
     out: list = [None] * len(cells)
@@ -59,8 +59,6 @@ def cached_grid(store, cells: list[GridCell], *, n_boot: int, seed: int = 0, exe
                                 batch_size=batch_size)
             tell(i, "cached" if out[i][2] else "computed")
         return out
-
-    from analysis.sweep.ray_executor import score_grid_ray
 
     jobs = []
     for i, c in enumerate(cells):

@@ -25,6 +25,8 @@ import json
 
 import numpy as np
 
+from analysis import code_version
+
 # ---- namespaces: one per kind of stored result (a folder under the cache root) -----------------------------------
 EMBEDDINGS = "embeddings"  # encode_parts: one entry per exact list of texts (what a page asked for)
 VECTORS = "vectors"  # vectors_parts + shard_key: every document's vector, in shards (cache.vectors)
@@ -83,8 +85,6 @@ def make_key(parts: dict) -> str:
 
 def code(*modules: str) -> str:
     """The code version of the modules that compute a result (dotted names), for a key's "code" part."""
-    from analysis import code_version  # light: reads sources, imports none of them
-
     return code_version(sorted(set(modules)))
 
 

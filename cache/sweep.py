@@ -15,6 +15,11 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from analysis.core import budgets
+from analysis.core.errors import UserError
+from analysis.methods import get_method
+from analysis.sweep import runner, windows
+from analysis.sweep.ray_executor import score_ray
 from analysis.sweep.runner import SweepRun
 from cache.compute import put_cell_score, stored_cell_score
 from cache.progress import Progress, duration
@@ -35,11 +40,6 @@ def cached_sweep(store, backbone, data, cells, *, base: dict | None = None, exec
         progress: progress(done, total, message) after every cell, cached ones included: the cell's label, its
             score, "cached" or its seconds, and the time left once a cell was computed.
     """
-    from analysis.sweep import windows
-    from analysis.sweep import runner
-    from analysis.core.errors import UserError
-    from analysis.methods import get_method
-
     began = time.perf_counter()
     base = dict(base or {})
     L = backbone.facts.n_layers
@@ -71,8 +71,6 @@ def cached_sweep(store, backbone, data, cells, *, base: dict | None = None, exec
         return run
 
     total_cost = runner.cost(todo, L)  # prompt-only forwards still to do; the ETA scales the measured rate
-    from analysis.core import budgets
-
     budgets.check("sweep_text_forwards", runner.text_passes(todo, L, data),
                   f"the work of this sweep in text forwards ({total_cost:.1f} prompt-only passes over every text "
                   "still to do; choose fewer pairs, documents or cells)")
@@ -110,8 +108,6 @@ def cached_sweep(store, backbone, data, cells, *, base: dict | None = None, exec
         runner.score_local(backbone, data, todo, on_prefix=on_prefix, on_cell=on_cell, should_stop=should_stop,
                           **options)
     else:
-        from analysis.sweep.ray_executor import score_ray
-
         score_ray(model if model is not None else backbone.facts.name, backbone.identity, data, todo,
                   address=address, on_prefix=on_prefix, on_cell=on_cell, **options)
     run.seconds = time.perf_counter() - began

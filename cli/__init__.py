@@ -16,6 +16,7 @@ import warnings
 
 from analysis.core import budgets
 from analysis.core.errors import UserError
+from analysis.core.finite import finite
 from analysis.core.paths import cache_root
 from cli import commands
 
@@ -63,7 +64,5 @@ def _warning_line(message, category, filename, lineno, file=None, line=None) -> 
 def to_json(obj) -> str:
     """One line of strict JSON: NaN and infinities become null (bare NaN is not JSON), arrays become lists.
     The one place command output is serialised, so no command needs its own NaN handling."""
-    from analysis.core.finite import finite
-
     return json.dumps(finite(obj), allow_nan=False)
 

@@ -14,9 +14,17 @@ import streamlit as st
 
 import cache
 import ui
+from analysis.compression.system import (
+    SCALING_SIZES,
+    default_artefact,
+    person_attention,
+    person_masses,
+    shipped_variants,
+    split_mode,
+    split_sentences,
+    token_f1,
+)
 from analysis.data import personas
-from analysis.compression.system import (SCALING_SIZES, default_artefact, person_attention, person_masses,
-                                         shipped_variants, split_mode, split_sentences)
 from analysis.experiments.compression import dilution_scores, heldout_scores
 from analysis.experiments.machinery.records import read as read_record
 from ui.traces import Compression, pool_attention
@@ -169,8 +177,6 @@ def reconstruction(system) -> None:
         vocabulary = (system.manifest.get("hyperparameters") or {}).get("vocabulary", "small")
         qa = personas.generate("heldout", index + 1, vocabulary=vocabulary)[index]
         if st.toggle("Reconstruct it from its pools", key="cc_reconstruct"):
-            from analysis.compression.system import token_f1
-
             with st.spinner("Generating the paragraph back"):
                 text = system.system().reconstruct([qa])[0]
             gold = " ".join(qa.context)

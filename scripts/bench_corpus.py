@@ -39,6 +39,17 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+import torch
+from transformers.utils import logging as hf_logging
+
+from analysis import UserError, load_backbone
+from analysis.core.timing import interleaved_medians
+from analysis.core.tokens import TOKEN_BUDGET, batches_by_length
+from analysis.data.corpora import lee_documents
+from analysis.methods import get_method, method_class, method_names
+from analysis.models.tiny import tiny_backbone
+
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -65,24 +76,14 @@ def main(argv=None) -> dict:
         args.docs, args.tokens, args.rounds, args.methods, args.memory_docs = 8, 256, 1, "last,mean", 1
         args.memory_methods = "mean"
 
-    import torch
-
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    from transformers.utils import logging as hf_logging
-
-    from analysis.core.tokens import TOKEN_BUDGET
-
     hf_logging.disable_progress_bar()
     if args.max_tokens is None:
         args.max_tokens = TOKEN_BUDGET
     if args.memory_child is not None:
         print(json.dumps(memory_child(args)))
         return {}
-
-    from analysis import UserError
-    from analysis.core.timing import interleaved_medians
-    from analysis.methods import get_method, method_class, method_names
 
     load_before = os.getloadavg()
     try:
@@ -143,11 +144,7 @@ def main(argv=None) -> dict:
 
 def backbone(name: str):
     if name == "tiny":
-        from analysis.models.tiny import tiny_backbone
-
         return tiny_backbone("llama", max_length=8192)
-    from analysis import load_backbone
-
     return load_backbone(name)
 
 
@@ -157,8 +154,6 @@ def token_counts(bb, texts: list[str]) -> list[int]:
 
 def documents(bb, n: int, longest: int, seed: int = 0) -> list[str]:
     """`n` distinct documents of news text, from longest/4 to `longest` tokens (the model's tokenizer), shuffled."""
-    from analysis.data.corpora import lee_documents
-
     rng = random.Random(seed)
     news = list(lee_documents().texts)
     out = []
@@ -177,11 +172,6 @@ def documents(bb, n: int, longest: int, seed: int = 0) -> list[str]:
 def plain_forward(bb, texts: list[str], batch_size: int, max_tokens: int):
     """The bare decoder on the raw texts (the tokenizer's padding, no template, no hooks, no cache), final state of
     each last real token, over the batches the methods run (`batches_by_length`, same count and budget)."""
-    import numpy as np
-    import torch
-
-    from analysis.core.tokens import batches_by_length
-
     tok = bb.tokenizer
     out = np.zeros((len(texts), bb.facts.hidden_size), dtype=np.float32)
     with torch.inference_mode():
@@ -203,8 +193,6 @@ def _status(field: str) -> float:
 
 def memory_child(args) -> dict:
     """In a process of its own: load the model, reset the peak, encode the long documents, report the peak."""
-    from analysis.methods import get_method
-
     bb = backbone(args.model)
     texts = documents(bb, args.memory_docs, args.memory_tokens, seed=1)
     if args.memory_child == "plain forward":

@@ -15,6 +15,13 @@ import json
 import statistics
 import time
 
+import torch
+
+from analysis import get_method, load_backbone
+from analysis.data.corpora import shared_stsb
+from analysis.data.files import read_sts
+from analysis.eval.sts import sts_spearman
+
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -24,13 +31,6 @@ def main(argv=None) -> dict:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--limit", type=int, default=200, help="STS-B dev pairs for the Spearman (0 = all)")
     args = ap.parse_args(argv)
-
-    import torch
-
-    from analysis import get_method, load_backbone
-    from analysis.data.corpora import shared_stsb
-    from analysis.data.files import read_sts
-    from analysis.eval.sts import sts_spearman
 
     path = shared_stsb("dev")
     if path is None:

@@ -32,6 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from analysis.core.paths import cache_root
 from ui.lessons import LESSONS  # noqa: E402
 from ui.nav import page_files, page_title, url_path  # noqa: E402
 
@@ -107,7 +108,7 @@ def mark(seconds: float, seen: str, target: float) -> str:
 
 
 def warm_table(chosen, timeout: float) -> None:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # lazy: optional dependency (playwright)
 
     proc, url = start_server()
     try:
@@ -130,9 +131,7 @@ def warm_table(chosen, timeout: float) -> None:
 
 def fresh_table(chosen, timeout: float) -> None:
     """Each address on a fresh install: an empty cache but for the converted models, a new server."""
-    from playwright.sync_api import sync_playwright
-
-    from analysis.core.paths import cache_root
+    from playwright.sync_api import sync_playwright  # lazy: optional dependency (playwright)
 
     print("| view | fresh install: s from server start | | second visit: s | |\n|---|---|---|---|---|")
     with sync_playwright() as p:

@@ -16,6 +16,15 @@ import argparse
 import json
 import time
 
+import torch
+
+from analysis import load_backbone
+from analysis.core.forward import run
+from analysis.data.corpora import demo_texts, shared_stsb
+from analysis.data.datasets import texts_of
+from analysis.methods import get_method
+from analysis.methods.kv_embedding import KVEmbedding
+
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -25,15 +34,6 @@ def main(argv=None) -> dict:
     ap.add_argument("--model", default="default")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
     args = ap.parse_args(argv)
-
-    import torch
-
-    from analysis import load_backbone
-    from analysis.data.corpora import demo_texts, shared_stsb
-    from analysis.data.datasets import texts_of
-    from analysis.core.forward import run
-    from analysis.methods import get_method
-    from analysis.methods.kv_embedding import KVEmbedding
 
     if args.threads:
         torch.set_num_threads(args.threads)

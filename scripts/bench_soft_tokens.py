@@ -23,11 +23,13 @@ import numpy as np
 import torch
 
 from analysis import load_backbone
+from analysis.core.forward import run
+from analysis.core.timing import interleaved_medians
+from analysis.core.tokens import collate
 from analysis.data.corpora import demo_texts, shared_stsb
 from analysis.data.datasets import stsb_pairs
-from analysis.core.forward import run
+from analysis.inspect.generation import SCALING_KS, scaling_curve
 from analysis.methods import get_method
-from analysis.core.timing import interleaved_medians
 
 
 def prompts_near(backbone, method, n: int, length: int) -> list[str]:
@@ -45,8 +47,6 @@ def vanilla(backbone, method, texts, batch_size):
     L = backbone.facts.n_layers
     with torch.inference_mode():
         for i in range(0, len(items), batch_size):
-            from analysis.core.tokens import collate
-
             batch = collate(items[i:i + batch_size], backbone.tokenizer.pad_token_id)
             h = run(backbone, batch, [L]).hidden[L]
             h[torch.arange(h.shape[0]), batch.last_index].numpy()
@@ -79,8 +79,6 @@ def speed(backbone, args) -> dict:
 
 
 def sts(backbone, args) -> dict:
-    from analysis.inspect.generation import SCALING_KS, scaling_curve
-
     if shared_stsb("dev") is None:
         raise SystemExit("STS-B dev is not available")
     pairs = stsb_pairs("dev")

@@ -17,6 +17,14 @@ import sys
 import time
 from dataclasses import asdict
 
+import torch
+
+from analysis import load_backbone
+from analysis.data.datasets import pairs_of
+from analysis.methods import get_method
+from analysis.sweep import windows
+from analysis.sweep.runner import cost, score_local, scorer
+
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -27,16 +35,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--grids", default="16,64", help="which grids to time: 16, 64 or both")
     args = ap.parse_args(argv)
 
-    import torch
-
     if args.threads:
         torch.set_num_threads(args.threads)
-
-    from analysis import load_backbone
-    from analysis.sweep import windows
-    from analysis.data.datasets import pairs_of
-    from analysis.methods import get_method
-    from analysis.sweep.runner import cost, score_local, scorer
 
     bb = load_backbone()
     L = bb.facts.n_layers

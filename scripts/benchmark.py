@@ -27,6 +27,16 @@ import re
 import resource
 import sys
 
+import torch
+from transformers.utils import logging as hf_logging
+
+from analysis import UserError, load_backbone
+from analysis.core.timing import interleaved_medians
+from analysis.data.corpora import demo_texts, lee_documents, shared_stsb
+from analysis.data.datasets import texts_of
+from analysis.eval.cost import plain_forward
+from analysis.methods import get_method, method_class, method_names
+
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -39,17 +49,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     args = ap.parse_args(argv)
 
-    import torch
-
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    from transformers.utils import logging as hf_logging
-
-    from analysis import UserError, load_backbone
-    from analysis.methods import get_method, method_class, method_names
-    from analysis.core.timing import interleaved_medians
-    from analysis.eval.cost import plain_forward
-
     hf_logging.disable_progress_bar()
     try:
         names = method_names(args.methods)
@@ -140,9 +141,6 @@ def _encoder(bb, method, batch_size):
 
 
 def bench_texts(n: int) -> tuple[list[str], str]:
-    from analysis.data.corpora import demo_texts, lee_documents, shared_stsb
-    from analysis.data.datasets import texts_of
-
     if shared_stsb("dev") is not None:
         sentences = texts_of("stsb-dev").texts
         if len(sentences) >= n:

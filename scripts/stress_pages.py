@@ -21,6 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from streamlit.testing.v1 import AppTest
+
+from analysis.core import budgets
+from analysis.core.paths import cache_root
+from ui.model import _load
+
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT = 3600
 
@@ -35,8 +41,6 @@ def _words(n: int) -> str:
 
 def _scenario(name: str):
     """(page file, session state, extra actions, note) for one page."""
-    from analysis.core import budgets
-
     b = budgets.APP
     if name == "home":
         return "pages/1_home.py", {}, [], "model facts"
@@ -100,10 +104,6 @@ def _rss_mib() -> float:
 
 def child(name: str) -> dict:
     """Run one page scenario in this process and measure it."""
-    from streamlit.testing.v1 import AppTest
-
-    from ui.model import _load
-
     _load("default")  # the model, shared by every session of a server (st.cache_resource)
     base = _rss_mib()
     page, state, actions, note = _scenario(name)
@@ -134,8 +134,6 @@ def main() -> None:
         return
     rows = []
     with tempfile.TemporaryDirectory(prefix="stress-cache-") as root:
-        from analysis.core.paths import cache_root
-
         (Path(root) / "models").symlink_to(cache_root() / "models", target_is_directory=True)
         env = {**os.environ, "EMBEDSCOPE_CACHE": root}
         for name in args.pages.split(","):

@@ -13,9 +13,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from analysis.experiments.claims.board import summary
 from analysis.experiments.machinery import verdicts
+from cache.claims import stored_board
 from ui.figures import show_figure
 from ui.inputs import choice
+from ui.model import store
 from ui.text import md
 
 BADGE = {verdicts.HOLDS: "green", verdicts.REVERSED: "red", verdicts.UNRESOLVED: "orange", verdicts.CANNOT: "gray",
@@ -27,10 +30,6 @@ BAR = {verdicts.HOLDS: "#2e9d57", verdicts.REVERSED: "#d1453b", verdicts.UNRESOL
 def stored(backbone) -> tuple[dict | None, str]:
     """(board, where it comes from) of the model: the newest in the cache, else its published record
     (`cache.claims.stored_board`)."""
-    from cache.claims import stored_board
-
-    from ui.model import store
-
     return stored_board(store(), backbone)
 
 
@@ -97,8 +96,6 @@ def show(board: dict) -> None:
     """The board: the verdicts per paper and every claim in one table, then the claims of the paper chosen, each with
     its test, rule, evidence and deviations. One paper's cards at a time: all thirty at once made the page slow to
     open (issue 38) and long to scroll."""
-    from analysis.experiments.claims.board import summary
-
     st.markdown(f"**{md(board['model']['title'])}**: {md(summary(board))} of {len(board['claims'])} claims.")
     fig, frame = counts_figure(board)
     show_figure(fig, frame, "claims_verdicts")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from analysis.experiments.machinery.fidelity import of
 from ui.text import md
 
 TITLE = "Differences from the paper"
@@ -20,8 +21,6 @@ def show(deviations, *, title: str = TITLE, expanded: bool = False) -> None:
     """An expander listing `deviations` (a source such as "method:kv_embedding", or Deviations); nothing when the
     source declares none."""
     if isinstance(deviations, str):
-        from analysis.experiments.machinery.fidelity import of
-
         deviations = of(deviations)
     if not deviations:
         return

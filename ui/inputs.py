@@ -9,13 +9,14 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.core import budgets
+from analysis.core.errors import UserError
 from analysis.core.intake import check_sizes  # every request's texts against the budgets (the command line's too)
-from analysis.data import datasets
+from analysis.data import datasets, samples
 from analysis.data.corpora import Pairs, Texts
 from analysis.data.files import read_sts, read_texts
-from analysis.data import samples
-from analysis.core.errors import UserError
+from ui.compute import ready
 from ui.deviations import show as show_deviations
+from ui.model import get_backbone
 from ui.text import md
 
 # The app's limits, from the one table in analysis/core/budgets.py (an app session runs under budgets.APP).
@@ -47,10 +48,8 @@ def method_picker(key: str, default=("prompteol",), multi: bool = True, only=Non
     Widgets are generated from each method's Params metadata, so methods added later appear here
     automatically. Stops the page (with a message) when no method is chosen or a parameter is invalid.
     """
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.methods import get_method, list_methods
-    from ui.compute import ready
-    from ui.model import get_backbone
-
     infos = {m.name: m for m in list_methods() if only is None or m.name in only}
     if not infos:
         raise UserError(f"None of the methods {list(only)} is available.")
@@ -131,7 +130,7 @@ def _param_widget(prefix: str, method: str, field: dict, n_layers: int):
     raw = st.text_input(label, value=shown, key=key, help=help_ + " (same syntax as --param on the command line)")
     if raw.strip() == shown:
         return _UNCHANGED
-    from analysis.methods import parse_params
+    from analysis.methods import parse_params  # lazy: keeps torch off the pages' and the command line's start
 
     return parse_params(method, [f"{name}={raw.strip()}"])[name]
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import threading
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import cache
 from analysis.core.errors import UserError
+from analysis.models import backbone as backbone_module  # by module: tests replace load_backbone
+from analysis.models.backbone import BUILTIN, DEVICES, DTYPES, builtin
 from ui.text import md
 
 MODEL_KEY = "embedscope_model"  # session-state key of the chosen model name ("default", an HF id or a path)
@@ -32,23 +35,17 @@ def hardware() -> tuple[str, str]:
 
 @st.cache_resource(show_spinner=False, max_entries=3)  # Compare models holds two models at once
 def _load(name: str, device: str = "cpu", dtype: str = "float32"):
-    from analysis.models.backbone import load_backbone
-
-    return load_backbone(name, device=device, dtype=dtype)
+    return backbone_module.load_backbone(name, device=device, dtype=dtype)
 
 
 def _needs_conversion(name: str) -> bool:
     """True when a built-in model's GGUF has not been converted to safetensors yet (first run: 30 s to 2 min)."""
-    from analysis.models.backbone import builtin
-
     entry = builtin(name)
     return entry is not None and not any(
         (store().root / cache.store.MODELS).glob(f"{entry.folder_prefix}-*/embedscope.json"))
 
 
 def title_of(name: str) -> str:
-    from analysis.models.backbone import builtin
-
     entry = builtin(name)
     return entry.title if entry else name
 
@@ -83,6 +80,7 @@ def described(name: str):
 
 def _describe(name: str, device: str, dtype: str):
     """`describe`, or None where it raises: the load that follows says why in its own sentence."""
+    # lazy: keeps torch, transformers off the pages' and the command line's start
     from analysis.models.describe import describe
 
     try:
@@ -117,6 +115,7 @@ class LazyBackbone:
             return self._loaded.tokenizer
         with self._loading:
             if self._tokenizer is None:
+                # lazy: keeps torch, transformers off the pages' and the command line's start
                 from analysis.models.describe import load_tokenizer
 
                 self._tokenizer = load_tokenizer(self._described)
@@ -142,8 +141,6 @@ def _lazy(name: str, device: str, dtype: str) -> LazyBackbone | None:
 def _load_shown(name: str, device: str, dtype: str):
     """`_load` behind the same spinner as `_try_load` when a page's own thread asks (a worker thread has no page to
     show it on)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
     if get_script_run_ctx(suppress_warning=True) is None:
         return _load(name, device, dtype)
     with st.spinner(f"Loading {md(title_of(name))}…", show_time=True):
@@ -208,8 +205,6 @@ def human_bytes(n: int) -> str:
 
 
 def _choose_model() -> None:
-    from analysis.models.backbone import BUILTIN, DEVICES, DTYPES
-
     options = ["default", *[n for n in BUILTIN if n != "smollm2-135m"], "other"]
     choice = st.radio("Model", options, key="ui_model_choice",
                       format_func=lambda c: {"default": DEFAULT_TITLE, "other": "Other"}.get(c) or title_of(c),

@@ -19,7 +19,11 @@ import ast
 import re
 from pathlib import Path
 
+import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
+
 from analysis.core.versions import parse
+
 
 def _pages_dir() -> Path:
     """pages/ of a checkout, else the copy an installed wheel carries (ui/app/pages, made by setup.py)."""
@@ -72,9 +76,6 @@ def hand_over_to_app() -> None:
     """Called first by every page (through `ui.user_errors`): if this run is Streamlit's legacy multipage run of
     the page alone (a fresh process whose first request was this page's link), switch the process to
     `st.navigation` mode, as its first call would, and rerun: app.py then draws the sidebar and this same page."""
-    import streamlit as st
-    from streamlit.runtime.pages_manager import PagesManager
-
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
         st.rerun()
@@ -82,7 +83,5 @@ def hand_over_to_app() -> None:
 
 def pages() -> list:
     """`st.Page` objects for `st.navigation`; the first one is the default (home) page."""
-    import streamlit as st
-
     return [st.Page(str(p), title=page_title(p), url_path=url_path(p), default=(i == 0))
             for i, p in enumerate(page_files())]

@@ -11,6 +11,8 @@ import streamlit as st
 
 from analysis.core.errors import UserError
 from analysis.report.build import SCHEMA, problems
+from ui.inputs import upload_bytes
+from ui.text import md
 
 
 def read_report(data: bytes, name: str) -> dict:
@@ -60,9 +62,6 @@ def side_by_side(reports: dict) -> pd.DataFrame:
 
 def compare_uploads(key: str) -> None:
     """Two report JSONs uploaded, shown side by side with their recommendations' reasons."""
-    from ui.inputs import upload_bytes
-    from ui.text import md
-
     files = st.file_uploader("Two report JSONs (`python -m analysis report --out r.html` writes r.json; the Report "
                              "page offers it for download)", type=["json"], accept_multiple_files=True,
                              key=f"{key}_upload")

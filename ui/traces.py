@@ -12,6 +12,7 @@ import streamlit as st
 
 from analysis.compression.system import CompressionSystem, manifest_config
 from analysis.inspect.attention import word_attention
+from analysis.weights.artefacts import artefact_digest, read_manifest
 from cache import compute
 from ui.compute import shown
 from ui.model import get_backbone, store
@@ -115,8 +116,6 @@ class Compression:
     without it."""
 
     def __init__(self, backbone, folder: str):
-        from analysis.weights.artefacts import artefact_digest, read_manifest
-
         self.backbone, self.folder, self.weights_digest = backbone, folder, artefact_digest(folder)
         self.manifest = read_manifest(folder)
         self.config = manifest_config(self.manifest, backbone, folder)  # what CompressionSystem.from_artefact builds

@@ -11,6 +11,8 @@ import logging
 import sys
 import time
 
+from streamlit.testing.v1 import AppTest
+
 from ui.nav import PAGES_DIR, page_files
 
 LESSONS_PAGE = "13_lessons.py"
@@ -29,7 +31,7 @@ PRESS = {"3_intrinsic_dimension.py": "id_compute",  # the default texts' traject
 
 def items(model: str) -> list[tuple[str, dict, int]]:
     """(label, AppTest settings, estimated seconds) for every lesson step and every other page."""
-    from ui.lessons import LESSONS
+    from ui.lessons import LESSONS  # lazy: keeps torch off the pages' and the command line's start
 
     out = [(f"lesson {lesson.id}, step {i}", {"page": LESSONS_PAGE, "query": {"lesson": lesson.id, "step": str(i)}},
             step.seconds) for lesson in LESSONS for i, step in enumerate(lesson.steps, 1)]
@@ -41,8 +43,6 @@ def items(model: str) -> list[tuple[str, dict, int]]:
 def open_headless(settings: dict) -> list[str]:
     """Run one page to the end on the model, pressing its `PRESS` button when shown; the error messages it
     showed (none when all went well)."""
-    from streamlit.testing.v1 import AppTest
-
     at = AppTest.from_file(str(PAGES_DIR / settings["page"]), default_timeout=3600)
     at.session_state[MODEL_KEY] = settings["model"]
     at.query_params.update(settings["query"])
@@ -86,13 +86,12 @@ def warm(models: list[str]) -> dict:
 
 
 def main(argv=None) -> None:
+    # lazy: keeps torch, transformers off the pages' and the command line's start
     from transformers.utils import logging as hf_logging
 
     parser = argparse.ArgumentParser(prog="python -m ui.warm")
     parser.add_argument("models", nargs="+")
     hf_logging.disable_progress_bar()  # stderr is the progress bar's
-    import streamlit.testing.v1  # noqa: F401 - its loggers exist from here on
-
     for name in list(logging.root.manager.loggerDict):  # pages run outside a server warn on every call
         if name.startswith("streamlit"):
             logging.getLogger(name).setLevel(logging.ERROR)

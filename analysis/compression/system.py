@@ -32,14 +32,21 @@ import copy
 import math
 import re
 import string
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from analysis.core import budgets
 from analysis.core.errors import UserError
+from analysis.core.partition import _segmenter
 from analysis.eval.stats import wilson
+from analysis.models import minilm  # by module: tests replace load_encoder
+from analysis.models.minilm import encoder_identity
+from analysis.weights.artefacts import artefact_digest, load_artefact, read_manifest, shipped_dir
+from analysis.weights.lora import add_lora, lora_config, lora_tensors
 
 MODES = ("sentence", "paragraph", "text", "none")
 TABLE_MODES = ("sentence", "sentence+ids", "paragraph", "text", "none")  # "+ids": identifier tokens before pools
@@ -83,20 +90,14 @@ class CompressionConfig:
 
 def encode_sentences(sentences: list[str]) -> np.ndarray:
     """(n, 384) float32 mean-pooled MiniLM vectors, not normalised (the source feeds the raw mean pool)."""
-    from analysis.models.minilm import load_encoder
-
-    return load_encoder().embed(list(sentences), normalize=False).numpy().astype(np.float32)
+    return minilm.load_encoder().embed(list(sentences), normalize=False).numpy().astype(np.float32)
 
 
 def encoder_token_count(sentence: str) -> int:
-    from analysis.models.minilm import load_encoder
-
-    return len(load_encoder().tokenizer(sentence, add_special_tokens=False)["input_ids"])
+    return len(minilm.load_encoder().tokenizer(sentence, add_special_tokens=False)["input_ids"])
 
 
 def encoder_name() -> str:
-    from analysis.models.minilm import encoder_identity
-
     return encoder_identity()
 
 
@@ -149,16 +150,12 @@ def check_item(item: dict, where: str = "") -> None:
 
 def check_sentences(n: int, where: str = "") -> None:
     """A context's sentence count against the budget (one pool, one decoder position each), before any work."""
-    from analysis.core import budgets
-
     at = f" ({where.rstrip(': ')})" if where else ""
     budgets.check("context_sentences", n, f"the number of sentences in one context{at}")
 
 
 def split_sentences(text: str) -> list[str]:
     """A paragraph -> its sentences (pysbd, as the prepending methods split)."""
-    from analysis.core.partition import _segmenter
-
     return [s.sent.strip() for s in _segmenter().segment(text) if s.sent.strip()] if text.strip() else []
 
 
@@ -172,8 +169,6 @@ class CompressionSystem:
     lives on a private copy of its model (other views keep using the plain model)."""
 
     def __init__(self, backbone, config: CompressionConfig = CompressionConfig(), *, seed: int = 0, encoder=None):
-        from analysis.weights.lora import add_lora, lora_config
-
         self.backbone, self.config = backbone, config
         tok = backbone.tokenizer
         self.start_id = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
@@ -215,8 +210,6 @@ class CompressionSystem:
         return self.adapter(vectors * self.config.pool_scale)
 
     def tensors(self) -> dict[str, torch.Tensor]:
-        from analysis.weights.lora import lora_tensors
-
         out = {f"adapter.{k}": v.detach().clone() for k, v in self.adapter.state_dict().items()}
         out.update(lora_tensors(self.model))
         return out
@@ -238,14 +231,10 @@ class CompressionSystem:
 
     @classmethod
     def from_artefact(cls, backbone, folder: str | Path | None = None):
-        from analysis.weights.artefacts import load_artefact
-
         folder = Path(folder) if folder else default_artefact(backbone)
         if not (folder / "manifest.json").exists():
             raise UserError(f"No compression weights at {folder}; train them with `python -m analysis train "
                             "compression`.")
-        from analysis.weights.artefacts import artefact_digest, read_manifest
-
         system = cls(backbone, manifest_config(read_manifest(folder), backbone, folder))  # its fresh tensors give the shapes the file must hold, read from its header
         tensors, manifest = load_artefact(folder, method=METHOD, model_identity=backbone.identity,
                                           encoder=encoder_name(),
@@ -403,8 +392,6 @@ class CompressionSystem:
         """Refuse, before the encoder or the decoder runs, a request too large for one run (items, sentences per
         context) or an item whose row and longest answer (`answer_tokens`, default the config's) do not fit the
         model's positions (one sentence each)."""
-        from analysis.core import budgets
-
         budgets.check("qa_items", len(items))
         limit = self.backbone.facts.max_length
         for i, item in enumerate(items, 1):
@@ -483,8 +470,6 @@ def reconstruction_item(item) -> dict:
 
 def token_f1(prediction: str, reference: str) -> float:
     """Bag-of-words F1 of two texts (SQuAD's: lower case, punctuation removed, tokens counted with multiplicity)."""
-    from collections import Counter
-
     p, r = (re.findall(r"[a-z0-9']+", t.lower()) for t in (prediction, reference))
     common = sum((Counter(p) & Counter(r)).values())
     if not p or not r or not common:
@@ -562,8 +547,6 @@ def manifest_config(manifest: dict, backbone, folder) -> CompressionConfig:
 
 def default_artefact(backbone) -> Path:
     """analysis/artefacts/compression/<model folder>/ (the shipped weights' folder for this model)."""
-    from analysis.weights.artefacts import shipped_dir
-
     return shipped_dir(METHOD, backbone.facts)
 
 

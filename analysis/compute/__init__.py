@@ -39,6 +39,10 @@ class Compute(Protocol):
     def backbone(self, name: str):
         """The model `name` (a built-in name, a folder, a .gguf file; tests hand out tiny random models)."""
 
+    def backbone_in(self, backbone, dtype: str):
+        """The same model in another precision ("bfloat16", "float32"): its identity carries the dtype, so the two
+        never share a stored result."""
+
     def encode(self, backbone, method, texts: list[str]) -> Encoded:
         """`method`'s embeddings of `texts` on `backbone`."""
 

@@ -28,6 +28,9 @@ class Direct:
     def backbone(self, name: str):
         return self._backbones(name)
 
+    def backbone_in(self, backbone, dtype: str):
+        return backbone if backbone.facts.dtype == dtype else self._backbones(backbone.facts.name, dtype=dtype)
+
     def encode(self, backbone, method, texts):
         return timed_encode(backbone, method, texts, self.batch_size)
 

@@ -3,6 +3,7 @@ The command line's output and the model report's JSON go through it."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 
@@ -20,7 +21,5 @@ def finite(obj):
     if hasattr(obj, "tolist"):  # numpy arrays and scalars (a numpy float becomes a Python float, then checked)
         return finite(obj.tolist())
     if hasattr(obj, "__dataclass_fields__"):
-        import dataclasses
-
         return finite(dataclasses.asdict(obj))
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")

@@ -29,7 +29,7 @@ PARTITIONS = ("sentences", "tokens")
 
 @functools.lru_cache(maxsize=1)
 def _segmenter():
-    import pysbd
+    import pysbd  # lazy: keeps pysbd off the pages' and the command line's start
 
     # clean=False keeps the text as is (spans must index the original string); char_span gives offsets.
     return pysbd.Segmenter(language="en", clean=False, char_span=True)

@@ -22,6 +22,10 @@ import os
 import re
 from pathlib import Path
 
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+
 SHARED_PLOTLY = "plotly.gz.js"
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;
 line-height:1.5}
@@ -50,8 +54,6 @@ LOADER = """<script>
 @functools.lru_cache(maxsize=1)
 def plotly_blob() -> str:
     """plotly.js, gzip-compressed, base64 (computed once per process)."""
-    from plotly.offline import get_plotlyjs
-
     return packed(get_plotlyjs())
 
 
@@ -130,8 +132,6 @@ class Document:
         """A place for one interactive figure (a plotly Figure or its dict), its element named `name` (a stable
         anchor a reader can link to) or numbered. Streamlit's theme does not travel with a figure, so the copy gets
         Plotly's white template and margins that grow to fit the labels."""
-        import plotly.graph_objects as go
-
         fig = go.Figure(fig)  # a copy: the caller's figure stays as drawn
         fig.update_layout(template="plotly_white")
         fig.update_xaxes(automargin=True)
@@ -143,8 +143,6 @@ class Document:
     def html(self, *, shared_plotly: bool = False) -> str:
         scripts = ""
         if self._figures:
-            import plotly.io as pio
-
             figures = pio.json.to_json_plotly([[name, spec] for name, spec in self._figures])
             plotly = (f'<script src="{SHARED_PLOTLY}"></script>' if shared_plotly else
                       f'<script id="plotly-gz" type="application/octet-stream">{plotly_blob()}</script>')

@@ -13,7 +13,13 @@ from collections.abc import Callable
 
 def interleaved_medians(configs: dict[str, Callable[[], object]], repeats: int,
                         after_round: Callable[[dict[str, list[float]]], None] | None = None) -> dict[str, float]:
-    """Median wall seconds of each configuration over `repeats` rounds; every round runs each one once, round r
+    """Median wall seconds of each configuration over `repeats` rounds (`interleaved_rounds`)."""
+    return {label: statistics.median(t) for label, t in interleaved_rounds(configs, repeats, after_round).items()}
+
+
+def interleaved_rounds(configs: dict[str, Callable[[], object]], repeats: int,
+                       after_round: Callable[[dict[str, list[float]]], None] | None = None) -> dict[str, list[float]]:
+    """Wall seconds of each configuration in each of `repeats` rounds; every round runs each one once, round r
     starting at the r-th configuration. The rotation matters: whatever runs first in a round pays for what the
     round before left behind (in the model report the plain forward, first in every round, ran 3.4x slower than
     the identical `last` method timed later in the same rounds), so no configuration is first more than once in
@@ -28,4 +34,4 @@ def interleaved_medians(configs: dict[str, Callable[[], object]], repeats: int,
             times[label].append(time.perf_counter() - start)
         if after_round is not None:
             after_round(times)
-    return {label: statistics.median(t) for label, t in times.items()}
+    return times

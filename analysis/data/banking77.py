@@ -21,6 +21,7 @@ from pathlib import Path
 from analysis.core.errors import UserError
 from analysis.core.paths import data_dir
 from analysis.data.corpora import Texts
+from analysis.data.samples import fixed_split, subset
 
 FOLDER = "banking77"  # under the data folder
 SPLITS = ("train", "test")
@@ -83,8 +84,6 @@ def _read(path: str, split: str) -> Texts:
 
 def part(which: str) -> Texts:
     """The fixed selection part (2,000 train queries, stratified by intent) or report part (8,003) of train."""
-    from analysis.data.samples import fixed_split, subset
-
     if which not in ("selection", "report"):
         raise UserError(f"Unknown Banking77 part {which!r}: choose selection or report.")
     train = queries("train")

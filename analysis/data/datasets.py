@@ -25,10 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.data import banking77, corpora, fetch, scifact
-from analysis.data.corpora import Pairs, Texts
 from analysis.core.errors import UserError
+from analysis.data import banking77, corpora, fetch, personas, scifact
+from analysis.data.corpora import Pairs, Texts
 from analysis.data.files import read_sts, read_texts
+from analysis.data.samples import dev_split
 
 KINDS = ("texts", "labelled", "pairs", "retrieval", "qa")
 DEFAULT_TASKS = {"pairs": ("sts",), "labelled": ("probe",), "retrieval": ("retrieval",)}  # kind -> task families
@@ -97,8 +98,6 @@ def _stsb(split: str) -> Dataset:
 def stsb_dev_part(part: str) -> Pairs:
     """The fixed selection (300) or report (1,200) part of STS-B dev (`samples.dev_split`): trainers select on the
     first, every held-out number is reported on the second."""
-    from analysis.data.samples import dev_split
-
     selection, report = dev_split(stsb_pairs("dev"))
     return selection if part == "selection" else report
 
@@ -170,8 +169,6 @@ REGISTRY: tuple[Dataset, ...] = (  # menu order
 
 def _personas(split: str) -> list:
     """200 seeded context-compression questions (40 per fact key) about people of one split."""
-    from analysis.data import personas
-
     return personas.generate(split, 200)
 _BY_ID = {d.id: d for d in REGISTRY}
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.core.errors import UserError
+from analysis.data import scifact
 from analysis.data.files import Beir
 
 KINDS = ("passkey", "needle", "scifact")
@@ -252,8 +253,6 @@ def _draw(rng, blocks, k: int) -> list[str]:
 def _scifact_needles(count, n: int, rng) -> tuple[list[str], list[str], list[str]]:
     """(relevant abstracts, their claims, the abstracts to fill with): claims of SciFact's report part with exactly
     one relevant abstract of at most SCIFACT_ABSTRACT_MAX tokens; fillers that no train claim judges."""
-    from analysis.data import scifact
-
     report, train = scifact.part("report"), scifact.claims("train")
     judged = {d for q in train.qrels.values() for d in q}
     single = [(q, rel[0]) for q in report.queries if len(rel := [d for d, g in report.qrels[q].items() if g > 0]) == 1]

@@ -18,6 +18,8 @@ from collections import Counter
 import numpy as np
 
 from analysis.core.errors import UserError
+from analysis.data.corpora import Pairs, Texts
+from analysis.data.files import Beir
 
 SELECTION_SIZE = 300  # STS-B dev pairs every trainer selects on (20% of 1,500); the other 1,200 are reported on
 SPLIT_SEED = 20261124  # fixed once: changing it would move pairs between selection and report
@@ -66,9 +68,6 @@ def sample_indices(n_items: int, groups: list[str] | None, n: int, seed: int) ->
 def subset(data, idx, name: str | None = None):
     """The pairs (or texts, or a retrieval set's queries) at `idx` (any order kept), genres (labels) included; a
     retrieval set keeps its whole corpus (the documents are the haystack)."""
-    from analysis.data.corpora import Pairs, Texts
-    from analysis.data.files import Beir
-
     idx = [int(i) for i in idx]
     if isinstance(data, Beir):
         qids = list(data.queries)
@@ -183,8 +182,6 @@ def nano_retrieval(beir, n_queries: int = 50, n_distractors: int = 1000, seed: i
     ranks methods for a quick look and is never reported as the set's score; records use the whole corpus.
     Documents keep the corpus's order.
     """
-    from analysis.data.files import Beir
-
     if n_queries < 1 or n_distractors < 0:
         raise UserError(f"A nano set needs at least one query and no negative number of distractors, got "
                         f"{n_queries} and {n_distractors}.")

@@ -22,6 +22,7 @@ from pathlib import Path
 from analysis.core.errors import UserError
 from analysis.core.paths import data_dir
 from analysis.data.files import Beir, load_beir
+from analysis.data.samples import fixed_split, subset
 
 FOLDER = "scifact"  # under the data folder
 SPLITS = ("train", "test")
@@ -65,8 +66,6 @@ def _named(beir: Beir, split: str) -> Beir:
 
 def part(which: str) -> Beir:
     """The fixed selection part (300 train claims) or report part (509) of SciFact's train claims."""
-    from analysis.data.samples import fixed_split, subset
-
     if which not in ("selection", "report"):
         raise UserError(f"Unknown SciFact part {which!r}: choose selection or report.")
     train = claims("train")

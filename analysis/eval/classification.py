@@ -33,6 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score, f1_score
 
 from analysis.core.errors import UserError
 from analysis.data.corpora import Texts
@@ -100,10 +103,6 @@ def score_classification(split: Split, embed: Callable[[list[str], str], np.ndar
                          seed: int = 0, level: float = 0.95, n_experiments: int = N_EXPERIMENTS,
                          samples_per_label: int = SAMPLES_PER_LABEL, name: str | None = None) -> Score:
     """Mean accuracy over MTEB's experiments with a bootstrap interval over evaluation texts; macro-F1 beside it."""
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import accuracy_score, f1_score
-
     train, test = split.train, split.test
     if train.labels is None or test.labels is None or len(set(train.labels)) < 2:
         raise UserError(f"{split.name}: classification needs labelled texts of at least 2 labels on the train side.")

@@ -26,6 +26,9 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from sklearn.cluster import MiniBatchKMeans
+from sklearn.metrics.cluster import v_measure_score
+from threadpoolctl import threadpool_limits
 
 from analysis.core.errors import UserError
 from analysis.eval.score import Score, mean_score
@@ -44,10 +47,6 @@ def score_clustering(data, embed: Callable[[list[str], str], np.ndarray], *, n_b
                      level: float = 0.95, max_documents: int | None = MAX_DOCUMENTS, cluster_size: int = CLUSTER_SIZE,
                      n_experiments: int = N_EXPERIMENTS, name: str | None = None) -> Score:
     """Mean V-measure over MTEB's experiments on labelled texts (`analysis.data.corpora.Texts`)."""
-    from sklearn.cluster import MiniBatchKMeans
-    from sklearn.metrics.cluster import v_measure_score
-    from threadpoolctl import threadpool_limits
-
     if data.labels is None or len(set(data.labels)) < 2:
         raise UserError(f"{data.name}: clustering is scored against labels, and needs at least 2 of them.")
     rng = random.Random(MTEB_SEED)

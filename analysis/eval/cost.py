@@ -15,16 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import torch
+
+from analysis.core.timing import interleaved_medians
+from analysis.core.tokens import batches_by_length
 
 PLAIN = "plain forward"
 
 
 def plain_forward(backbone, texts: list[str], batch_size: int) -> np.ndarray:
     """The plain model: tokenizer padding, the bare decoder, final state of the last real token. (n, d)"""
-    import torch
-
-    from analysis.core.tokens import batches_by_length
-
     tok = backbone.tokenizer
     lengths = [len(ids) for ids in tok(texts)["input_ids"]]
     out = np.zeros((len(texts), backbone.facts.hidden_size), dtype=np.float32)
@@ -40,10 +40,6 @@ def plain_forward(backbone, texts: list[str], batch_size: int) -> np.ndarray:
 def ratios(backbone, configs: dict[str, Callable[[], object]], texts: list[str], *, repeats: int,
            batch_size: int = 16) -> dict[str, tuple[float, float]]:
     """{label: (median seconds, ratio to the plain forward)}, the plain forward of `texts` first."""
-    import torch
-
-    from analysis.core.timing import interleaved_medians
-
     run = {PLAIN: lambda: plain_forward(backbone, texts, batch_size), **configs}
     with torch.inference_mode():
         for fn in run.values():  # warm-up

@@ -19,11 +19,14 @@ import dataclasses
 import hashlib
 import json
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
+import torch
 
+from analysis import get_method, load_backbone
 from analysis.core.errors import UserError
 from analysis.core.vectors import normalize
 
@@ -39,8 +42,6 @@ class Encoder:
 
     def __init__(self, backbone: Any = "default", method: Any = "prompteol", *, batch_size: int = 16,
                  revision: str | None = None, device: str | None = None, **params):
-        from analysis import get_method, load_backbone
-
         if device not in (None, "cpu"):
             raise UserError(f"embedscope runs on the CPU; device {device!r} is not supported.")
         self.backbone = load_backbone(backbone) if isinstance(backbone, str) else backbone
@@ -122,8 +123,6 @@ class Encoder:
         if single:
             emb = emb[0]
         if convert_to_tensor:
-            import torch
-
             return torch.from_numpy(emb)
         return emb
 
@@ -144,7 +143,7 @@ class Encoder:
     def mteb_model_meta(self):
         """mteb.ModelMeta describing this encoder (None when mteb is not installed)."""
         try:
-            from mteb.models import ModelMeta
+            from mteb.models import ModelMeta  # lazy: optional dependency (mteb)
         except ImportError:
             return None
         facts = self.backbone.facts
@@ -185,6 +184,4 @@ def _rows(x) -> np.ndarray:
 
 
 def _stderr_progress(done: int, total: int) -> None:
-    import sys
-
     print(f"\rencoding {done}/{total}", end="\n" if done >= total else "", file=sys.stderr, flush=True)

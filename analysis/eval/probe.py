@@ -12,6 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from analysis.core.errors import UserError
 from analysis.eval.stats import bootstrap_mean_ci
@@ -36,11 +40,6 @@ def classification_probe(emb, labels, *, folds: int = 5, seed: int = 0, n_boot: 
     Features are standardised first: embeddings of a decoder are anisotropic (cosines near 1), so the
     label may live in directions of small variance that an L2 penalty on raw features would flatten.
     """
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
     x = np.asarray(emb, dtype=np.float64)
     y = np.asarray([str(v) for v in labels])
     if len(x) != len(y):

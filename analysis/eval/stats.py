@@ -58,7 +58,7 @@ def spearman_replicates(sims, gold, idx) -> np.ndarray:
     Average ranks for ties (resampling repeats pairs), as scipy's spearmanr; NaN where a resample's similarities or
     gold scores are all equal.
     """
-    from scipy.stats import rankdata
+    from scipy.stats import rankdata  # lazy: keeps scipy off the pages' and the command line's start
 
     sims = np.atleast_2d(np.asarray(sims, dtype=np.float64))  # (m, n)
     gold = np.asarray(gold, dtype=np.float64)  # (n,)

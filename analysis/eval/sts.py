@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from scipy.stats import spearmanr
 
 from analysis.core.errors import UserError
 from analysis.core.vectors import l2_normalize
-from analysis.eval.stats import percentile_ci, resample_indices, spearman_replicates
+from analysis.eval.stats import paired_difference, percentile_ci, resample_indices, spearman_replicates
 
 Encoder = Callable[[list[str], Callable[[int, int], None] | None], np.ndarray]
 
@@ -50,8 +51,6 @@ def pair_cosines(emb: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.nda
 
 def spearman(sims: np.ndarray, gold: np.ndarray) -> float:
     """Spearman's rho; NaN when the similarities are all equal (e.g. a readout that ignores the text)."""
-    from scipy.stats import spearmanr
-
     sims = np.asarray(sims, dtype=np.float64)
     if np.ptp(sims) == 0:
         return math.nan  # scipy would warn and return NaN too; say it without the warning
@@ -180,8 +179,6 @@ def compare_cosines(cosines: dict, gold, *, n_boot: int = 1000, seed: int = 0, l
         {"methods": [{"method", "spearman", "ci"}], "differences": [{"a", "b", "difference" (a minus b), "ci",
         "p"}], "n_pairs", "n_boot", "seed", "bootstrap" (what was resampled and how p is read)}.
     """
-    from analysis.eval.stats import paired_difference
-
     labels = list(cosines)
     if versus is not None and versus not in cosines:
         raise UserError(f"{versus!r} is not among the compared methods {labels}.")

@@ -23,16 +23,21 @@ methods. Data sets come from the registry (`analysis.data.datasets`), which name
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from analysis.core import budgets
 from analysis.core.errors import UserError
-from analysis.data import datasets
+from analysis.data import datasets, longdoc
 from analysis.data.corpora import Texts
 from analysis.data.files import load_beir, read_sts, read_texts
+from analysis.data.samples import nano_retrieval, select
+from analysis.eval.longdoc import score_longdoc
+from analysis.eval.retrieval import score_retrieval
 from analysis.eval.score import Score, compare  # noqa: F401  (compare: part of this module's interface)
 
 KINDS = ("sts", "probe", "retrieval", "classification", "clustering", "longdoc")
@@ -64,10 +69,12 @@ class Task:
         if self.kind == "probe":
             return len(d)
         if self.kind == "clustering":
+            # lazy: keeps scipy, sklearn off the pages' and the command line's start
             from analysis.eval.clustering import MAX_DOCUMENTS
 
             return min(len(d), MAX_DOCUMENTS)
         if self.kind == "classification":
+            # lazy: keeps scipy, sklearn off the pages' and the command line's start
             from analysis.eval.classification import undersample
 
             return len(set().union(*undersample(d.train.labels))) + len(d.test)
@@ -99,6 +106,7 @@ class Task:
         if self.kind == "classification":
             return len(d.test)
         if self.kind == "clustering":
+            # lazy: keeps scipy, sklearn off the pages' and the command line's start
             from analysis.eval.clustering import N_EXPERIMENTS
 
             return N_EXPERIMENTS
@@ -121,28 +129,24 @@ class Task:
 def score_task(task: Task, embed: Callable[[list[str], str], np.ndarray], *, n_boot: int = 1000, seed: int = 0,
                level: float = 0.95, folds: int = 5) -> Score:
     """Score one task: `embed(texts, role) -> (len(texts), d)` embeds (a few calls per task)."""
-    from analysis.core import budgets
-
     budgets.check("bootstrap", n_boot, "the number of bootstrap replicates")
     if task.kind == "sts":
         return _sts(task, embed, n_boot, seed, level)
     if task.kind == "probe":
         return _probe(task, embed, n_boot, seed, level, folds)
     if task.kind == "retrieval":
-        from analysis.eval.retrieval import score_retrieval
-
         return score_retrieval(task.data, embed, n_boot=n_boot, seed=seed, level=level, name=task.name)
     if task.kind == "classification":
+        # lazy: keeps scipy, sklearn off the pages' and the command line's start
         from analysis.eval.classification import score_classification
 
         return score_classification(task.data, embed, n_boot=n_boot, seed=seed, level=level, name=task.name)
     if task.kind == "clustering":
+        # lazy: keeps scipy, sklearn off the pages' and the command line's start
         from analysis.eval.clustering import score_clustering
 
         return score_clustering(task.data, embed, n_boot=n_boot, seed=seed, level=level, name=task.name)
     if task.kind == "longdoc":
-        from analysis.eval.longdoc import score_longdoc
-
         return score_longdoc(task.data, embed, n_boot=n_boot, seed=seed, level=level, name=task.name)
     raise ValueError(f"unknown task kind {task.kind!r}")
 
@@ -167,7 +171,7 @@ def run_task(task: Task, embed: Callable[[list[str]], np.ndarray], *, n_boot: in
 
 
 def _sts(task: Task, embed, n_boot: int, seed: int, level: float) -> Score:
-    from analysis.eval.sts import score_pairs
+    from analysis.eval.sts import score_pairs  # lazy: keeps scipy off the pages' and the command line's start
 
     pairs = task.data
     s = score_pairs(pairs, lambda texts: embed(texts, "document"), n_boot=n_boot, seed=seed, level=level)
@@ -179,8 +183,7 @@ def _sts(task: Task, embed, n_boot: int, seed: int, level: float) -> Score:
 
 def _probe(task: Task, embed, n_boot: int, seed: int, level: float, folds: int) -> Score:
     """The cross-validated probe; its value is the mean over folds (the per-text correctness is its items)."""
-    import time
-
+    # lazy: keeps scipy, sklearn off the pages' and the command line's start
     from analysis.eval.probe import classification_probe
 
     if task.data.labels is None:
@@ -254,6 +257,7 @@ def _registry_task(d, family: str | None) -> Task:
         raise UserError(f"{d.id} cannot be scored as {family}: it is scored as {' or '.join(d.tasks)}.")
     name = d.short if family == d.tasks[0] else f"{d.short}, {family}"  # one set, two families: two columns
     if family == "classification" and d.train_split is not None:
+        # lazy: keeps scipy, sklearn off the pages' and the command line's start
         from analysis.eval.classification import given
 
         return Task(name, family, given(datasets.get(d.train_split).load(), d.load(), name))
@@ -264,6 +268,7 @@ def _registry_task(d, family: str | None) -> Task:
 
 def _labelled_task(name: str, family: str, texts: Texts) -> Task:
     if family == "classification":
+        # lazy: keeps scipy, sklearn off the pages' and the command line's start
         from analysis.eval.classification import held_out
 
         return Task(name, family, held_out(texts))
@@ -273,8 +278,6 @@ def _labelled_task(name: str, family: str, texts: Texts) -> Task:
 def nano_task(task: Task, n_queries: int = NANO["queries"], n_distractors: int = NANO["distractors"],
               seed: int = NANO["seed"]) -> Task:
     """A retrieval task cut to a nano set (`samples.nano_retrieval`): for interactive use, never for records."""
-    from analysis.data.samples import nano_retrieval
-
     if task.kind != "retrieval":
         raise UserError(f"{task.name} is not a retrieval task, so it has no nano version.")
     data = nano_retrieval(task.data, n_queries, n_distractors, seed)
@@ -294,8 +297,6 @@ def model_task(spec: str, backbone) -> Task:
 
 
 def _longdoc_task(which: str, tokenizer, max_length: int | None) -> Task:
-    from analysis.data import longdoc
-
     if tokenizer is None or max_length is None:
         raise UserError("A long-document task is generated for a model's tokenizer: load the model first.")
     data = longdoc.generate(which, tokenizer, max_length=max_length)
@@ -312,8 +313,6 @@ def select_task(task: Task, *, sample: int | None = None, limit: int | None = No
     evaluation side by label), renamed so the Benchmark page and the `bench` command name (and so cache) the same
     cell alike: "STS-B dev (500 stratified by genre, seed 0)". A long-document task is generated at its size:
     it is taken whole."""
-    from analysis.data.samples import select
-
     if task.kind == "classification":
         test, report = select(task.data.test, sample=sample, limit=limit, seed=seed)
         data = replace(task.data, test=test)

@@ -22,7 +22,10 @@ from __future__ import annotations
 import importlib
 from dataclasses import asdict, dataclass, field
 
+from analysis import code_version
 from analysis.core.errors import UserError
+from analysis.core.options import check
+from analysis.experiments.machinery import provenance, records
 
 EXPERIMENTS: dict[str, str] = {  # in the order docs/RESULTS.md shows them
     "claims": "analysis.experiments.claims.record",  # the claims board, one record per model: RESULTS.md opens with it
@@ -64,10 +67,6 @@ def experiment(experiment_id: str):
 
 def run(experiment_id: str, config, *, compute=None, progress=None):
     """Measure `experiment_id` with `config` and return its `records.Record` (not written: `records.write`)."""
-    from analysis import code_version
-    from analysis.core.options import check
-    from analysis.experiments.machinery import provenance, records
-
     module = experiment(experiment_id)
     check(config)
     clock = provenance.Clock()

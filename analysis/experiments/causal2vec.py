@@ -20,9 +20,12 @@ from dataclasses import dataclass
 
 from analysis.core.errors import UserError
 from analysis.core.params import param
+from analysis.data.corpora import lee_documents
 from analysis.experiments import Measured
 from analysis.experiments.machinery import heldout_sts
+from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
 from analysis.experiments.machinery.records import Table
+from analysis.weights.artefacts import read_manifest
 
 ID = "causal2vec"
 TITLE = "Causal2Vec: does the decoder add to the encoder?"
@@ -64,7 +67,7 @@ class Config:
 
 def readouts(label: str, **params) -> dict:
     """{"<label> concat": method, "<label> EOS": ..., "<label> contextual": ...} of one bridge."""
-    from analysis.methods import get_method
+    from analysis.methods import get_method  # lazy: keeps torch off the pages' and the command line's start
 
     return {f"{label} {shown}": get_method("causal2vec", readout=r, **params) for r, shown in READOUTS.items()}
 
@@ -77,8 +80,7 @@ def variant_claims(label: str) -> list[tuple[str, str, str]]:
 
 
 def measure(config: Config, compute, progress) -> Measured:
-    from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
-    from analysis.methods import get_method
+    from analysis.methods import get_method  # lazy: keeps torch off the pages' and the command line's start
 
     pairs, sample = heldout_sts.report_pairs(config.sample, config.seed)
     backbone = compute.backbone(config.model)
@@ -136,8 +138,6 @@ def measure(config: Config, compute, progress) -> Measured:
 
 def trained_controls(facts, place: str) -> dict[str, tuple[str, str]]:
     """{weights spec: (row label, readout)} of the paper's controls found under `place` for this model."""
-    from analysis.experiments.machinery.provenance import weights_folder
-
     if not place:
         return {}
     out = {}
@@ -152,9 +152,8 @@ def trained_controls(facts, place: str) -> dict[str, tuple[str, str]]:
 
 
 def cost_table(backbone, bridge: str, texts: list[str], config: Config) -> Table:
-    from analysis.data.corpora import lee_documents
-    from analysis.eval.cost import ratios
-    from analysis.methods import get_method
+    from analysis.eval.cost import ratios  # lazy: keeps torch off the pages' and the command line's start
+    from analysis.methods import get_method  # lazy: keeps torch off the pages' and the command line's start
 
     rows = []
     documents = lee_documents().texts[: config.speed_long]
@@ -171,8 +170,6 @@ def cost_table(backbone, bridge: str, texts: list[str], config: Config) -> Table
 
 
 def _trained_by(weights: dict) -> dict:
-    from analysis.weights.artefacts import read_manifest
-
     out = {}
     for label, folder in weights.items():
         m = read_manifest(folder)

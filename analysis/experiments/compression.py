@@ -16,9 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.core.params import param
+from analysis.data import personas
 from analysis.experiments import Measured
 from analysis.experiments.machinery import cells
+from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
 from analysis.experiments.machinery.records import Sample, Table
+from analysis.weights.artefacts import read_manifest
 
 ID = "compression"
 TITLE = "Context compression: facts read back from one vector per sentence"
@@ -46,7 +49,7 @@ def read(compute, system, items, mode: str, ids: bool = False) -> dict:
 
 
 def scored(preds: list[dict], items) -> dict:
-    from analysis.compression.system import score
+    from analysis.compression.system import score  # lazy: keeps torch off the pages' and the command line's start
 
     return score(preds, [it.key for it in items] if all(getattr(it, "key", None) for it in items) else None)
 
@@ -55,17 +58,13 @@ def heldout_scores(answer, n: int, vocabulary: str = "small") -> dict:
     """{mode: score} of `n` held-out questions (keys cycled) for every way of giving the context (`TABLE_MODES`);
     `answer(items, mode, label)` returns the predictions (the experiment's compute, or the page's cache with a
     progress bar)."""
-    from analysis.compression.system import TABLE_MODES
-    from analysis.data import personas
-
+    from analysis.compression.system import TABLE_MODES  # lazy: keeps torch off the pages' and the command line's start
     items = personas.generate("heldout", n, vocabulary=vocabulary)
     return {mode: scored(answer(items, mode, f"table: {mode}"), items) for mode in TABLE_MODES}
 
 
 def dilution_scores(answer, sizes, n: int, modes, vocabulary: str = "small") -> dict:
     """{(pools, mode): score} as content-free distractor sentences pad each of `n` held-out contexts to `pools`."""
-    from analysis.data import personas
-
     out = {}
     for size in sizes:
         items = personas.generate_scaled("heldout", n, total_sentences=size, vocabulary=vocabulary)
@@ -75,10 +74,8 @@ def dilution_scores(answer, sizes, n: int, modes, vocabulary: str = "small") -> 
 
 
 def measure(config: Config, compute, progress) -> Measured:
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.compression.system import TABLE_MODES, CompressionSystem, split_mode
-    from analysis.data import personas
-    from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
-
     backbone = compute.backbone("default")
     folder = weights_folder(ID, backbone.facts, config.weights)
     system = CompressionSystem.from_artefact(backbone, folder)
@@ -124,8 +121,6 @@ def measure(config: Config, compute, progress) -> Measured:
 def tables(config: Config, table: dict, curve: dict, ood: dict, cross: dict) -> list[Table]:
     """The record's tables from the scores: {mode: score}, {(pools, mode): score}, {(probe, mode): score},
     {names: score} (`compression.system.score`'s dicts)."""
-    from analysis.data import personas
-
     out = []
     if table:
         out.append(Table(
@@ -166,8 +161,6 @@ def tables(config: Config, table: dict, curve: dict, ood: dict, cross: dict) -> 
 
 
 def _people_trained(folder) -> dict:
-    from analysis.weights.artefacts import read_manifest
-
     m = read_manifest(folder)
     return {"command": m.get("command"), "people": (m.get("hyperparameters") or {}).get("people", 1),
             "names": bool((m.get("hyperparameters") or {}).get("names"))}

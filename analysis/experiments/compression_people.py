@@ -31,9 +31,15 @@ import numpy as np
 
 from analysis.core.errors import UserError
 from analysis.core.params import param
+from analysis.data import personas
+from analysis.data.personas import FIRST_NAMES
+from analysis.eval.stats import paired_mean_difference
 from analysis.experiments import Measured
 from analysis.experiments.machinery import cells
+from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
 from analysis.experiments.machinery.records import Sample, Series, Table
+from analysis.experiments.machinery.training_runs import runs_table, steps_at
+from analysis.weights.artefacts import read_manifest
 
 ID = "compression_people"
 TITLE = "Context compression: picking the right person's pools"
@@ -73,9 +79,8 @@ def read(compute, system, items, ids: bool, attention_n: int = 0, by_first_name:
     decoder layer over the first `attention_n` items; `by_first_name` adds the name questions' exact match split by
     whether the asked first name is one single-person training uses (`name_by_first_name`); `per_item` keeps each
     item's exact match (0/1, `exact`) for a paired comparison of two runs on the same items."""
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.compression.system import person_attention, score
-    from analysis.data.personas import FIRST_NAMES
-
     preds = compute.compress_predict(system, items, "sentence", ids)
     res = score(preds, [it.key for it in items])
     if per_item:
@@ -100,8 +105,6 @@ def _share(res: dict) -> float | None:
 def experiment_b(compute, conditions: list[tuple], config: Config, progress=None) -> tuple[Table, dict]:
     """The Experiment B / B2 table: `conditions` [(label, system, people, names)], each read on its own held-out
     items (names shown as tokens iff `names`). Returns (table, {label: score})."""
-    from analysis.data import personas
-
     rows, raw = [], {}
     for i, (label, system, people, names) in enumerate(conditions):
         if progress is not None:
@@ -126,8 +129,6 @@ def experiment_b(compute, conditions: list[tuple], config: Config, progress=None
 def budget(b: dict, short: dict, longer: dict) -> tuple[Table, dict]:
     """Experiment B at two training lengths: the longer run minus the shorter on the same held-out items (paired
     bootstrap), from `experiment_b`'s per-item scores and the two runs' manifests."""
-    from analysis.eval.stats import paired_mean_difference
-
     d = paired_mean_difference(b[LONGER]["exact"], b["five people"]["exact"])
     steps = {label: (m.get("steps_done"), m.get("best_step")) for label, m in (("five people", short),
                                                                               (LONGER, longer))}
@@ -147,9 +148,6 @@ def scaling(compute, runs: dict, config: Config, *, base=None, trained: dict | N
     """The scaling table and curve: {N: system} each read on `test_size(N, n)` held-out N-person items with names;
     with `base` (the five-person run) each N's items are also read by it, untrained on N; `trained` ({N: manifest})
     gives the steps each run trained at N. Returns (table, series, {"own": {N: score}, "base": {N: score}})."""
-    from analysis.data import personas
-    from analysis.experiments.machinery.training_runs import steps_at
-
     rows, own, by_base = [], {}, {}
     for i, (people, system) in enumerate(sorted(runs.items())):
         if progress is not None:
@@ -184,11 +182,8 @@ def scaling(compute, runs: dict, config: Config, *, base=None, trained: dict | N
 
 
 def measure(config: Config, compute, progress) -> Measured:
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.compression.system import CompressionSystem
-    from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
-    from analysis.experiments.machinery.training_runs import runs_table, steps_at
-    from analysis.weights.artefacts import read_manifest
-
     backbone = compute.backbone("default")
     folders, systems = {}, {}
 
@@ -245,10 +240,7 @@ def single_person_check(compute, single, candidate, n: int) -> tuple[Table, dict
     """Does the cross-person model keep single-person accuracy (the shipping bar: at least 95% of the single-person
     model's)? Both read `n` built-in held-out single-person questions with per-sentence pools, the candidate also
     with its name tokens; the paired bootstrap gives the difference's interval."""
-    from analysis.compression.system import score
-    from analysis.data import personas
-    from analysis.eval.stats import paired_mean_difference
-
+    from analysis.compression.system import score  # lazy: keeps torch off the pages' and the command line's start
     items = personas.generate("heldout", n)
     keys = [it.key for it in items]
     exact, raw = {}, {}

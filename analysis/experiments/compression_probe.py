@@ -9,9 +9,16 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+import numpy as np
+
 from analysis.core.params import param
+from analysis.data import personas as P
+from analysis.data.personas import KEYS
+from analysis.eval.stats import wilson
 from analysis.experiments import Measured
-from analysis.experiments.machinery.records import Sample, Table
+from analysis.experiments.machinery import cells
+from analysis.experiments.machinery.records import Model, Sample, Table
+from analysis.training.compression import fact_sentence
 
 ID = "compression_probe"
 TITLE = "Context compression: what one frozen MiniLM pool carries"
@@ -28,9 +35,6 @@ class Config:
 def fact_rows(pairs):
     """(sentences, keys, values) of every fact sentence of (persona, context) pairs; a name's value is the first
     name (the surname is a separate choice, read the same way)."""
-    from analysis.data.personas import KEYS
-    from analysis.training.compression import fact_sentence
-
     sents, keys, values = [], [], []
     for p, ctx in pairs:
         for key in KEYS:
@@ -41,15 +45,12 @@ def fact_rows(pairs):
 
 
 def measure(config: Config, compute, progress) -> Measured:
-    import numpy as np
+    # lazy: keeps scipy, sklearn off the pages' and the command line's start
     from sklearn.linear_model import LogisticRegression
 
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.compression.system import encode_sentences
-    from analysis.data import personas as P
-    from analysis.eval.stats import wilson
-    from analysis.experiments.machinery import cells
-    from analysis.experiments.machinery.records import Model
-    from analysis.models.minilm import encoder_identity
+    from analysis.models.minilm import encoder_identity  # lazy: keeps torch off the pages' and the command line's start
 
     rng = random.Random("train-personas:0")  # the trainer's personas
     train = []

@@ -14,9 +14,13 @@ from dataclasses import dataclass
 
 from analysis.core.errors import UserError
 from analysis.core.params import param
+from analysis.data import personas
+from analysis.eval.stats import bootstrap_mean_ci
 from analysis.experiments import Measured
 from analysis.experiments.machinery import cells
+from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
 from analysis.experiments.machinery.records import Sample, Table
+from analysis.weights.artefacts import read_manifest
 
 ID = "compression_reconstruction"
 TITLE = "Context compression, Experiment C: the paragraph back from its pools"
@@ -38,12 +42,8 @@ class Config:
 
 
 def measure(config: Config, compute, progress) -> Measured:
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.compression.system import CompressionSystem, reconstruction_item, reconstruction_scores, score
-    from analysis.data import personas
-    from analysis.eval.stats import bootstrap_mean_ci
-    from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
-    from analysis.weights.artefacts import read_manifest
-
     if not config.weights:
         raise UserError("--weights names the run trained with `python -m analysis train compression --reconstruct "
                         "0.5` (there are no shipped reconstruction weights).")

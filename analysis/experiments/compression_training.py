@@ -13,9 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.core.params import param
+from analysis.data import personas
 from analysis.experiments import Measured
 from analysis.experiments.machinery import cells
+from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
 from analysis.experiments.machinery.records import Sample, Series, Table
+from analysis.experiments.machinery.training_runs import runs_table
+from analysis.weights.artefacts import read_manifest
 
 ID = "compression_training"
 TITLE = "Context compression: what the training recipe contributes"
@@ -41,12 +45,8 @@ def validation_curves(manifests: dict) -> dict[str, dict[int, float]]:
 
 
 def measure(config: Config, compute, progress) -> Measured:
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.compression.system import CompressionSystem, score
-    from analysis.data import personas
-    from analysis.experiments.machinery.provenance import model_entry, shown_weights, weights_folder
-    from analysis.experiments.machinery.training_runs import runs_table
-    from analysis.weights.artefacts import read_manifest
-
     backbone = compute.backbone("default")
     specs = {label: spec for label, spec in ((VALUE, config.value), (RANDOM, config.random),
                                              (PARAGRAPH, config.paragraph)) if spec}

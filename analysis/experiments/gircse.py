@@ -22,12 +22,17 @@ tokens page draws the record's `k_curve` and `cost` series and its `scores` and 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from analysis.core.errors import UserError
 from analysis.core.params import param
+from analysis.data.samples import genre_counts
 from analysis.experiments import Measured
 from analysis.experiments.machinery import cells, heldout_sts
-from analysis.experiments.machinery.records import Sample, Series, Table
+from analysis.experiments.machinery.provenance import model_entry
+from analysis.experiments.machinery.records import Sample, Series, Table, read
+from analysis.weights.adapters import CAUSAL_EOS, PLACES, adapter_spec, shipped_folder
+from analysis.weights.artefacts import read_manifest
 
 ID = "gircse"
 TITLE = "GIRCSE against its fair baseline: the K curve on held-out pairs"
@@ -72,9 +77,8 @@ def name(row: tuple) -> str:
 
 def variants(backbone) -> dict[str, tuple[str, list | None]]:
     """{configuration: (adapter, Ks)} of what is shipped for this model; Ks None = every K of the run."""
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.inspect.generation import older_recipe, untrained_result
-    from analysis.weights.adapters import CAUSAL_EOS, shipped_folder
-
     shipped = shipped_folder(backbone.facts)
     if shipped is None:
         raise UserError(f"No GIRCSE adapter is shipped for {backbone.facts.name}: nothing to measure.")
@@ -102,8 +106,8 @@ def ladder_rows(configs: dict) -> dict[str, tuple]:
 def embeddings(backbone, texts: list[str], ks: list[int], configs: dict, progress) -> dict:
     """{(configuration, K): (n, d) embeddings}; PromptEOL's K is None. Every K of a configuration comes from one
     generation of its largest K."""
-    from analysis.methods import get_method
-    from analysis.methods.soft_tokens import SoftTokens
+    from analysis.methods import get_method  # lazy: keeps torch off the pages' and the command line's start
+    from analysis.methods.soft_tokens import SoftTokens  # lazy: keeps torch off the pages' and the command line's start
 
     out = {}
     for i, (label, (adapter, wanted)) in enumerate(configs.items()):
@@ -118,9 +122,9 @@ def embeddings(backbone, texts: list[str], ks: list[int], configs: dict, progres
 
 def cost(backbone, texts: list[str], ks: list[int], config: Config) -> dict[str, tuple[float, float]]:
     """{configuration: (median seconds, ratio to the plain forward)} over the same texts, interleaved rounds."""
-    from analysis.eval.cost import ratios
-    from analysis.methods import get_method
-    from analysis.methods.soft_tokens import SoftTokens
+    from analysis.eval.cost import ratios  # lazy: keeps torch off the pages' and the command line's start
+    from analysis.methods import get_method  # lazy: keeps torch off the pages' and the command line's start
+    from analysis.methods.soft_tokens import SoftTokens  # lazy: keeps torch off the pages' and the command line's start
 
     configs = {}
     for k in ks:
@@ -133,11 +137,6 @@ def cost(backbone, texts: list[str], ks: list[int], config: Config) -> dict[str,
 
 def training_rows(backbone, configs: dict) -> list[tuple]:
     """One row per trained configuration: its recipe and run as its manifest records them."""
-    from pathlib import Path
-
-    from analysis.weights.adapters import PLACES, shipped_folder
-    from analysis.weights.artefacts import read_manifest
-
     rows = []
     for label, (adapter, _) in configs.items():
         if adapter == "none":
@@ -152,7 +151,7 @@ def training_rows(backbone, configs: dict) -> list[tuple]:
 
 
 def measure(config: Config, compute, progress) -> Measured:
-    from analysis.data.samples import genre_counts
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.inspect.generation import OLD_SELECTION, unseen_pairs
 
     pairs, pool = unseen_pairs(config.sample, config.seed)
@@ -165,10 +164,7 @@ def measure(config: Config, compute, progress) -> Measured:
 
 def measure_on(backbone, pairs, config: Config, progress, *, data: str, sample) -> Measured:
     """The measurement on given pairs (any `Pairs` with genres): tables, series, findings."""
-    from analysis.experiments.machinery.provenance import model_entry
-    from analysis.inspect.generation import ABLATIONS
-    from analysis.weights.adapters import PLACES, adapter_spec, shipped_folder
-
+    from analysis.inspect.generation import ABLATIONS  # lazy: keeps torch off the pages' and the command line's start
     ks = sorted({int(k) for k in config.ks})
     configs = variants(backbone)
     texts = heldout_sts.texts_of(pairs)
@@ -237,9 +233,6 @@ def recorded(backbone):
     """(record, changed) of the published GIRCSE record when it was measured on this model, else None; `changed`
     lists the shipped adapters ("shipped", "causal-eos") that differ from the ones it measured (the record is then
     out of date)."""
-    from analysis.experiments.machinery.records import read
-    from analysis.weights.adapters import adapter_spec
-
     record = read(ID)
     if record is None or not record.models or record.models[0].identity != backbone.identity:
         return None

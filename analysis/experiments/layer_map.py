@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analysis.compute import KV_BASE
 from analysis.core.params import param
 from analysis.experiments import Measured
 from analysis.experiments.machinery import heldout_sts
+from analysis.experiments.machinery.provenance import model_entry
 from analysis.experiments.machinery.records import Table
+from analysis.report.sections import layer_map
+from analysis.sweep.windows import Cell, grid, paper_width
 
 ID = "layer_map"
 TITLE = "KV-Embedding's layer map: does the intrinsic-dimension rule pick good layers?"
@@ -33,21 +37,14 @@ class Config:
 
 
 def cells_for(n_layers: int, config: Config) -> list:
-    from analysis.sweep.windows import grid, paper_width
-
     w = paper_width(n_layers)
     return grid(n_layers, range(1, n_layers, config.start_every), sorted({w, min(2 * w, n_layers)}),
                 [float(b) for b in config.biases])
 
 
 def measure(config: Config, compute, progress) -> Measured:
-    from analysis.eval.sts import spearman
-    from analysis.experiments.machinery.provenance import model_entry
-    from analysis.methods import get_method
-    from analysis.compute import KV_BASE
-    from analysis.report.sections import layer_map
-    from analysis.sweep.windows import Cell
-
+    from analysis.eval.sts import spearman  # lazy: keeps scipy off the pages' and the command line's start
+    from analysis.methods import get_method  # lazy: keeps torch off the pages' and the command line's start
     pairs, sample = heldout_sts.report_pairs(config.sample, config.seed)
     maps, models = {}, []
     for name in config.models:

@@ -19,11 +19,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.core.errors import UserError
 from analysis.core.params import param
+from analysis.data import longdoc
+from analysis.eval.stats import paired_mean_difference
+from analysis.eval.tasks import Task, score_task
 from analysis.experiments import Measured
 from analysis.experiments.machinery import cells
-from analysis.experiments.task_families import model_label
+from analysis.experiments.machinery.provenance import model_entry
 from analysis.experiments.machinery.records import Sample, Series, Table
+from analysis.experiments.task_families import model_label
 
 ID = "longdoc"
 TITLE = "Long-document retrieval: nDCG@1 against document length"
@@ -47,11 +52,7 @@ class Config:
 
 
 def measure(config: Config, compute, progress) -> Measured:
-    from analysis.core.errors import UserError
-    from analysis.data import longdoc
-    from analysis.eval.tasks import Task, score_task
-    from analysis.experiments.machinery.provenance import model_entry
-    from analysis.methods import get_method
+    from analysis.methods import get_method  # lazy: keeps torch off the pages' and the command line's start
 
     for kind in config.kinds:
         if kind not in longdoc.KINDS:
@@ -127,8 +128,6 @@ def length_table(kind: str, scores: dict, lengths: list[int]) -> Table:
 
 def longest_table(kind: str, scores: dict, length: int, config: Config) -> Table:
     """Each method at the longest length, and its paired difference to the best there (the same resampled queries)."""
-    from analysis.eval.stats import paired_mean_difference
-
     values = {k: at_length(s, length) for k, s in scores.items()}
     best = max(values, key=lambda k: values[k].mean())
     rows = []

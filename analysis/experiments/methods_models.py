@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from analysis.core.params import param
 from analysis.experiments import Measured
 from analysis.experiments.machinery import cells, heldout_sts
+from analysis.experiments.machinery.provenance import model_entry
 from analysis.experiments.machinery.records import Table
+from analysis.weights.adapters import shipped_folder
 
 ID = "methods_models"
 TITLE = "Methods x models on held-out STS-B"
@@ -37,9 +39,7 @@ class Config:
 def methods_for(backbone, names) -> tuple[dict, dict]:
     """({name: method}, {name: shipped weights folder}) at the methods' defaults; soft tokens with the adapter
     shipped for this model, the frozen model where there is none."""
-    from analysis.methods import get_method
-    from analysis.weights.adapters import shipped_folder
-
+    from analysis.methods import get_method  # lazy: keeps torch off the pages' and the command line's start
     methods, weights = {}, {}
     for name in names:
         if name == "soft_tokens":
@@ -59,9 +59,7 @@ def frozen_label(models: list[str]) -> str:
 
 
 def measure(config: Config, compute, progress) -> Measured:
-    from analysis.eval.sts import compare_cosines
-    from analysis.experiments.machinery.provenance import model_entry
-
+    from analysis.eval.sts import compare_cosines  # lazy: keeps scipy off the pages' and the command line's start
     pairs, sample = heldout_sts.report_pairs(config.sample, config.seed)
     results, models, frozen = {}, [], {}
     for i, name in enumerate(config.models):

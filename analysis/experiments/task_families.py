@@ -26,11 +26,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.core.params import param
+from analysis.data.corpora import Pairs
+from analysis.eval.score import best_of, compare_scores
+from analysis.eval.tasks import Task, load_task, nano_task, score_task, select_task
 from analysis.experiments import Measured
 from analysis.experiments.machinery import cells, heldout_sts
-from analysis.experiments.methods_models import ENCODER, METHODS, frozen_label, methods_for
+from analysis.experiments.machinery.provenance import model_entry
 from analysis.experiments.machinery.records import Sample, Table
 from analysis.experiments.machinery.render import table_markdown
+from analysis.experiments.methods_models import ENCODER, METHODS, frozen_label, methods_for
+from analysis.models.backbone import builtin
 
 ID = "task_families"
 TITLE = "Methods across task families: retrieval, classification, clustering and STS"
@@ -57,8 +62,6 @@ class Config:
 
 def family_tasks(config: Config) -> dict:
     """{family: (Task, how it was sampled)} for the retrieval, classification and clustering families."""
-    from analysis.eval.tasks import load_task, nano_task, select_task
-
     scifact = load_task("scifact-report")
     n_claims = len(scifact.data.queries)
     retrieval = nano_task(scifact, config.queries or n_claims, config.distractors, config.seed)
@@ -74,10 +77,6 @@ def family_tasks(config: Config) -> dict:
 
 
 def measure(config: Config, compute, progress) -> Measured:
-    from analysis.data.corpora import Pairs
-    from analysis.eval.tasks import Task, score_task
-    from analysis.experiments.machinery.provenance import model_entry
-
     pairs, sts_sample = heldout_sts.report_pairs(config.sts_sample, config.seed)
     tasks = {**family_tasks(config), "sts": (Task(pairs.name, "sts", Pairs(pairs.name, pairs.left, pairs.right,
                                                                          pairs.scores)),
@@ -115,8 +114,6 @@ def measure(config: Config, compute, progress) -> Measured:
 def model_label(name: str) -> str:
     """The model as a record's id names it: a built-in model by its short name ("default" is "smollm2-135m"), any
     other by its folder's or repository's last part."""
-    from analysis.models.backbone import builtin
-
     found = builtin(name)
     return found.short if found is not None else name.rstrip("/").split("/")[-1]
 
@@ -133,8 +130,6 @@ def ready(compute, backbone, methods: dict, pairs) -> dict:
 
 def versus_best(scores: dict, config: Config) -> dict:
     """`compare_scores` of one family against its best decoder method (MiniLM alone is compared, never the best)."""
-    from analysis.eval.score import best_of, compare_scores
-
     best = best_of({k: s for k, s in scores.items() if k != ENCODER})
     return {**compare_scores(scores, n_boot=config.n_boot, seed=config.seed, versus=best), "best": best}
 
@@ -172,7 +167,7 @@ def scores_table(scores: dict, compared: dict) -> Table:
 
 def ranks(scores: dict) -> dict:
     """{family: {decoder method: rank}} (1 = best; ties share the mean rank)."""
-    from scipy.stats import rankdata
+    from scipy.stats import rankdata  # lazy: keeps scipy off the pages' and the command line's start
 
     out = {}
     for f in FAMILIES:
@@ -203,7 +198,7 @@ def samples_table(tasks: dict, scores: dict) -> Table:
 def findings(title: str, scores: dict, compared: dict) -> list[str]:
     """Per family: its best decoder method, whether STS's best holds there, how far the ranking agrees with STS's
     (Spearman over the decoder methods) and who moves most; and MiniLM alone against each family's best."""
-    from scipy.stats import spearmanr
+    from scipy.stats import spearmanr  # lazy: keeps scipy off the pages' and the command line's start
 
     r = ranks(scores)
     sts_best = compared["sts"]["best"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pandas as pd
 
 from analysis.core.tokens import tokenize_prompt
 
@@ -64,8 +65,6 @@ def word_attention(tokenizer, template: str, text: str, final, n_tokens: int, *,
     Returns DataFrame(word_index, word, start, end, mass): the attention (mean over the chosen decoder layers and
     heads) landing on each word, summed over its sub-word tokens and over every copy of the text; attrs hold
     "prefix_mass" (re-routed columns) and "template_mass" (prompt and special tokens)."""
-    import pandas as pd
-
     final = np.asarray(final)
     L, H, S = final.shape
     extra = S - n_tokens

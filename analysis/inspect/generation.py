@@ -10,6 +10,8 @@ One generation of max(K) tokens gives every smaller K too (generation is causal;
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -18,7 +20,12 @@ import torch
 
 from analysis.core.errors import UserError
 from analysis.core.forward import resolve_layer
+from analysis.data.datasets import stsb_dev_part, stsb_pairs
+from analysis.data.samples import sample_pairs, subset
 from analysis.methods.soft_tokens import BATCH_SIZE, DEFAULT_INSTRUCTION, SoftTokens, generate, readout_at, token_text
+from analysis.weights.adapters import CAUSAL_EOS, shipped_folder
+from analysis.weights.artefacts import read_manifest
+from analysis.weights.manifest import curves
 
 SCALING_KS = (0, 1, 3, 5, 10, 20)  # 0 = no generation (same prompt, last prompt token): the reference line
 
@@ -121,8 +128,7 @@ def scaling_curve(backbone, pairs, ks=SCALING_KS, *, instruction: str = DEFAULT_
     Returns arrays: ks (m,), spearman (m,), ci (m, 2) percentile-bootstrap 95% interval over pairs (the same
     resampled pairs for every K; NaN with n_boot=0), sims (m, n_pairs) cosine per pair, seconds (1,).
     """
-    import time
-
+    # lazy: keeps scipy off the pages' and the command line's start
     from analysis.eval.sts import check_pairs, score_pairs
 
     check_pairs(pairs)  # before the generation, which is the expensive part
@@ -153,8 +159,6 @@ def older_recipe(folder) -> bool:
     """Whether the adapter in `folder` was trained by the first GIRCSE trainer: its manifest predates the
     `objective` setting (that trainer averaged the step losses and selected on the first 200 dev pairs; the
     manifest's note says so)."""
-    from analysis.weights.artefacts import read_manifest
-
     return "objective" not in (read_manifest(folder).get("hyperparameters") or {})
 
 
@@ -162,8 +166,6 @@ def untrained_result(folder) -> bool:
     """Whether the adapter in `folder` is its run's step 0: training never beat the untrained start on validation, so
     the weights are the frozen model's (LoRA's B starts at zero) under another name. Runs since the step-0 weights
     stopped being selectable (`analysis.training.systems`) never are."""
-    from analysis.weights.artefacts import read_manifest
-
     return read_manifest(folder).get("best_step") == 0
 
 
@@ -171,8 +173,6 @@ def adapter_variants(backbone) -> dict[str, str]:
     """{label: adapter parameter} of every adapter worth comparing on this model: the shipped GIRCSE adapter, its
     fair baseline Causal-EOS and the shipped ablations when present (", older recipe" when `older_recipe`), and the
     frozen model."""
-    from analysis.weights.adapters import CAUSAL_EOS, shipped_folder
-
     folder = shipped_folder(backbone.facts)
     out = {}
     if folder is not None:
@@ -192,9 +192,6 @@ def unseen_pairs(sample: int, seed: int = 0):
     """(pairs, pool size): a genre-stratified sample of the pairs no GIRCSE selection saw, the STS-B dev report part
     (the selection part is where trainers select) without the first 200 dev pairs (where the adapters trained before
     the split existed selected); `sample` 0 = all of them."""
-    from analysis.data.datasets import stsb_dev_part, stsb_pairs
-    from analysis.data.samples import sample_pairs, subset
-
     dev, report = stsb_pairs("dev"), stsb_dev_part("report")
     seen = set(zip(dev.left[:OLD_SELECTION], dev.right[:OLD_SELECTION]))
     unseen = subset(report, [i for i, p in enumerate(zip(report.left, report.right)) if p not in seen],
@@ -205,11 +202,6 @@ def unseen_pairs(sample: int, seed: int = 0):
 def training_log(folder) -> dict:
     """The training run recorded in an adapter's manifest: {"train": DataFrame (step, loss, L1..LK, regulariser,
     lr), "eval": DataFrame (step, score, spearman_k...), "manifest": dict}; UserError when it has none."""
-    from pathlib import Path
-
-    from analysis.weights.artefacts import read_manifest
-    from analysis.weights.manifest import curves
-
     if not (Path(folder) / "manifest.json").is_file():
         raise UserError(f"{folder} has no manifest.json: it was not trained by `python -m analysis train gircse`.")
     manifest = read_manifest(folder)

@@ -210,7 +210,7 @@ def embedding_map(emb, kind: str = "umap", seed: int = 0, n_neighbors: int = UMA
         raise UserError(f"A map needs at least 3 texts, got {n}.")
     budgets.check("map_points", n, "the number of points of one map")
     if kind == "pca":
-        from sklearn.decomposition import PCA
+        from sklearn.decomposition import PCA  # lazy: keeps scipy, sklearn off the pages' and the command line's start
 
         xy = PCA(n_components=2, svd_solver="full").fit_transform(u)
         return np.ascontiguousarray(xy, dtype=np.float32)

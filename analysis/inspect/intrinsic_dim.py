@@ -33,6 +33,12 @@ from dataclasses import asdict, dataclass
 from typing import Callable, NamedTuple
 
 import numpy as np
+import pandas as pd
+
+from analysis.core.errors import UserError
+from analysis.core.tokens import check_texts
+from analysis.core.versions import source_digest
+from analysis.data.corpora import demo_texts, lee_documents, polarity
 
 MIN_POINTS = 10  # TwoNN below this many distinct points is noise, so the estimate is reported as undefined
 PROMINENCE = 0.25  # fraction of the ID range a minimum must rise on both sides to count (clear U-shape test)
@@ -73,7 +79,7 @@ def _distances(points: np.ndarray) -> np.ndarray:
 
 def _twonn_from_distances(dist: np.ndarray) -> Estimate:
     """TwoNN (scikit-dimension, Facco et al. 2017) from a distance matrix of distinct points."""
-    from skdim.id import TwoNN
+    from skdim.id import TwoNN  # lazy: keeps scipy, skdim, sklearn off the pages' and the command line's start
 
     m = dist.shape[0]
     if m < MIN_POINTS:
@@ -144,8 +150,6 @@ def layer_states(backbone, method, texts, readout: str = "last", *, batch_size: 
     """(n, L+1, d) readouts of every hidden state in one pass per batch, through `method.encode_layers`, with
     the method's prompt and intervention but the pooling replaced by `readout` ("last" token or "mean")."""
     if readout not in READOUTS:
-        from analysis.core.errors import UserError
-
         raise UserError(f"readout must be one of {READOUTS}, not {readout!r}")
     return method.encode_layers(backbone, texts, "all", batch_size=batch_size, progress=progress, readout=readout)
 
@@ -153,8 +157,6 @@ def layer_states(backbone, method, texts, readout: str = "last", *, batch_size: 
 def trajectory_from_states(states: np.ndarray, *, bootstrap: int = 0, seed: int = 0,
                            progress: Callable[[int, int], None] | None = None):
     """(n, L+1, d) states -> DataFrame(layer, id, lo, hi, n_points, n_unique, defined, reason)."""
-    import pandas as pd
-
     rows = []
     n_layers = states.shape[1]
     for k in range(n_layers):
@@ -175,8 +177,6 @@ def trajectory(backbone, method, texts, readout: str = "last", *, bootstrap: int
     NaN without bootstrap), n_points, n_unique (after removing duplicates), defined, reason (why undefined).
     `progress(done, total)` covers the forward passes (first 80%) and the estimates (last 20%).
     """
-    from analysis.core.tokens import check_texts
-
     texts = check_texts(texts)
     n = len(texts)
     total = 5 * n  # forward ~ 4/5 of the work
@@ -195,8 +195,6 @@ def to_arrays(df) -> dict[str, np.ndarray]:
 
 
 def from_arrays(arrays):
-    import pandas as pd
-
     return pd.DataFrame({c: arrays[c] for c in COLUMNS})
 
 
@@ -215,7 +213,7 @@ class Selection:
 
 def _interior_minima(y: np.ndarray) -> list[tuple[int, float]]:
     """(index, prominence) of each interior local minimum of y (plateaus count once, at their first index)."""
-    from scipy.signal import find_peaks
+    from scipy.signal import find_peaks  # lazy: keeps scipy off the pages' and the command line's start
 
     peaks, props = find_peaks(-y, prominence=0)
     return [(int(i), float(p)) for i, p in zip(peaks, props["prominences"])]
@@ -277,8 +275,6 @@ _AUTO: dict[tuple, tuple] = {}  # in-memory memo: (model, method, params, code) 
 
 
 def auto_corpus() -> list[str]:
-    from analysis.data.corpora import demo_texts, lee_documents, polarity
-
     return list(dict.fromkeys(demo_texts("all").texts + lee_documents().texts + polarity().texts))
 
 
@@ -287,9 +283,6 @@ def auto_trajectory(backbone, prompt_method, progress: Callable[[int, int], None
     """(Selection, ID per hidden state 0..L, None = undefined) behind KV-Embedding's `layers=auto`: AUTO_DESCRIPTION's
     trajectory under `prompt_method` (the method's prompt without re-routing), computed here, without touching
     the disk. `cache.auto_window` keeps it in the store; this function only remembers it for the process."""
-    from analysis.core.errors import UserError
-    from analysis.core.versions import source_digest
-
     code = source_digest([__name__, type(prompt_method).__module__])  # the code that computes the window
     memo = (backbone.identity, prompt_method.name, repr(prompt_method.params), code)
     if memo not in _AUTO:

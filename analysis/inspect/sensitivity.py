@@ -31,6 +31,7 @@ last-token readout is the last row A[n, i]; for the mean readout it is the avera
 from __future__ import annotations
 
 import contextlib
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -206,8 +207,6 @@ def jacobian_norms(
         chunk: probes per batched backward pass.
         progress: progress(done, total) over backward passes.
     """
-    import time
-
     if probe not in PROBES:
         raise UserError(f"Unknown probe '{probe}'; choose one of {PROBES}.")
     if probes < 0 or (probes < 2 and not exact):
@@ -308,7 +307,7 @@ def attention_bound(backbone, method, text: str, *, layer: int | None = None) ->
 
 # ---- summaries ------------------------------------------------------------------------------------------------
 def _rank_corr(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    from scipy.stats import pearsonr, spearmanr
+    from scipy.stats import pearsonr, spearmanr  # lazy: keeps scipy off the pages' and the command line's start
 
     ok = np.isfinite(a) & np.isfinite(b) & (a > 0) & (b > 0)
     if ok.sum() < 3:

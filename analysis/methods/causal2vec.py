@@ -41,6 +41,7 @@ import threading
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import NamedTuple
 
 import numpy as np
@@ -51,11 +52,16 @@ from analysis.core.deviations import Deviation
 from analysis.core.errors import UserError
 from analysis.core.forward import Captured, run
 from analysis.core.params import param
-from analysis.methods.base import EmbeddingMethod
-from analysis.core.tokens import start_token
+from analysis.core.paths import cache_root
 from analysis.core.pooling import mean_pool, token_mask
-from analysis.core.tokens import Batch, Encoded, encode_texts
+from analysis.core.tokens import Batch, Encoded, encode_texts, start_token
 from analysis.core.trace import Trace
+from analysis.methods.base import EmbeddingMethod
+from analysis.models import minilm  # by module: tests replace load_encoder
+from analysis.models.minilm import encoder_identity
+from analysis.weights import encoder_lora
+from analysis.weights.artefacts import WEIGHTS, artefact_digest, load_artefact, read_manifest, shipped_dir
+from analysis.weights.lora import merged_backbone
 
 METHOD = "causal2vec"
 CONTEXTUAL = 125  # segment id of the contextual token (fits the int8 segments kept in traces)
@@ -85,17 +91,11 @@ GELU_SECOND_MOMENT = 0.4252  # E[GELU(z)^2] for z ~ N(0, 1), used to give C the 
 def shipped_folder(backbone=None) -> Path:
     """Where this repository's bridge for `backbone` lives (absent for models it was not trained for); for the
     default model when None, since parameters are checked before a model is known."""
-    from types import SimpleNamespace
-
-    from analysis.weights.artefacts import shipped_dir
-
     return shipped_dir(METHOD, backbone.facts if backbone is not None else SimpleNamespace(name="default"))
 
 
 def shipped_fits(backbone) -> bool:
     """Whether a shipped bridge exists for this backbone and was trained for exactly these weights."""
-    from analysis.weights.artefacts import read_manifest
-
     folder = shipped_folder(backbone)
     return (folder / "manifest.json").is_file() and read_manifest(folder).get("model_identity") == backbone.identity
 
@@ -103,8 +103,6 @@ def shipped_fits(backbone) -> bool:
 def bridge_choices() -> list[str]:
     """`shipped`, `untrained` and every finished bridge trained on this machine (<cache>/runs/causal2vec/<model>/
     <run>/, the CLI's runs and the app's live runs alike), for the method pickers."""
-    from analysis.core.paths import cache_root
-
     root = cache_root() / "runs" / METHOD  # = analysis.training.runs.runs_root (methods never import training)
     found = sorted(str(p.parent) for p in root.glob("*/*/manifest.json")) if root.is_dir() else []
     return ["shipped", "untrained", *found]
@@ -234,8 +232,6 @@ class Causal2Vec(EmbeddingMethod):
         folder = self.bridge_folder(params)
         if not (folder / "manifest.json").is_file():
             return ""
-        from analysis.weights.artefacts import read_manifest
-
         control = read_manifest(folder).get("hyperparameters", {}).get("control", "none")
         return control if control in CONTROLS else ""
 
@@ -250,14 +246,9 @@ class Causal2Vec(EmbeddingMethod):
         folder = None if params.readout == "direct" and not self.control(params) else self.bridge_folder(params)
         if folder is None or not (folder / "manifest.json").is_file():
             return ""
-        from analysis.weights.artefacts import read_manifest
-
         return read_manifest(folder).get("hyperparameters", {}).get("instruction", "") or ""
 
     def _digest(self, params) -> str:
-        from analysis.models.minilm import encoder_identity
-        from analysis.weights.artefacts import artefact_digest
-
         b = params.bridge.strip()
         if params.readout == "direct" and not self.control(params):
             return f"none|{encoder_identity()}"  # the frozen concatenation uses no trained weights
@@ -283,24 +274,22 @@ class Causal2Vec(EmbeddingMethod):
     # ---- the bridge (and the decoder's and the encoder's LoRA updates, if the bridge has them) --------------
     def load(self, backbone) -> Loaded:
         """The bridge (None for direct), the backbone and the encoder to run, memoised per backbone and digest."""
-        from analysis.models.minilm import load_encoder
-
         if self.params.readout == "direct" and not self.control():
-            return Loaded(None, backbone, load_encoder())
+            return Loaded(None, backbone, minilm.load_encoder())
         key = self.params.bridge_digest
         with _memo_lock:
             done = _memo.get(backbone, {}).get(key)
             if done is not None:
                 return done
-            e, d = load_encoder().dim, backbone.facts.hidden_size
+            e, d = minilm.load_encoder().dim, backbone.facts.hidden_size
             folder = self.bridge_folder(backbone=backbone)
             if folder is None:
-                loaded = Loaded(Bridge.initial(e, d, embedding_rms(backbone)), backbone, load_encoder())
+                loaded = Loaded(Bridge.initial(e, d, embedding_rms(backbone)), backbone, minilm.load_encoder())
             else:
                 if self.params.bridge_digest == "shipped:missing":
                     raise UserError("causal2vec: no shipped bridge in this checkout; train one with `python -m "
                                     "analysis train causal2vec` or use bridge=untrained.")
-                loaded = load_bridge(folder, backbone, load_encoder().identity)
+                loaded = load_bridge(folder, backbone, minilm.load_encoder().identity)
             if loaded.bridge is not None:  # (a trained control has none)
                 loaded.bridge.eval().requires_grad_(False)
             _memo.setdefault(backbone, {})[key] = loaded
@@ -358,9 +347,7 @@ class Causal2Vec(EmbeddingMethod):
         if self.params.readout == "concat":
             return 2 * d
         if self.params.readout == "direct":
-            from analysis.models.minilm import load_encoder
-
-            return d + load_encoder().dim
+            return d + minilm.load_encoder().dim
         return d
 
     def trace_batch(self, backbone, batch: Causal2VecBatch, cap: Captured, trace: Trace) -> None:
@@ -386,10 +373,7 @@ def load_bridge(folder, backbone, encoder: str) -> Loaded:
     encoder, or whose sizes do not fit them (checked from the file's header before the weights are read). A folder
     without an encoder LoRA (its manifest has no `encoder_lora`) runs the shared, frozen encoder, as before; a
     trained control (`CONTROLS`, its manifest's `control`) has no bridge: (None, its LoRA's decoder, encoder)."""
-    from analysis.models.minilm import load_encoder
-    from analysis.weights.artefacts import WEIGHTS, artefact_digest, load_artefact, read_manifest
-
-    e, d = load_encoder().dim, backbone.facts.hidden_size  # the bridge maps e -> (any hidden width) -> d
+    e, d = minilm.load_encoder().dim, backbone.facts.hidden_size  # the bridge maps e -> (any hidden width) -> d
     control = read_manifest(folder).get("hyperparameters", {}).get("control", "none") in CONTROLS
     shapes = {} if control else {"bridge.w1.weight": (None, e), "bridge.w1.bias": (None,),
                                  "bridge.w2.weight": (d, None), "bridge.w2.bias": (d,)}
@@ -406,13 +390,9 @@ def load_bridge(folder, backbone, encoder: str) -> Loaded:
                             "other.") from None
     runner = backbone
     if manifest.get("lora"):
-        from analysis.weights.lora import merged_backbone
-
         runner = merged_backbone(backbone, tensors, manifest["lora"], f"c2v-lora:{artefact_digest(folder)}")
-    sentence_encoder = load_encoder()
+    sentence_encoder = minilm.load_encoder()
     if manifest.get("encoder_lora"):
-        from analysis.weights import encoder_lora
-
         sentence_encoder = encoder_lora.merged_copy(sentence_encoder, tensors, manifest["encoder_lora"],
                                                     f"c2v-encoder-lora:{artefact_digest(folder)}")
     return Loaded(bridge, runner, sentence_encoder)

@@ -17,6 +17,7 @@ import numpy as np
 
 from analysis.core.deviations import Deviation
 from analysis.core.params import param
+from analysis.core.tokens import encode_texts, start_token
 from analysis.methods.base import EmbeddingMethod, PromptParams
 
 LAYOUTS = ("clean", "reference")
@@ -54,14 +55,10 @@ class Echo(EmbeddingMethod):
 
     def prompt_template(self, tokenizer) -> str:
         if self.params.layout == "reference":
-            from analysis.core.tokens import start_token
-
             return start_token(tokenizer) + self.template
         return self.template
 
     def prepare(self, backbone, texts):
-        from analysis.core.tokens import encode_texts
-
         tok = backbone.tokenizer
         if self.params.layout == "clean":
             return super().prepare(backbone, texts)

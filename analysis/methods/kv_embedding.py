@@ -56,11 +56,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from analysis.inspect import intrinsic_dim
 from analysis.core.deviations import Deviation
 from analysis.core.errors import UserError
 from analysis.core.forward import attention_backend, run
 from analysis.core.params import param
+from analysis.inspect import intrinsic_dim
 from analysis.methods.base import EmbeddingMethod
 
 MAX_LAYER = 1023  # decoder layer numbers above this are refused while parsing (no model is that deep)
@@ -213,6 +213,7 @@ def _eager_of(module):
     """The model's own eager attention function (from its modeling module), for exact delegation."""
     fn = getattr(sys.modules[type(module).__module__], "eager_attention_forward", None)
     if fn is None:
+        # lazy: keeps transformers off the pages' and the command line's start
         from transformers.models.llama.modeling_llama import eager_attention_forward as fn
     return fn
 
@@ -229,6 +230,7 @@ def _additive(mask: torch.Tensor | None, B: int, T: int, dtype, device) -> torch
 
 
 def _kv_attention(module, query, key, value, attention_mask, *, eager: bool, **kwargs):
+    # lazy: keeps transformers off the pages' and the command line's start
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     cfg: Reroute | None = kwargs.pop(KWARG, None)
@@ -278,6 +280,7 @@ def _without_causality(make_mask):
     key, padding stays hidden, and a sliding-window layer (it is given `local_size`) keeps its window on both sides.
     Never skipped to sdpa's `is_causal` shortcut, which would put the causal mask back."""
 
+    # lazy: keeps transformers off the pages' and the command line's start
     from transformers.masking_utils import bidirectional_mask_function, sliding_window_bidirectional_mask_function
 
     def mask(*args, mask_function=None, local_size=None, allow_is_causal_skip=True, **kwargs):
@@ -293,7 +296,9 @@ def registered_backends() -> None:
     rather than on import: importing transformers costs over a second, which every page that only lists the methods
     paid (issue 38). The mask functions must be registered too, or transformers builds no causal mask at all for
     these names."""
-    from transformers import AttentionInterface
+    from transformers import AttentionInterface  # lazy: keeps transformers off the pages' and the command line's start
+
+    # lazy: keeps transformers off the pages' and the command line's start
     from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
 
     for name, attention, mask in ((BACKEND, _sdpa_reroute, sdpa_mask), (BACKEND_EAGER, _eager_reroute, eager_mask),

@@ -14,6 +14,7 @@ from analysis.methods.base import BatchDone, EmbeddingMethod
 
 DEVIATIONS = ()  # a reference, not a paper's method: nothing to differ from (`analysis.core.deviations`)
 from analysis.core.tokens import check_texts
+from analysis.models import minilm  # by module: tests replace load_encoder
 
 
 @dataclass(frozen=True)
@@ -30,9 +31,7 @@ class SentenceEncoderMethod(EmbeddingMethod):
     pooling = "mean"
 
     def output_dim(self, backbone) -> int:
-        from analysis.models.minilm import load_encoder
-
-        return load_encoder().dim
+        return minilm.load_encoder().dim
 
     def encode(self, backbone, texts, *, batch_size: int = 16, normalize: bool = True, trace: bool = False,
                attention: bool = False, padding_side: str = "right", progress=None, max_tokens=None, on_batch=None,
@@ -40,12 +39,10 @@ class SentenceEncoderMethod(EmbeddingMethod):
         """(n, 384) float32; `backbone`, `max_tokens` (the encoder reads at most 256 tokens a text) and `role` (queries
         and documents alike) are accepted for the common signature and not used; `on_batch` gets each batch (its token
         counts are not known: 0)."""
-        from analysis.models.minilm import load_encoder
-
         if trace:
             raise UserError("The sentence encoder does not run the decoder, so it has no decoder trace to show.")
         texts = check_texts(texts)
-        enc = load_encoder()
+        enc = minilm.load_encoder()
         out = []
         step = max(batch_size, 32)
         for i in range(0, len(texts), step):
@@ -63,10 +60,8 @@ class SentenceEncoderMethod(EmbeddingMethod):
                       progress=None, readout: str | None = None) -> np.ndarray:
         """The ENCODER's mean-pooled hidden states: (n, 7, 384) for "all" (embeddings and its 6 layers); the
         encoder has one readout (mean), so `readout` is accepted for the common signature and ignored."""
-        from analysis.models.minilm import load_encoder
-
         texts = check_texts(texts)
-        enc = load_encoder()
+        enc = minilm.load_encoder()
         if layers != "all":
             top = enc.n_layers
             bad = [l for l in layers if not -(top + 1) <= l <= top]

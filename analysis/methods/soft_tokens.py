@@ -45,12 +45,12 @@ import torch
 from analysis.core.deviations import Deviation
 from analysis.core.errors import UserError
 from analysis.core.forward import Captured, resolve_layer, run
-from analysis.core.vectors import l2_normalize
 from analysis.core.params import param
-from analysis.methods.base import EmbeddingMethod
-from analysis.core.tokens import (TOKEN_BUDGET, Batch, Encoded, PLACEHOLDER, batches_by_length, check_texts,
-                                  encode_texts)
+from analysis.core.tokens import PLACEHOLDER, TOKEN_BUDGET, Batch, Encoded, batches_by_length, check_texts, encode_texts
 from analysis.core.trace import Trace
+from analysis.core.vectors import l2_normalize
+from analysis.methods.base import EmbeddingMethod
+from analysis.weights.adapters import adapter_spec, resolve_adapter
 
 GENERATED = 127  # segment id of generated positions (fits the int8 segments kept in traces)
 # A generation step pushes one position per text through every layer, so on a CPU it costs about one read of
@@ -171,7 +171,7 @@ def generate(backbone, batch: Batch, layers, *, temperature: float = 1.0, top_k:
         topn: how many of each step's most likely tokens to record.
         keep_probs: also return every step's whole distribution (B, K, V) (for one or a few texts).
     """
-    from transformers import DynamicCache
+    from transformers import DynamicCache  # lazy: keeps transformers off the pages' and the command line's start
 
     L = backbone.facts.n_layers
     layers = range(L + 1) if layers == "all" else layers
@@ -261,8 +261,6 @@ class SoftTokens(EmbeddingMethod):
         for name in ("instruction", "query_instruction"):
             if PLACEHOLDER in getattr(params, name):
                 raise UserError(f"soft_tokens: the {name} must not contain {PLACEHOLDER}; the text is added after it.")
-        from analysis.weights.adapters import adapter_spec
-
         # The key of cached results includes the params: record the adapter's content, not only its path.
         return dataclasses.replace(params, adapter=adapter_spec(params.adapter))
 
@@ -347,8 +345,6 @@ class SoftTokens(EmbeddingMethod):
 
     def adapted(self, backbone):
         """The backbone with this method's adapter merged into a copy (the same object when there is none)."""
-        from analysis.weights.adapters import resolve_adapter
-
         return resolve_adapter(backbone, self.params.adapter)
 
     def encode_steps(self, backbone, texts, ks, *, batch_size: int = BATCH_SIZE, normalize: bool = True,

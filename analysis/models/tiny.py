@@ -7,8 +7,11 @@ claim to support, in milliseconds. Their embeddings mean nothing; the real model
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from analysis.models.backbone import Backbone, _facts
 
@@ -30,9 +33,6 @@ _CORPUS = [
 @functools.lru_cache(maxsize=1)
 def tiny_tokenizer():
     """A byte-level BPE tokenizer trained in memory (about 300 tokens); offsets work as in real models."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -46,8 +46,6 @@ def tiny_tokenizer():
 
 
 def tiny_config(arch: str, *, n_layers: int = 4, max_length: int = 128, vocab_size: int = 320, **overrides):
-    from transformers import AutoConfig
-
     common = dict(
         vocab_size=vocab_size,
         hidden_size=64,
@@ -77,8 +75,6 @@ def tiny_backbone(arch: str = "llama", *, seed: int = 0, n_layers: int = 4, max_
                   attn_implementation: str = "sdpa", **overrides) -> Backbone:
     """A tiny random model of `arch` with the in-memory tokenizer, wrapped like a loaded backbone.
     `overrides` go to the config (e.g. sliding_window=6)."""
-    from transformers import AutoModelForCausalLM
-
     torch.manual_seed(seed)
     cfg = tiny_config(arch, n_layers=n_layers, max_length=max_length, **overrides)
     cfg._attn_implementation = attn_implementation
@@ -94,8 +90,6 @@ def tiny_backbone(arch: str = "llama", *, seed: int = 0, n_layers: int = 4, max_
 def save_tiny(folder, arch: str = "llama", **kwargs) -> str:
     """Write a tiny random model and its tokenizer as a Hugging Face folder (safetensors), loadable with
     `load_backbone(folder)`: lets the app and the command line be tested on a model that loads in milliseconds."""
-    from pathlib import Path
-
     folder = Path(folder)
     bb = tiny_backbone(arch, **kwargs)
     bb.model.save_pretrained(folder)

@@ -51,12 +51,15 @@ from typing import Callable
 
 from analysis.compute import Compute
 from analysis.compute.direct import Direct
+from analysis.methods import get_method, list_methods
+from analysis.methods.causal2vec import shipped_fits
 from analysis.report import families as family_tasks
 from analysis.report import plan as planning
 from analysis.report import sections
 from analysis.report.clock import INTERRUPTED, Budget
 from analysis.report.recommend import recommend
 from analysis.report.steps import Steps
+from analysis.weights.adapters import shipped_folder
 
 SCHEMA = 1
 KEYS = ("schema", "created", "model", "data", "settings", "plan", "spent_seconds", "complete", "interrupted",
@@ -107,10 +110,6 @@ def report_methods(backbone) -> tuple[dict, set]:
     says where they are not its paper's; soft tokens on the
     frozen model), the trained ones this repository ships weights for on this model, and MiniLM alone as the
     reference row (`sections.REFERENCE_METHODS`: compared with the best, never the best)."""
-    from analysis.methods import get_method, list_methods
-    from analysis.methods.causal2vec import shipped_fits
-    from analysis.weights.adapters import shipped_folder
-
     trained_names = {"causal2vec", "soft_tokens"}
     methods = {m.name: get_method(m.name) for m in list_methods() if m.name not in trained_names}  # + the reference
     methods["soft_tokens"] = get_method("soft_tokens", adapter="none")
@@ -131,9 +130,7 @@ def prepare(backbone, pairs, *, budget_minutes: float, batch_size: int = 16, sec
     `eval.tasks.Task`s to score every method on too (DEFAULT_TASKS: the built-in polarity probe); `families`: task
     families measured on their default samples after the cost (`report.families`: `FAMILIES` for all; the samples
     seeded by `seed`)."""
-    from analysis.eval.sts import check_pairs
-    from analysis.weights.adapters import shipped_folder
-
+    from analysis.eval.sts import check_pairs  # lazy: keeps scipy off the pages' and the command line's start
     check_pairs(pairs)
     methods, trained = report_methods(backbone)
     texts = pairs.unique_texts()

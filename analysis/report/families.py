@@ -32,11 +32,16 @@ Recommendation (`recommend`): per_task {task: {family, best, not_different, reas
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from analysis.core.errors import UserError
+from analysis.data import datasets, longdoc
+from analysis.data.samples import select
+from analysis.eval.score import best_of, compare_scores
+from analysis.eval.tasks import Task, load_task, nano_task, score_task, select_task
 from analysis.report.sections import NOT_DIFFERENT_P, REFERENCE_METHODS, failure
 
 NAMES = {"sts": "STS", "probe": "probe", "retrieval": "retrieval", "classification": "classification",
@@ -62,11 +67,8 @@ SAMPLES = {
 def sample_task(family: str, backbone, seed: int = 0):
     """The default sample of `family` for this model (`SAMPLES`); UserError when its data is absent or the model
     cannot read it."""
-    from analysis.data import datasets, longdoc
-    from analysis.data.samples import select
+    # lazy: keeps scipy, sklearn off the pages' and the command line's start
     from analysis.eval.classification import held_out
-    from analysis.eval.tasks import Task, load_task, nano_task, select_task
-
     if family == "retrieval":
         return nano_task(load_task("scifact-report"), 20, 100, seed)
     if family == "classification":
@@ -127,11 +129,6 @@ def measure(tasks: list, methods: dict, labels: list[str], encode, *, n_boot: in
     later one may still fit); `done(task, label, seconds, computed)` after each unit (the clock's drift: only computed
     units count).
     """
-    import time
-
-    from analysis.eval.score import best_of, compare_scores
-    from analysis.eval.tasks import score_task
-
     scores: dict = {t.name: {} for t in tasks}
     missing = {}
     for label in labels:
@@ -223,7 +220,7 @@ def per_task(t: dict) -> dict:
 def overall(quality: dict | None, tasks: list[dict]) -> dict:
     """Each decoder method's rank in every family it was measured in (STS included; ties share a rank), the best mean
     rank among the methods measured in all of them, and the families whose best differs from that method."""
-    from scipy.stats import rankdata
+    from scipy.stats import rankdata  # lazy: keeps scipy off the pages' and the command line's start
 
     values: dict = {}
     sts = [r for r in (quality or {}).get("methods", []) if not r.get("reference") and _finite(r["spearman"])]

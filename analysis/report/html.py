@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from analysis.core import standalone
+from analysis.core.finite import finite
 from analysis.core.standalone import Document, e
 from analysis.report.clock import RESUME
 from analysis.report.recommend import against_best
@@ -265,8 +266,6 @@ def _ci(ci) -> str:
 
 def dumps(report: dict) -> str:
     """The report as strict JSON (NaN and infinities become null)."""
-    from analysis.core.finite import finite
-
     return json.dumps(finite(report), indent=1, allow_nan=False)
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from analysis.core import budgets
 from analysis.core.errors import UserError
+from analysis.methods import get_method
 from analysis.sweep import runner, windows
 
 SECTIONS = ("quality", "cost", "families", "layers", "mechanism", "recommendation")
@@ -95,8 +96,6 @@ def calibrate(backbone, texts: list[str], batch_size: int = 16) -> float:
     """Seconds of one plain forward of one text (`last`): TIMING_TEXTS texts spread over `texts` (a sorted sample's
     first texts may all be short), timed TIMING_REPEATS times after one warm-up pass (the first call pays for lazy
     initialisation); the median pass, so one pass disturbed by another job does not set the estimate."""
-    from analysis.methods import get_method
-
     idx = np.unique(np.linspace(0, len(texts) - 1, min(TIMING_TEXTS, len(texts))).astype(int))
     probe = [texts[i] for i in idx]
     method = get_method("last")

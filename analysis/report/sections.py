@@ -9,10 +9,19 @@ its cache (the library never imports it).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import threading
 from dataclasses import asdict
 
 import numpy as np
+import psutil
+
+from analysis.core.errors import UserError
+from analysis.core.timing import interleaved_medians
+from analysis.eval.sample_size import MIN_COMPARE_PAIRS
+from analysis.eval.tasks import score_task
+from analysis.sweep import windows
 
 NOT_DIFFERENT_P = 0.05  # two-sided level of the paired test: "not significantly different from the best"
 # Methods that do not use the model the report is about (MiniLM alone): a reference row, compared with the best
@@ -32,6 +41,7 @@ def quality(pairs, methods: dict, encode, *, n_boot: int, seed: int, trained: se
     `stop(label) -> reason or None` before each method: a reason ends the table there, the methods measured so far
     kept. A method that fails is left out with its error, and the others go on. The paired test runs only when
     there is one to run (`n_boot` > 0 and at least `MIN_COMPARE_PAIRS` pairs); without it, no interval and no p."""
+    # lazy: keeps scipy off the pages' and the command line's start
     from analysis.eval.sts import compare_cosines, score_pairs, spearman
 
     cosines, runs, missing = {}, {}, {}
@@ -80,8 +90,6 @@ def quality(pairs, methods: dict, encode, *, n_boot: int, seed: int, trained: se
 
 def why_untested(n_boot: int, n_pairs: int) -> str | None:
     """Why no paired test is run on `n_pairs` pairs with `n_boot` replicates, as a clause (None: one is run)."""
-    from analysis.eval.sample_size import MIN_COMPARE_PAIRS
-
     if n_boot <= 0:
         return "--n-boot 0"
     if n_pairs < MIN_COMPARE_PAIRS:
@@ -93,8 +101,6 @@ def tasks(tasks: list, methods: dict, encode, *, n_boot: int, seed: int, stop=No
     """Every method on each probe or retrieval task (`eval.tasks.score_task`: accuracy or nDCG@10 with its
     interval), its texts embedded through `encode` like the STS sample's, a retrieval task's queries as the method
     embeds queries (`as_role`): (rows, {"task: label": why not}). `stop(task, label)` as in `quality`."""
-    from analysis.eval.tasks import score_task
-
     rows, missing, stopped = [], {}, None
     for task in tasks:
         for label, method in methods.items():
@@ -116,8 +122,6 @@ def tasks(tasks: list, methods: dict, encode, *, n_boot: int, seed: int, stop=No
 
 def failure(err: Exception) -> str:
     """A failed method's reason, one line: a UserError's own sentence, else the exception's type and first line."""
-    from analysis.core.errors import UserError
-
     text = str(err).strip().splitlines()[0] if str(err).strip() else ""
     text = text if isinstance(err, UserError) else f"{type(err).__name__}: {text}".rstrip(": ")
     return f"failed: {text[:300]}"
@@ -140,15 +144,13 @@ def peak_memory_mb(fn, device: str = "cpu") -> float:
     the process's resident memory sampled every 5 ms by a thread (a CPU allocator keeps no peak of its own). On
     glibc, freed memory is first handed back to the system (`malloc_trim`), or memory a previous call freed would
     hide this call's working set; elsewhere the figure is a lower bound."""
-    import torch
+    import torch  # lazy: keeps torch off the pages' and the command line's start
 
     if str(device).startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
         fn()
         return (torch.cuda.max_memory_allocated() - base) / 2**20
-    import psutil
-
     _trim()
     proc, peak, done = psutil.Process(), [0], threading.Event()
     base = proc.memory_info().rss
@@ -169,9 +171,6 @@ def peak_memory_mb(fn, device: str = "cpu") -> float:
 
 
 def _trim() -> None:
-    import ctypes
-    import ctypes.util
-
     try:
         ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: nothing to hand back this way
@@ -184,8 +183,7 @@ def cost(backbone, methods: dict, texts: list[str], *, repeats: int, batch_size:
     (`interleaved_medians`: load changes hit every configuration alike), and its peak memory: (the section,
     {label: why it is not in it}). A method that fails its warm-up pass is left out with its error; a stop
     (`should_stop()` between rounds) raises `Stopped`, since timings of part of the rounds compare nothing."""
-    from analysis.core.timing import interleaved_medians
-    from analysis.methods import get_method
+    from analysis.methods import get_method  # lazy: keeps torch off the pages' and the command line's start
 
     plain = "plain forward"
     configs = {plain: get_method("last"), **methods}
@@ -213,6 +211,7 @@ def rule_windows(ids, n_layers: int) -> dict:
     """The window each of the intrinsic-dimension rules would pick from this trajectory (the one that applies is
     the selection's `rule`): the global minimum (a clear U-shape) and the lowest estimate after the first 20% of
     the depth (several minima, or flat)."""
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.inspect.intrinsic_dim import EXCLUDE_FRACTION, WIDTH_FRACTION
 
     L = n_layers
@@ -231,8 +230,6 @@ def rule_windows(ids, n_layers: int) -> dict:
 
 def layer_map(cells: list, scores: dict, n_layers: int, selection, id_cell, prompt_only) -> dict:
     """The coarse KV-Embedding map, its best cell and where the ID window ranks in it (`windows.summary`)."""
-    from analysis.sweep import windows
-
     rows = [{**asdict(c), "layers": list(c.layers(n_layers)), "spearman": scores[c]} for c in cells if c in scores]
     id_score = scores.get(id_cell) if id_cell is not None else None
     summary = windows.summary(rows, n_layers, selection.layers or None, id_score, {"prompt only": prompt_only})
@@ -247,7 +244,10 @@ def layer_map(cells: list, scores: dict, n_layers: int, selection, id_cell, prom
 def prefix_mass(backbone, kv_method, texts: list[str]) -> dict:
     """Attention mass on KV-Embedding's re-routed prefix per decoder layer: the mean over the texts, heads and
     query positions of `kv.prefix_mass` (zero outside the re-routed set)."""
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.inspect.attention import prefix_mass_summary
+
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.methods.kv_embedding import PREFIX_MASS
 
     _, trace = kv_method.encode(backbone, texts, trace=True)

@@ -12,8 +12,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from analysis.core.errors import UserError
+from analysis.data.corpora import Pairs
+from analysis.report import families, sections
 from analysis.report import plan as planning
-from analysis.report import sections
+from analysis.sweep.windows import Cell
 
 
 class Steps:
@@ -53,8 +56,6 @@ class Steps:
     def quality(self) -> dict | None:
         """The quality table. KV-Embedding's window comes first (the method needs it), so the layers section's
         trajectory is filled in here and every method of the plan is made ready to run (`_ready`)."""
-        from analysis.core.errors import UserError
-
         plan, report = self.plan, self.report
         self.tell("quality", "ID trajectory (KV-Embedding's layers=auto)")
         try:
@@ -102,8 +103,6 @@ class Steps:
     def families(self) -> dict | None:
         """Every method the quality table measured, on each task family's sample (`report.families`), unit by unit
         under the clock, the STS table's best first. None when no family was asked for."""
-        from analysis.report import families
-
         plan, quality = self.plan, self.report["quality"]
         if not plan.families:
             return {"tasks": [], "skipped": dict(plan.families_skipped), "n_boot": self.n_boot, "seed": self.seed} \
@@ -127,8 +126,6 @@ class Steps:
         return section
 
     def mechanism(self) -> dict:
-        from analysis.data.corpora import Pairs
-
         kv, out, left_out = self._kv(), {"prefix_mass": None, "soft_tokens": None}, {}
         parts = {}
         if kv is not None:
@@ -157,8 +154,6 @@ class Steps:
         return out if any(v is not None for v in out.values()) or not parts else None
 
     def layers(self) -> dict:
-        from analysis.sweep.windows import Cell
-
         layers = self.report["layers"]  # the trajectory, from the quality step
         if layers is None:
             raise sections.Stopped("the ID trajectory was not computed (the quality section did not get that far)")

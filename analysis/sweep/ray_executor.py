@@ -18,12 +18,18 @@ import logging
 import os
 import re
 import socket
+import time
 from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Callable
 
+import torch
+
 from analysis.core.errors import UserError
 from analysis.core.paths import REPO
+from analysis.eval.tasks import score_method, score_record
+from analysis.models.backbone import load_backbone
+from analysis.sweep.runner import CellResult, runners
 from analysis.sweep.windows import Cell
 
 OBJECT_STORE_MB = 100  # results are a few floats per cell; keep Ray's shared memory small on a shared machine
@@ -38,7 +44,7 @@ _HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 
 
 def import_ray():
     try:
-        import ray
+        import ray  # lazy: optional dependency (ray)
     except ImportError:
         raise UserError("The ray executor needs Ray, which is not installed: pip install -r requirements-cluster.txt "
                         "(or use --executor local).") from None
@@ -81,7 +87,7 @@ def _running_cluster() -> str | None:
     """The address `auto` stands for (RAY_ADDRESS, else the cluster `ray start` last started on this machine), found
     the way Ray finds it; resolved here so that no cluster is one sentence before any work, not after it."""
     try:
-        from ray._private.services import canonicalize_bootstrap_address_or_die
+        from ray._private.services import canonicalize_bootstrap_address_or_die  # lazy: optional dependency (ray)
     except ImportError:  # a Ray without this helper: "auto" is left to ray.init, whose failure is caught there
         return None
     try:
@@ -101,13 +107,9 @@ def available_cpus() -> int:
 def worker_backbone(model, threads: int = 1):
     """What a Ray worker runs on: `model` loaded once (a factory, as tests pass tiny models, or a name for
     `load_backbone`), torch on `threads` threads (one actor per CPU)."""
-    import torch
-
     torch.set_num_threads(threads)
     if callable(model):
         return model()
-    from analysis.models.backbone import load_backbone
-
     return load_backbone(model)
 
 
@@ -116,15 +118,11 @@ class SweepWorker:
     groups (on pairs or a retrieval task: `runner.scorer`)."""
 
     def __init__(self, model, data, starts, base, batch_size, memory_mb, threads=1):
-        from analysis.sweep.runner import runners
-
         self.backbone = worker_backbone(model, threads)
         self.scorer, self.sides = runners(self.backbone, data, starts, base=base, batch_size=batch_size,
                                           memory_mb=memory_mb)
 
     def run(self, cells: list[dict]) -> dict:
-        import time
-
         fresh = any(r._groups is None for r in self.sides.values())
         for r in self.sides.values():
             r.prepare()
@@ -188,12 +186,10 @@ def score_ray(model, identity: str, data, cells: list[Cell], *, base: dict | Non
             already joined, else a local one started here with the cores available.
         workers: actors to start (default: one per CPU the cluster offers, at most one per start).
     """
-    from analysis.sweep.runner import CellResult
-
     actors = []
     with cluster(address) as ray:
         try:
-            from ray.util import ActorPool
+            from ray.util import ActorPool  # lazy: optional dependency (ray)
 
             groups: dict[int, list[dict]] = {}
             for c in cells:
@@ -224,10 +220,6 @@ class BenchWorker:
         self.batch_size = batch_size
 
     def run(self, job: tuple) -> dict:
-        import time
-
-        from analysis.eval.tasks import score_method, score_record
-
         index, method, task, n_boot, seed = job
         began = time.perf_counter()
         score = score_method(task, self.backbone, method, n_boot=n_boot, seed=seed, batch_size=self.batch_size)
@@ -251,7 +243,7 @@ def score_grid_ray(jobs: list, *, batch_size: int = 16, address: str | None = No
     for index, model, identity, method, task, n_boot, seed in jobs:
         by_model.setdefault((model, identity), []).append((index, method, task, n_boot, seed))
     with cluster(address) as ray:
-        from ray.util import ActorPool
+        from ray.util import ActorPool  # lazy: optional dependency (ray)
 
         Worker = ray.remote(num_cpus=1)(BenchWorker)
         for (model, identity), cells in by_model.items():

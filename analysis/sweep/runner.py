@@ -37,10 +37,14 @@ import numpy as np
 import torch
 
 from analysis.core.errors import UserError
-from analysis.sweep.windows import Cell, cell_method
 from analysis.core.forward import _first_tensor, attention_backend, hooks
-from analysis.core.tokens import Batch, batches_by_length
+from analysis.core.paths import cache_root
+from analysis.core.tokens import Batch, batches_by_length, check_texts
 from analysis.core.vectors import l2_normalize
+from analysis.eval.retrieval import cosines, judged_queries, per_query
+from analysis.methods import get_method
+from analysis.methods.kv_embedding import KWARG
+from analysis.sweep.windows import Cell, cell_method
 
 MEMORY_MB = 512  # stored prefix states above this spill to disk: a shared 24 GiB machine, 30 starts x ~30 MB
 
@@ -73,9 +77,6 @@ class SuffixRunner:
 
     def __init__(self, backbone, texts: list[str], starts, *, base: dict | None = None, batch_size: int = 16,
                  memory_mb: float = MEMORY_MB, spill_dir: str | Path | None = None, role: str = "document"):
-        from analysis.methods import get_method
-        from analysis.core.tokens import check_texts
-
         self.backbone, self.texts = backbone, check_texts(texts)
         self.L = backbone.facts.n_layers
         self.starts = sorted({int(s) for s in starts})
@@ -99,8 +100,6 @@ class SuffixRunner:
         the states at the starts. Idempotent."""
         if self._groups is not None:
             return
-        from analysis.methods.kv_embedding import KWARG
-
         began = time.perf_counter()
         bb, method = self.backbone, self._reference
         items = method.prepare(bb, self.texts)
@@ -171,8 +170,6 @@ class SuffixRunner:
     # ---- one cell: decoder layers s..L-1 ------------------------------------------------------------------
     def embed(self, cell: Cell) -> np.ndarray:
         """(n, d) L2-normalised embeddings of the text set under `cell`, equal to a full forward."""
-        from analysis.methods.kv_embedding import KWARG
-
         if cell.start not in self.starts:
             raise ValueError(f"start {cell.start} was not prepared (starts: {self.starts})")
         self.prepare()
@@ -196,8 +193,6 @@ class SuffixRunner:
 def _default_spill_root() -> Path:
     """<cache>/.scratch: a hidden folder, so clearing the cache (which skips hidden folders) never deletes the
     states of a sweep that is running; the runner removes its own folder when it closes."""
-    from analysis.core.paths import cache_root
-
     return cache_root() / ".scratch"
 
 
@@ -234,8 +229,6 @@ def scorer(data) -> Scorer:
     task (`analysis.eval.tasks.Task` of kind retrieval: queries as queries, the corpus as documents, nDCG@10 averaged
     over judged queries as `analysis.eval.retrieval` scores it)."""
     if getattr(data, "kind", None) == "retrieval":
-        from analysis.eval.retrieval import cosines, judged_queries, per_query
-
         beir = data.data
         qids, doc_ids = judged_queries(beir), list(beir.corpus)
         if not qids:
@@ -252,6 +245,7 @@ def scorer(data) -> Scorer:
         data = data.data
     elif hasattr(data, "kind"):
         raise UserError(f"A layer sweep scores STS pairs or a retrieval task, not {data.kind} ({data.name}).")
+    # lazy: keeps scipy off the pages' and the command line's start
     from analysis.eval.sts import check_pairs, pair_cosines, pair_index, spearman
 
     check_pairs(data)

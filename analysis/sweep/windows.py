@@ -20,6 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.core import budgets
+from analysis.core.errors import UserError
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -43,8 +46,6 @@ def paper_width(n_layers: int) -> int:
 
 def grid(n_layers: int, starts, widths, biases, rerotate=(False,)) -> list[Cell]:
     """Every combination, in start-major order; cells whose clipped layer set repeats another are dropped."""
-    from analysis.core.errors import UserError
-
     starts, widths = sorted({int(s) for s in starts}), sorted({int(w) for w in widths})
     biases, rerotate = list(dict.fromkeys(float(b) for b in biases)), list(dict.fromkeys(bool(r) for r in rerotate))
     if not starts or not widths or not biases:
@@ -53,8 +54,6 @@ def grid(n_layers: int, starts, widths, biases, rerotate=(False,)) -> list[Cell]
         raise UserError(f"Start layers must be decoder layers 0..{n_layers - 1}.")
     if widths[0] < 1:
         raise UserError("Widths must be at least 1 layer.")
-    from analysis.core import budgets
-
     # counted before the cells are built: a width past the last layer adds no cell (it clips to the same set)
     distinct = sum(len({min(w, n_layers - s) for w in widths}) for s in starts) * len(biases) * len(rerotate)
     budgets.check("grid_cells", distinct, "the number of sweep cells (each embeds every text of the pairs)")
@@ -73,7 +72,7 @@ def grid(n_layers: int, starts, widths, biases, rerotate=(False,)) -> list[Cell]
 
 def cell_method(cell: Cell, n_layers: int, **base):
     """The KV-Embedding instance a cell scores (base: prompt, template, pooling, n ...)."""
-    from analysis.methods import get_method
+    from analysis.methods import get_method  # lazy: keeps torch off the pages' and the command line's start
 
     layers = ",".join(str(l) for l in cell.layers(n_layers))
     return get_method("kv_embedding", layers=layers, bias=cell.bias, rerotate=cell.rerotate, **base)
@@ -81,7 +80,7 @@ def cell_method(cell: Cell, n_layers: int, **base):
 
 def spearman_of(backbone, method, pairs, progress=None, batch_size: int = 16) -> float:
     """Spearman of cosine similarity vs gold over `pairs` (each distinct text encoded once)."""
-    from analysis.eval.sts import sts_spearman
+    from analysis.eval.sts import sts_spearman  # lazy: keeps scipy off the pages' and the command line's start
 
     return float(sts_spearman(backbone, method, pairs, batch_size=batch_size, progress=progress)["spearman"])
 

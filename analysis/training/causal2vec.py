@@ -35,12 +35,23 @@ tensors + manifest.json), written by `analysis.training.systems.run` like every 
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from analysis.core.deviations import Deviation
+from analysis.core.errors import UserError
 from analysis.core.params import param
+from analysis.data.datasets import stsb_pairs
+from analysis.data.samples import SELECTION_SIZE, dev_split
 from analysis.training.options import RunOptions
+from analysis.training.runs import result_dir
+from analysis.training.systems import Job, run
+from analysis.weights.lora import lora_config, lora_copy, lora_tensors
 
 NAME = "causal2vec"
 HELP = ("Train Causal2Vec's bridge (MLP) and the decoder's LoRA jointly on STS-B train, selecting on the dev "
@@ -116,24 +127,20 @@ class Config(RunOptions):
 def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder=None):
     """The Job for `analysis.training.systems.run`. `train_pairs` / `dev_pairs` default to STS-B train / dev;
     `encoder` to the installed MiniLM (tests pass small stand-ins)."""
-    import numpy as np
-    import torch
+    import torch  # lazy: keeps torch off the pages' and the command line's start
 
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.core.forward import run as forward_run
-    from analysis.data.datasets import stsb_pairs
-    from analysis.data.samples import SELECTION_SIZE, dev_split
-    from analysis.eval.sts import spearman
-    from analysis.methods.causal2vec import (Bridge, C2VEncoded, Causal2Vec, contextual_inputs, embedding_rms,
-                                             readout_at)
-    from analysis.models.minilm import load_encoder
+    from analysis.eval.sts import spearman  # lazy: keeps scipy off the pages' and the command line's start
+
+    # lazy: keeps torch off the pages' and the command line's start
+    from analysis.methods.causal2vec import Bridge, C2VEncoded, Causal2Vec, contextual_inputs, embedding_rms, readout_at
+    from analysis.models.minilm import load_encoder  # lazy: keeps torch off the pages' and the command line's start
+
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.training.losses import cosent, info_nce
-    from analysis.training.pairs import source_batches
-    from analysis.training.systems import Job
-    from analysis.weights import encoder_lora
-    from analysis.weights.lora import lora_config, lora_copy, lora_tensors
-
-    from analysis.core.errors import UserError
-
+    from analysis.training.pairs import source_batches  # lazy: keeps torch off the pages' and the command line's start
+    from analysis.weights import encoder_lora  # lazy: keeps torch off the pages' and the command line's start
     control = "" if config.control == "none" else config.control
     if control and config.train_readout != "concat":
         raise UserError(f"--control {control} trains without the contextual token, so it has no C to cut the texts "
@@ -256,16 +263,13 @@ def ship_place(hyperparameters: dict) -> str:
 
 def load(folder, backbone):
     """(Bridge, backbone to run, encoder to run) of a trained folder (`analysis.methods.causal2vec.load_bridge`)."""
-    from analysis.methods.causal2vec import load_bridge
-    from analysis.models.minilm import load_encoder
+    from analysis.methods.causal2vec import load_bridge  # lazy: keeps torch off the pages' and the command line's start
+    from analysis.models.minilm import load_encoder  # lazy: keeps torch off the pages' and the command line's start
 
     return load_bridge(folder, backbone, load_encoder().identity)
 
 
 def _pairs_digest(*pair_sets) -> str:
-    import hashlib
-    import json
-
     h = hashlib.sha256()
     for p in pair_sets:
         h.update(json.dumps([p.left, p.right, [float(x) for x in p.scores]]).encode())
@@ -280,11 +284,6 @@ LIVE = dict(batch_size=8, eval_every=5, eval_pairs=60, train_readout="contextual
 def live_folder(name: str, backbone) -> Path:
     """<cache>/runs/causal2vec/<model>/<name>: `run/` (log, checkpoints) and, when finished, the bridge the
     method pickers list."""
-    import re
-
-    from analysis.core.errors import UserError
-    from analysis.training.runs import result_dir
-
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,40}", name or ""):
         raise UserError("A run name is 1-41 letters, digits, '-' or '_', starting with a letter or digit.")
     return result_dir(NAME, backbone.facts).parent / name
@@ -292,7 +291,5 @@ def live_folder(name: str, backbone) -> Path:
 
 def live_run(backbone, name: str, steps: int, *, progress=None) -> dict:
     """A small run for the app (batch 8, validation on 60 selection pairs every 5 steps); continues its checkpoint."""
-    from analysis.training.systems import run
-
     folder = live_folder(name, backbone)
     return run(NAME, Config(steps=steps, out=str(folder), resume=True, **LIVE), backbone=backbone, progress=progress)

@@ -28,12 +28,24 @@ cost of one forward pass.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
 
 from analysis.core.deviations import Deviation
-from analysis.data.personas import LAYOUTS, max_people
+from analysis.core.errors import UserError
 from analysis.core.params import param
+from analysis.data import personas as P
+from analysis.data.personas import KEYS, LAYOUTS, QA, QUESTIONS, asked_keys, max_people, people_item
 from analysis.training.options import RunOptions
+from analysis.training.systems import Job
+from analysis.weights.artefacts import artefact_digest, load_artefact
 
 NAME = "compression"
 HELP = ("Train the context-compression adapter (MiniLM pool -> decoder input) and the decoder's LoRA on synthetic "
@@ -144,8 +156,6 @@ def fact_sentence(persona, context, key: str) -> str:
 def ridge(x, y, lam: float):
     """Ridge regression with an unpenalised intercept: (W (k, d), b (d,), R^2 on the fitted rows) minimising
     |x W + b - y|^2 + lam |W|^2, solved in closed form (float64)."""
-    import numpy as np
-
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
     mx, my = x.mean(0), y.mean(0)
     xc, yc = x - mx, y - my
@@ -160,10 +170,7 @@ def sentence_targets(system, personas) -> tuple[list[str], "np.ndarray"]:
     """The warm start's regression data: every distinct sentence of the training paragraphs, and as its target
     the mean decoder input embedding of what a reader must recover from it: the fact's value tokens (" Lyon",
     " Maria Kowalczyk") for a fact sentence, the sentence's own tokens for a distractor."""
-    import numpy as np
-    import torch
-
-    from analysis.data.personas import KEYS
+    import torch  # lazy: keeps torch off the pages' and the command line's start
 
     table = system.causal.get_input_embeddings().weight.detach()
     seen, sents, targets = set(), [], []
@@ -185,7 +192,7 @@ def warm_start(system, personas, lam: float = 0.1) -> dict:
     warm start). Why: from the source's N(0, 0.02^2) start, four runs of up to 45 min here never learnt to read
     the pools (per-sentence pools at the no-context level), while a linear probe on the same pools finds every
     fact; the fit puts the adapter where reading a pool is easy, and training goes on from there."""
-    import torch
+    import torch  # lazy: keeps torch off the pages' and the command line's start
 
     sents, y = sentence_targets(system, personas)
     x = system.vectors(sents) * system.config.pool_scale  # the adapter reads pool_scale * v
@@ -214,11 +221,8 @@ def make_batches(system, personas, batch_size: int, seed: int, single_steps: int
     Reconstruction (`reconstruct` > 0, one person per context): after the curriculum, that share of the batches asks
     for each row's paragraph back from its per-sentence pools, content words weighing `content_weight`; drawn from
     the same seeded stream only when asked for, so a run without it gives the batches it always gave."""
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.compression.system import reconstruction_item
-    import random
-
-    from analysis.data.personas import QA, QUESTIONS, asked_keys, people_item
-
     rng = random.Random(seed)
     modes = modes or MIX
     modes, weights = list(modes), list(modes.values())
@@ -261,6 +265,7 @@ def make_batches(system, personas, batch_size: int, seed: int, single_steps: int
 def answer_loss(system, batch) -> tuple["torch.Tensor", dict]:
     """Cross-entropy on the answer tokens only (each weighted when the batch's rows say so: a reconstruction's
     content words); logits are computed only where a label is."""
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.training.losses import answer_cross_entropy, weighted_answer_cross_entropy
 
     h = system.hidden(batch).last_hidden_state  # (B, T, d)
@@ -279,8 +284,9 @@ def teacher_forced(system, items, mode: str, ids: bool = False, batch_size: int 
     """(exact match, first-token accuracy, loss) under teacher forcing, one forward per batch. Logits only where
     an answer token is predicted: over every position they would take B x T x vocabulary floats (gigabytes for
     rows of many people)."""
-    import torch
+    import torch  # lazy: keeps torch off the pages' and the command line's start
 
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.training.losses import answer_cross_entropy
 
     exact, first, losses, n = 0, 0, 0.0, 0
@@ -305,7 +311,7 @@ def teacher_forced(system, items, mode: str, ids: bool = False, batch_size: int 
 def startup_check(system, item) -> None:
     """The pools must land at the pool positions, and the loss must depend on them (a wrong position or a
     detached adapter would train silently to nothing)."""
-    import torch
+    import torch  # lazy: keeps torch off the pages' and the command line's start
 
     row = system.row(item, "sentence")
     for side in ("left", "right"):
@@ -328,11 +334,6 @@ def training_personas(config: Config) -> list:
     """[(persona, sentences)] the rows are drawn from. One person per context: the shipped recipe's paragraphs
     (0-2 distractors). Several: fact sentences only, names from the longer first-name list, so a context can hold
     `config.people` distinct first names; refused in one sentence when the pool has too few of them."""
-    import random
-
-    from analysis.core.errors import UserError
-    from analysis.data import personas as P
-
     rng = random.Random(f"train-personas:{config.seed}" + ("" if config.vocabulary == "small" else
                                                              f":{config.vocabulary}"))
     if config.people == 1:
@@ -352,8 +353,6 @@ def training_personas(config: Config) -> list:
 
 def validation_items(config: Config) -> list:
     """The validation rows: the task trained (people count, names, layout), on names no training row uses."""
-    from analysis.data import personas as P
-
     if config.people == 1:
         return P.generate("validation", config.val, seed=config.seed, keys=P.asked_keys(config.names),
                           vocabulary=config.vocabulary)
@@ -364,12 +363,8 @@ def validation_items(config: Config) -> list:
 def warm_from(system, folder) -> dict:
     """Load a finished run's adapter and LoRA into `system` (the cascade warm start); refuse, in one sentence, weights
     of another system, model or encoder (`load_artefact`) or of another LoRA depth or pool scale."""
-    from pathlib import Path
-
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.compression.system import METHOD, encoder_name, manifest_config
-    from analysis.core.errors import UserError
-    from analysis.weights.artefacts import artefact_digest, load_artefact
-
     folder = Path(folder).expanduser()
     tensors, manifest = load_artefact(folder, method=METHOD, model_identity=system.backbone.identity,
                                       encoder=encoder_name(),
@@ -386,18 +381,10 @@ def warm_from(system, folder) -> dict:
 def setup(config: Config, backbone, *, encoder=None):
     """The Job for `analysis.training.systems.run`: personas encoded once, the warm start, the startup check.
     `encoder` defaults to MiniLM (tests pass a cheap stand-in)."""
-    import hashlib
-    import json
-    import sys
-    import time
-    from dataclasses import asdict
+    import torch  # lazy: keeps torch off the pages' and the command line's start
 
-    import torch
-
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.compression.system import CompressionConfig, CompressionSystem, encoder_name
-    from analysis.core.errors import UserError
-    from analysis.training.systems import Job
-
     if config.reconstruct and config.people > 1:
         raise UserError("--reconstruct asks for one person's paragraph back (the source's Experiment C): use it with "
                         "--people 1.")
@@ -450,6 +437,7 @@ def setup(config: Config, backbone, *, encoder=None):
                 "val_loss": r["loss"]}
 
     def finish() -> dict:
+        # lazy: keeps torch off the pages' and the command line's start
         from analysis.compression.system import reconstruction_scores
 
         system.causal.eval()
@@ -494,6 +482,7 @@ def ship_place(hyperparameters: dict) -> str:
 
 def load(folder, backbone):
     """The compression system from an artefact folder."""
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.compression.system import CompressionSystem
 
     return CompressionSystem.from_artefact(backbone, folder)

@@ -24,16 +24,34 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from analysis.training.icr import OBJECTIVES, TEMPERATURE, cumulative_means, objective, refinement_penalty, stepwise_losses
 from analysis.core.deviations import Deviation
+from analysis.core.forward import run
 from analysis.core.params import param
+from analysis.data.datasets import stsb_pairs
+from analysis.data.samples import SELECTION_SIZE, dev_split
+from analysis.methods import soft_tokens  # by module: tests replace generate
+from analysis.methods.soft_tokens import GENERATED, SoftTokens
+from analysis.models.backbone import Backbone
+from analysis.training.icr import (
+    OBJECTIVES,
+    TEMPERATURE,
+    cumulative_means,
+    objective,
+    refinement_penalty,
+    stepwise_losses,
+)
 from analysis.training.options import RunOptions
+from analysis.training.pairs import source_batches
+from analysis.training.systems import Job
+from analysis.weights.adapters import CAUSAL_EOS as BASELINE_ADAPTER
+from analysis.weights.adapters import PLACES, load_adapter
+from analysis.weights.artefacts import save_artefact
 
 NAME = "gircse"
 HELP = ("Train the soft_tokens LoRA adapter with GIRCSE's Iterative Contrastive Refinement on STS-B train, or its "
@@ -107,9 +125,8 @@ class Config(RunOptions):
 def lora_backbone(backbone, config: Config, seed: int = 0):
     """(peft model, Backbone over it): LoRA layers inserted into a *copy* of the model, so the shared backbone
     that other methods use in this process is never touched."""
+    # lazy: keeps peft, transformers off the pages' and the command line's start
     from peft import LoraConfig, get_peft_model
-
-    from analysis.models.backbone import Backbone
 
     L = backbone.facts.n_layers
     first = 0 if config.lora_layers <= 0 else max(L - config.lora_layers, 0)
@@ -128,12 +145,10 @@ def lora_backbone(backbone, config: Config, seed: int = 0):
 def soft_states(backbone, method, texts: list[str]) -> torch.Tensor:
     """Final-layer states of the K generated positions, with gradients: (B, K, d). One prompt pass and K
     one-position steps through the KV cache (analysis.methods.soft_tokens.generate)."""
-    from analysis.methods.soft_tokens import GENERATED, generate
-
     K = method.params.k
     L = backbone.facts.n_layers
     batch = method.collate(backbone, method.prepare(backbone, texts), "right")
-    cap = generate(backbone, batch, [L], temperature=method.params.temperature, top_k=method.params.top_k,
+    cap = soft_tokens.generate(backbone, batch, [L], temperature=method.params.temperature, top_k=method.params.top_k,
                    topn=1)
     hidden = cap.hidden[L]  # (B, T+K, d) batch layout
     gen = batch.segments == GENERATED  # (B, T+K), exactly K per row, in step order along the row
@@ -154,10 +169,6 @@ def eos_states(backbone, method, texts: list[str]) -> torch.Tensor:
     The batch is collated with k = 0: `method`'s own collate appends its K generated slots (pad ids until generation
     fills them), and the last of those would be read instead of the prompt's last token, the state `soft_tokens`
     reads at k = 0 (a test checks the two are equal)."""
-    from dataclasses import replace
-
-    from analysis.core.forward import run
-
     L = backbone.facts.n_layers
     prompt_only = type(method)(replace(method.params, k=0))
     batch = prompt_only.collate(backbone, prompt_only.prepare(backbone, texts), "right")  # no generated slots
@@ -166,6 +177,7 @@ def eos_states(backbone, method, texts: list[str]) -> torch.Tensor:
 
 
 def lora_tensors(peft_model) -> dict:
+    # lazy: keeps peft, transformers off the pages' and the command line's start
     from peft import get_peft_model_state_dict
 
     return {k: v.detach().clone() for k, v in get_peft_model_state_dict(peft_model).items()}
@@ -174,8 +186,6 @@ def lora_tensors(peft_model) -> dict:
 def save_adapter(folder, peft_model, manifest: dict) -> Path:
     """An artefact folder (weights.safetensors + manifest.json, analysis.weights.artefacts) plus peft's
     adapter_config.json, which is all analysis.weights.adapters.load_adapter needs to rebuild the LoRA layers."""
-    from analysis.weights.artefacts import save_artefact
-
     folder = Path(folder)
     save_artefact(folder, lora_tensors(peft_model), manifest)
     write_adapter_config(folder, peft_model, manifest.get("model", ""))
@@ -192,15 +202,10 @@ def write_adapter_config(folder, peft_model, model_name: str) -> None:
 
 def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None):
     """The Job for `analysis.training.systems.run` (tests pass small pair sets)."""
+    # lazy: keeps peft, transformers off the pages' and the command line's start
     from peft import set_peft_model_state_dict
 
-    from analysis.data.datasets import stsb_pairs
-    from analysis.data.samples import SELECTION_SIZE, dev_split
-    from analysis.eval.sts import spearman
-    from analysis.methods.soft_tokens import SoftTokens
-    from analysis.training.pairs import source_batches
-    from analysis.training.systems import Job
-
+    from analysis.eval.sts import spearman  # lazy: keeps scipy off the pages' and the command line's start
     train_pairs = train_pairs if train_pairs is not None else stsb_pairs("train")
     dev_pairs = dev_pairs if dev_pairs is not None else stsb_pairs("dev")
     selection, report = dev_split(dev_pairs, min(SELECTION_SIZE, max(1, len(dev_pairs) // 5)))
@@ -258,8 +263,6 @@ def ship_place(hyperparameters: dict) -> str:
     """Where a run ships below analysis/artefacts/gircse/<model>/: ICR (the paper's loss) is the adapter itself
     (`adapter=shipped`), Causal-EOS goes to baselines/causal-eos (`adapter=causal-eos`), every other objective is an
     ablation, ablations/<objective>. Manifests from before `objective` existed name it `loss`."""
-    from analysis.weights.adapters import CAUSAL_EOS as BASELINE_ADAPTER, PLACES
-
     objective = hyperparameters.get("objective", hyperparameters.get("loss", "icr"))
     if objective == CAUSAL_EOS:
         return PLACES[BASELINE_ADAPTER]
@@ -268,6 +271,4 @@ def ship_place(hyperparameters: dict) -> str:
 
 def load(folder, backbone):
     """The backbone with the adapter in `folder` merged (`analysis.weights.adapters.load_adapter`)."""
-    from analysis.weights.adapters import load_adapter
-
     return load_adapter(backbone, str(folder))

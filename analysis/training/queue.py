@@ -30,9 +30,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from analysis.core.errors import UserError
 from analysis.core.paths import cache_root
+from analysis.models.backbone import load_backbone
 from analysis.training import runs, systems
+from analysis.training.loop import TrainConfig, TrainingRun
 from analysis.weights.artefacts import MANIFEST, model_folder_name
 
 QUEUE_HELP = ("Train, in order, every trained system and control the claims board needs for one model (Causal2Vec "
@@ -177,10 +181,6 @@ def describe(plan: list[Planned], step_seconds: dict) -> str:
 def probe(backbone, parts=PARTS, *, precision: str = "float32", progress=None) -> dict:
     """Seconds a step and a validation of each part variant cost on this machine, on `backbone`: the job set up
     (timed), one untimed step (first-call overheads), two timed optimiser steps, one timed validation."""
-    import torch
-
-    from analysis.training.loop import TrainConfig, TrainingRun
-
     timings = {}
     for part in parts:
         if part.variant in timings:
@@ -235,8 +235,6 @@ def run_queue(model: str, budget_hours: float, *, precision: str = "float32", sh
     Returns the queue's state as a dict (what `queue.json` holds)."""
     check_budget(budget_hours)
     if backbone_for is None:
-        from analysis.models.backbone import load_backbone
-
         backbone_for = lambda: load_backbone(model)  # noqa: E731
     backbone = backbone_for()
     folder = queue_folder(backbone.facts)

@@ -28,6 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.core.errors import UserError
+from analysis.core.options import check
+from analysis.models.backbone import load_backbone
+from analysis.training import runs
+from analysis.training.options import command, hyperparameters
+from analysis.weights import manifest as schema
+from analysis.weights.artefacts import load_artefact, save_artefact
 
 SYSTEMS: dict[str, str] = {
     "causal2vec": "analysis.training.causal2vec",
@@ -71,15 +77,10 @@ def deviations(name: str) -> tuple:
 def run(name: str, config, *, backbone=None, progress=None, **data) -> dict:
     """Train system `name` with `config`; returns the summary (the CLI's JSON line). `backbone` defaults to
     `config.model`; `data` reaches the system's setup (tests pass small data and stand-in encoders)."""
-    import torch
+    import torch  # lazy: keeps torch off the pages' and the command line's start
 
-    from analysis.training import runs
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.training.loop import BEST, TrainConfig, train
-    from analysis.core.options import check
-    from analysis.training.options import command, hyperparameters
-    from analysis.weights import manifest as schema
-    from analysis.weights.artefacts import load_artefact, save_artefact
-
     module = system(name)
     check(config)
     if config.threads:
@@ -87,8 +88,6 @@ def run(name: str, config, *, backbone=None, progress=None, **data) -> dict:
     if config.out:  # a folder the user named is checked before the model loads (the default is the cache's)
         runs.prepare(Path(config.out).expanduser())
     if backbone is None:
-        from analysis.models.backbone import load_backbone
-
         backbone = load_backbone(config.model)
     folder = runs.prepare(runs.result_dir(name, backbone.facts, config.out))
     work = folder / runs.RUN
@@ -146,9 +145,6 @@ def install(name: str, result, *, move_current_to: str = "") -> dict:
     says which model and hyperparameters); `move_current_to` first moves the artefact it replaces to that folder
     below the model's shipped folder (`runs.ship`). Refuses another system's run, a partial one, or weights that
     do not match their manifest, before anything is written."""
-    from analysis.training import runs
-    from analysis.weights.artefacts import load_artefact
-
     result = Path(result).expanduser()
     if not result.is_dir():
         raise UserError(f"{result} is not a folder: give the --out folder of a finished run.")

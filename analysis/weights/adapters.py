@@ -22,9 +22,12 @@ import re
 import warnings
 from pathlib import Path
 
-from analysis.models.backbone import Backbone
 from analysis.core.errors import UserError
+from analysis.models.backbone import Backbone
+from analysis.weights.artefacts import load_artefact, shipped_dir, shipped_root
 from analysis.weights.lora import merged_copy, own_lora_bases
+from analysis.weights.safefile import read_shapes
+
 CONFIG = "adapter_config.json"
 WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin", "weights.safetensors")  # peft's, or our artefact's
 SAFE, PICKLE = WEIGHTS[:2]  # peft's two formats: only the first is ever read
@@ -61,8 +64,6 @@ def adapter_folder(path: str) -> Path:
         raise UserError(f"'{folder / PICKLE}' is a pickle, which is never loaded (unpickling can run code): save the "
                         f"adapter as {SAFE} (peft's save_pretrained does by default).")
     if (folder / SAFE).is_file():
-        from analysis.weights.safefile import read_shapes
-
         read_shapes(folder / SAFE)  # a damaged file is one sentence naming it, before peft reads it
     return folder.resolve()
 
@@ -83,16 +84,12 @@ def adapter_fingerprint(folder: Path) -> str:
 def shipped_folder(facts, name: str = SHIPPED) -> Path | None:
     """The adapter this repository ships under `name` ("shipped" or "causal-eos") for the model described by
     `facts`, or None."""
-    from analysis.weights.artefacts import shipped_dir
-
     folder = shipped_dir(SYSTEM, facts) / PLACES[name]
     return folder if (folder / CONFIG).is_file() else None
 
 
 def _shipped_fingerprint(name: str) -> str:
     """One fingerprint over every model's shipped adapter `name`: cache keys change whenever one is retrained."""
-    from analysis.weights.artefacts import shipped_root
-
     h = hashlib.sha256()
     for model in sorted(shipped_root(SYSTEM).glob("*")):
         folder = model / PLACES[name]
@@ -154,7 +151,7 @@ def load_adapter(backbone: Backbone, path: str) -> Backbone:
     fingerprint = adapter_fingerprint(folder)
 
     def build(model):
-        from peft import PeftModel
+        from peft import PeftModel  # lazy: keeps peft, torch, transformers off the pages' and the command line's start
 
         with warnings.catch_warnings():
             for message, category in LIBRARY_NOISE:
@@ -179,9 +176,8 @@ def load_adapter(backbone: Backbone, path: str) -> Backbone:
 def _artefact_model(model, folder: Path, identity: str):
     """Merge an artefact adapter (weights.safetensors + manifest.json + adapter_config.json) into `model`,
     after checking the manifest names this model (one UserError sentence otherwise)."""
+    # lazy: keeps peft, torch, transformers off the pages' and the command line's start
     from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
-
-    from analysis.weights.artefacts import load_artefact
 
     tensors, _ = load_artefact(folder, method="gircse", model_identity=identity)
     config = LoraConfig.from_pretrained(str(folder))

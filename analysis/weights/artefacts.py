@@ -15,11 +15,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from pathlib import Path
 
+from analysis import code_version
 from analysis.core.errors import UserError
 from analysis.core.paths import ARTEFACTS, file_sha256
+from analysis.models.backbone import builtin
+from analysis.weights import safefile
 
 WEIGHTS, MANIFEST = "weights.safetensors", "manifest.json"
 
@@ -28,10 +32,6 @@ def model_folder_name(facts) -> str:
     """A model's folder among the shipped artefacts: its built-in short name ("smollm2-135m" for the default
     model), else a filesystem-safe form of its name. The one rule every trained system uses. `facts` may also be
     the model's name as a manifest records it, so a finished run is shipped without loading its model."""
-    import re
-
-    from analysis.models.backbone import builtin
-
     name = facts if isinstance(facts, str) else facts.name
     known = builtin(name)
     if known is not None:
@@ -55,9 +55,7 @@ def save_artefact(folder, tensors: dict, manifest: dict) -> Path:
     them is the caller's to record, without paths of this machine).
 
     Both files are written under temporary names and renamed, so a reader never sees half an artefact."""
-    from safetensors.torch import save_file
-
-    from analysis import code_version
+    from safetensors.torch import save_file  # lazy: keeps torch off the pages' and the command line's start
 
     if "method" not in manifest:
         raise ValueError("an artefact manifest needs at least 'method'")
@@ -94,8 +92,6 @@ def load_artefact(folder, *, method: str, model_identity: str | None = None, enc
     (when `model_identity` is given) and encoder (when `encoder` is given), that the weights are the bytes the
     manifest recorded, and that their header is whole and holds the tensor `shapes` the loaded model needs (None
     in a dimension: any size), all before a tensor is read; each failure raises one UserError naming the file."""
-    from analysis.weights import safefile
-
     folder = Path(folder)
     manifest = read_manifest(folder)
     if manifest.get("method") != method:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import copy
 
+import torch
+
 from analysis.core.errors import UserError
 from analysis.models.minilm import SentenceEncoder
 from analysis.weights.lora import add_lora, lora_tensors
@@ -49,8 +51,7 @@ def merged_copy(encoder: SentenceEncoder, saved: dict, cfg: dict, tag: str) -> S
     artefact; others are ignored) merged into its weights, identity `<identity>+<tag>`; so it embeds at the frozen
     encoder's cost. Raises UserError when the tensors do not fit the encoder, or the rank `cfg` claims is not
     theirs (checked before the layers are built, so a manifest cannot make us allocate a huge rank)."""
-    import torch
-    from peft.tuners.lora import LoraLayer
+    from peft.tuners.lora import LoraLayer  # lazy: keeps peft, transformers off the pages' and the command line's start
 
     wanted = {k[len(PREFIX):]: v for k, v in saved.items() if k.startswith(PREFIX)}
     if {v.shape[0] for k, v in wanted.items() if "lora_A" in k} != {cfg.get("rank")}:  # lora_A: (rank, in)

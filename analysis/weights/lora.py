@@ -14,8 +14,8 @@ import copy
 import threading
 import weakref
 
-from analysis.models.backbone import Backbone
 from analysis.core.errors import UserError
+from analysis.models.backbone import Backbone
 
 TARGETS = ("q_proj", "v_proj")  # LoRA paper's default; Causal2Vec fine-tunes the attention projections too
 _memo: "weakref.WeakKeyDictionary[Backbone, dict[str, Backbone]]" = weakref.WeakKeyDictionary()
@@ -24,7 +24,7 @@ _lock = threading.Lock()
 
 def _peft():
     try:
-        import peft
+        import peft  # lazy: keeps peft, torch, transformers off the pages' and the command line's start
     except ImportError as err:  # pragma: no cover - peft is in requirements.txt
         raise UserError("LoRA needs the peft package: pip install 'peft>=0.17'.") from err
     return peft
@@ -75,7 +75,7 @@ def shared_copy(model):
 def own_lora_bases(model):
     """`model` with every LoRA-wrapped layer's base weight replaced by its own copy: merging adds the update in
     place, and on a `shared_copy` the base weight is the original model's."""
-    import torch
+    import torch  # lazy: keeps torch off the pages' and the command line's start
 
     peft = _peft()
     for module in model.modules():
@@ -105,7 +105,7 @@ def merged_copy(backbone: Backbone, key: str, build, suffix: str) -> Backbone:
 
 def merged_backbone(backbone: Backbone, tensors: dict, cfg: dict, tag: str) -> Backbone:
     """A new Backbone: a copy of `backbone.model` with the LoRA update in `tensors` merged; memoised per tag."""
-    import torch
+    import torch  # lazy: keeps torch off the pages' and the command line's start
 
     def build(model):
         peft = _peft()

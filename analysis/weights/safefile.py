@@ -17,6 +17,8 @@ import json
 import math
 from pathlib import Path
 
+from safetensors import SafetensorError
+
 from analysis.core.errors import UserError
 
 BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
@@ -79,8 +81,7 @@ def check_shapes(path, shapes: dict, expected: dict[str, tuple]) -> None:
 
 def load(path) -> dict:
     """The tensors of a file whose header `read_shapes` accepted; a failure still is one sentence naming it."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    from safetensors.torch import load_file  # lazy: keeps torch off the pages' and the command line's start
 
     try:
         return load_file(str(path))

@@ -8,6 +8,7 @@ each."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import sys
@@ -18,7 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.core import budgets, intake
 from analysis.core.errors import UserError
+from analysis.data.samples import select
+from analysis.models import backbone as backbone_module  # by module: tests replace load_backbone
+from analysis.models.backbone import DEVICES, DTYPES
+from cache import cached_encode, default_store, resolve_method
 
 
 def add_sample_arguments(parser, unit: str = "pairs", *, seed: bool = True, default_sample: int | None = None) -> None:
@@ -57,8 +63,6 @@ def choose(args, data, check=None):
     """(chosen, fields): the pairs or texts --sample/--limit/--seed pick (`analysis.data.samples.select`) and
     what to report about them (`reported`). `check(chosen)` and the per-request budgets (`check_request`) run
     before any warning is printed, so a choice that cannot be used gives its one error line and nothing else."""
-    from analysis.data.samples import select
-
     chosen, report = select(data, **picks(args))
     if check is not None:
         check(chosen)
@@ -70,8 +74,6 @@ def check_request(chosen) -> None:
     """What a command will embed, against the per-request budgets before any model loads (a file was already read
     only up to the byte budget, `analysis.core.intake`): pairs by their number and their sentences' characters,
     texts by their number and characters. The sentence says how to choose fewer."""
-    from analysis.core import budgets, intake
-
     name = f"{chosen.name} (choose fewer with --sample N or --limit N)"
     if hasattr(chosen, "unique_texts"):  # similarity pairs
         budgets.check("pairs", len(chosen), f"the number of pairs in {name}")
@@ -103,8 +105,6 @@ def check_writable(path: Path, flag: str) -> Path:
 def check_html_out(value: str, budget_minutes: float) -> Path:
     """An --out that names a writable .html file with its .json beside it, and a positive --budget-minutes: the
     checks the report and the claims board make before any work. Returns the path."""
-    import math
-
     out = Path(value)
     if out.suffix.lower() != ".html":
         raise UserError(f"--out must name an .html file (its .json goes beside it), not {value!r:.60}.")
@@ -121,8 +121,6 @@ def add_boot_argument(parser) -> None:
 
 def check_boot(args) -> None:
     """--n-boot within 0 and the bootstrap budget, before any work."""
-    from analysis.core import budgets
-
     if args.n_boot < 0:
         raise UserError(f"--n-boot must be 0 or more, got {args.n_boot}.")
     budgets.check("bootstrap", args.n_boot, "the number of bootstrap replicates")
@@ -153,6 +151,7 @@ def configure_methods(names: str, params: list[str]) -> dict:
 
     An entry LABEL=NAME adds a labelled copy, so one method can be compared with itself under other parameters:
     `--methods last,deep=last --param deep.layer=20`. Unknown names, labels and keys are one UserError each."""
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.methods import get_method, method_class, method_names, parse_params
 
     entries = method_names(names)
@@ -192,8 +191,6 @@ MODEL_HELP = ("a built-in model (default = smollm2-135m, gemma3-270m), a Hugging
 
 def add_model_arguments(parser, *, many: bool = False) -> None:
     """--model (or --models for commands that compare several), --device and --dtype."""
-    from analysis.models.backbone import DEVICES, DTYPES
-
     if many:
         parser.add_argument("--models", default="default", help="comma-separated models, each " + MODEL_HELP)
     else:
@@ -208,6 +205,7 @@ def add_model_arguments(parser, *, many: bool = False) -> None:
 
 def method_from_args(args):
     """The configured method; raises UserError for an unknown name or a bad parameter (before any model loads)."""
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.methods import get_method, parse_params
 
     if args.batch_size < 1:
@@ -217,15 +215,14 @@ def method_from_args(args):
 
 def load_model(name_or_args, name: str | None = None):
     """The model named by args.model (or `name`), on args.device in args.dtype. A plain name: float32 on the CPU."""
+    # lazy: keeps torch, transformers off the pages' and the command line's start
     from transformers.utils import logging as hf_logging
-
-    from analysis.models.backbone import load_backbone
 
     hf_logging.disable_progress_bar()  # stdout carries one JSON line; keep stderr for messages
     if isinstance(name_or_args, str):
-        return load_backbone(name_or_args)
+        return backbone_module.load_backbone(name_or_args)
     args = name_or_args
-    return load_backbone(name or args.model, device=getattr(args, "device", "cpu"),
+    return backbone_module.load_backbone(name or args.model, device=getattr(args, "device", "cpu"),
                          dtype=getattr(args, "dtype", "float32"))
 
 
@@ -234,8 +231,6 @@ def ready(args, backbone, method):
     per model and prompt); with --no-cache computed in memory and not stored."""
     if getattr(args, "no_cache", False):
         return method  # a layers=auto window is then computed in memory by the method itself
-    from cache import default_store, resolve_method
-
     return resolve_method(default_store(), backbone, method)
 
 
@@ -250,8 +245,6 @@ def encode(args, backbone, method, texts: list[str]) -> tuple[np.ndarray, dict]:
     computed (the lookup itself is in `lookup_seconds`). The batch size is not in the cache key (results do not
     depend on it: tested), so the app and the command line share entries. Warnings (e.g. truncation) go to stderr
     as one `warning: ...` line each, on hits too."""
-    from cache import cached_encode, default_store
-
     progress = stderr_progress(method.name)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:

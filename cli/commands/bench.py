@@ -14,8 +14,21 @@ import math
 import sys
 
 from analysis.core.errors import UserError
-from cli.commands._common import (METHODS_PARAM_HELP, add_boot_argument, add_model_arguments, add_run_arguments,
-                                  add_sample_arguments)
+from analysis.eval.tasks import load_task, model_task, needs_model, select_task
+from cache import default_store
+from cli.commands._common import (
+    METHODS_PARAM_HELP,
+    add_boot_argument,
+    add_model_arguments,
+    add_run_arguments,
+    add_sample_arguments,
+    check_boot,
+    configure_methods,
+    encode,
+    load_model,
+    picks,
+    reported,
+)
 
 HELP = ("Benchmark methods on tasks of every family, each score with a bootstrap interval: STS Spearman (lee, demo, "
         "stsb-dev, sts:FILE), probe accuracy (polarity, topics, probe:FILE), retrieval nDCG@10 (scifact-report, "
@@ -47,9 +60,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args):
-    from cli.commands._common import check_boot, configure_methods, encode, load_model, picks, reported
-    from analysis.eval.tasks import load_task, model_task, needs_model, select_task
-    from cache.grid import GridCell, cached_grid
+    from cache.grid import GridCell, cached_grid  # lazy: keeps torch off the pages' and the command line's start
 
     methods = list(configure_methods(args.methods, args.param).values())
     check_boot(args)
@@ -65,8 +76,6 @@ def run(args):
         raise UserError("--models names no model.")
     store = None
     if not args.no_cache:
-        from cache import default_store
-
         store = default_store()
 
     cells, about = [], []  # one grid cell per (model, method, task), in the order of the rows
@@ -107,6 +116,7 @@ def check_executor(args) -> None:
     if args.address is not None and args.executor != "ray":
         raise UserError("--address only applies to --executor ray.")
     if args.executor == "ray":
+        # lazy: keeps torch off the pages' and the command line's start
         from analysis.sweep.ray_executor import check_address, import_ray
 
         import_ray()

@@ -10,6 +10,17 @@ import sys
 from pathlib import Path
 
 from analysis.core.errors import UserError
+from analysis.core.finite import finite
+from analysis.core.options import add_options, from_args
+from analysis.core.standalone import save
+from analysis.experiments.claims.board import choose, prepare, summary
+from analysis.experiments.claims.board import run as judge
+from analysis.experiments.claims.context import Settings, check
+from analysis.experiments.claims.html import render
+from analysis.report import clock
+from cache import default_store
+from cache.claims import save_board
+from cli.commands._common import add_model_arguments, check_html_out, load_model
 
 HELP = ("Judge the five papers' headline claims on one model, each by its verdict rule fixed before measuring (holds "
         "here, reversed here, not resolved, cannot run here), with the deviations that bear on each; --out "
@@ -18,11 +29,6 @@ HELP = ("Judge the five papers' headline claims on one model, each by its verdic
 
 
 def add_arguments(parser) -> None:
-    from analysis.core.options import add_options
-    from analysis.experiments.claims.context import Settings
-
-    from cli.commands._common import add_model_arguments
-
     parser.add_argument("--out", required=True, help="the HTML file to write (its .json is written beside it)")
     parser.add_argument("--budget-minutes", type=float, default=60.0,
                         help="time for the whole board (default 60); a claim starts only when its estimate fits")
@@ -36,26 +42,12 @@ def add_arguments(parser) -> None:
 
 def check_flags(args) -> tuple[Path, list]:
     """Every flag that needs no model, before any work: (the output path, the claims chosen)."""
-    from analysis.experiments.claims.board import choose
-
-    from cli.commands._common import check_html_out
-
     out = check_html_out(args.out, args.budget_minutes)
     return out, choose([c.strip() for c in args.claims.split(",") if c.strip()])
 
 
 def run(args) -> dict:
-    from analysis.core.finite import finite
-    from analysis.core.options import from_args
-    from analysis.core.standalone import save
-    from analysis.experiments.claims.board import prepare, run as judge, summary
-    from analysis.experiments.claims.context import Settings, check
-    from analysis.experiments.claims.html import render
-    from analysis.compute.direct import Direct
-    from analysis.report import clock
-
-    from cli.commands._common import load_model
-
+    from analysis.compute.direct import Direct  # lazy: keeps torch off the pages' and the command line's start
     started = clock.now()  # the budget covers the whole command: loading the model and the probe too
     out, claims = check_flags(args)
     settings = check(from_args(Settings, args))  # before the model loads
@@ -64,8 +56,7 @@ def run(args) -> dict:
     if args.no_cache:
         compute = Direct()
     else:
-        from cache import default_store
-        from cache.cached import Cached
+        from cache.cached import Cached  # lazy: keeps torch off the pages' and the command line's start
 
         store = default_store()
         compute = Cached(store)
@@ -76,8 +67,6 @@ def run(args) -> dict:
     board = judge(plan, budget_seconds=args.budget_minutes * 60, started=started,
                   progress=lambda done, total, message: say(f"[{done / total:4.0%}] {message}"))
     if store is not None:
-        from cache.claims import save_board
-
         save_board(store, board)
     json_path = out.with_suffix(".json")
     try:

@@ -9,8 +9,27 @@ from __future__ import annotations
 import sys
 
 from analysis.core.errors import UserError
-from cli.commands._common import (METHODS_PARAM_HELP, add_boot_argument, add_model_arguments, add_run_arguments,
-                                  add_sample_arguments)
+from analysis.data.datasets import pairs_of
+from analysis.eval.sample_size import MIN_COMPARE_PAIRS, check_comparable
+from analysis.eval.score import compare_scores
+from analysis.eval.tasks import load_task, model_task, needs_model, select_task
+from cache import default_store
+from cache.compute import bench_cell
+from cli.commands._common import (
+    METHODS_PARAM_HELP,
+    add_boot_argument,
+    add_model_arguments,
+    add_run_arguments,
+    add_sample_arguments,
+    check_boot,
+    choose,
+    configure_methods,
+    encode,
+    load_model,
+    params_dict,
+    picks,
+    reported,
+)
 
 HELP = ("Compare methods on the same units of one task: each method's score with a 95% bootstrap interval, and for "
         "each pair of methods the difference with a paired bootstrap interval and p-value (the same resampled pairs, "
@@ -36,12 +55,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from analysis.data.datasets import pairs_of
-    from analysis.eval.sample_size import check_comparable
+    # lazy: keeps scipy off the pages' and the command line's start
     from analysis.eval.sts import check_pairs, compare_cosines, score_pairs
-    from analysis.eval.tasks import load_task, needs_model
-    from cli.commands._common import check_boot, choose, configure_methods, encode, load_model, params_dict
-
     methods = configure_methods(args.methods, args.param)  # cheap checks first: a typo should not wait for the model
     if len(methods) < 2:
         raise UserError("--methods needs at least two methods to compare.")
@@ -76,12 +91,6 @@ def run(args) -> dict:
 def compare_task(args, methods: dict, task) -> dict:
     """The comparison on a task of another family (`task`; None: a long-document task, made for the model): every
     method's cell through the benchmark's cache entries (`bench_cell`), then the paired differences of every pair."""
-    from analysis.eval.sample_size import MIN_COMPARE_PAIRS
-    from analysis.eval.score import compare_scores
-    from analysis.eval.tasks import model_task, select_task
-    from cache.compute import bench_cell
-    from cli.commands._common import encode, load_model, params_dict, picks, reported
-
     if task is not None:
         task, report = select_task(task, **picks(args))
     backbone = load_model(args)
@@ -92,8 +101,6 @@ def compare_task(args, methods: dict, task) -> dict:
                         f"{task.n_units()}: choose more with --sample or --limit.")
     store = None
     if not args.no_cache:
-        from cache import default_store
-
         store = default_store()
     scores, runs = {}, {}
     for label, method in methods.items():

@@ -3,6 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import json
+from pathlib import Path
+
+from analysis.core import budgets
+from analysis.core.errors import UserError
+from analysis.core.intake import read_lines
+from analysis.data import datasets, personas
+from cache import cached_compress_predict, default_store
+from cli.commands._common import load_model
 
 NAME = "compress-qa"
 DEFAULT_N = 200  # items of the built-in split: the registered held-out set
@@ -45,14 +54,8 @@ def add_arguments(parser) -> None:
 def read_jsonl(path: str, most: int) -> list[dict]:
     """The first `most` items of a .jsonl file, each checked (strict UTF-8, JSON, fields, sentences per context)
     before the next line is read: a file of a billion lines costs what `most` lines cost."""
-    import contextlib
-    import json
-    from pathlib import Path
-
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.compression.system import MAX_SENTENCE_TOKENS, check_item, encoder_token_count
-    from analysis.core.errors import UserError
-    from analysis.core.intake import read_lines
-
     p = Path(path)
     if not p.is_file():
         raise UserError(f"--data: {path} is not a file (give a .jsonl file or 'personas').")
@@ -90,6 +93,7 @@ def read_jsonl(path: str, most: int) -> list[dict]:
 def quiet_tokenizer():
     """transformers' logger at errors only: its "Token indices sequence length is longer than ..." line would reach
     stderr before our one sentence about the same sentence."""
+    # lazy: keeps torch, transformers off the pages' and the command line's start
     from transformers.utils import logging as hf_logging
 
     level = hf_logging.get_verbosity()
@@ -104,18 +108,12 @@ def distinct_questions(people: int, names: bool) -> int:
     """How many different questions the held-out split can ask: one per held-out person (full name) and fact asked
     (`personas.asked_keys`). More items would ask about the same people again, adding no held-out evidence while
     narrowing the interval as if they did."""
-    from analysis.data import personas
-
     first = personas.PEOPLE_FIRST_NAMES if people else personas.FIRST_NAMES
     heldout = sum(personas.name_split(f, s) == "heldout" for f in first for s in personas.SURNAMES)
     return heldout * len(personas.asked_keys(names and bool(people)))
 
 
 def builtin(n: int, distractors: int | None, people: int = 0, layout: str = "grouped", names: bool = False) -> list:
-    from analysis.core.errors import UserError
-    from analysis.data import datasets
-    from analysis.data import personas
-
     if people:
         try:
             return personas.generate_people("heldout", n, people=people, layout=layout, names=names)
@@ -132,10 +130,8 @@ def builtin(n: int, distractors: int | None, people: int = 0, layout: str = "gro
 def check_flags(args) -> int | None:
     """The flags, checked before any item is read or generated; returns how many items the run takes (None: every
     item of a file)."""
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.compression.system import check_sentences
-    from analysis.core import budgets
-    from analysis.core.errors import UserError
-
     if args.limit < 0:
         raise UserError(f"--limit must be 0 (all items) or more, got {args.limit}.")
     if args.n is not None and args.data != "personas":
@@ -173,15 +169,13 @@ def check_flags(args) -> int | None:
 
 
 def run(args) -> dict:
-    from analysis.core import budgets
-
     wanted = check_flags(args)
     if args.data == "personas":  # the first k items of a seeded split are the same items whatever n is
         items = builtin(wanted, args.distractors, args.people or 0, args.layout or "grouped", names=args.ids)
     else:  # without --limit, read one item past the budget: enough to refuse the file
         items = read_jsonl(args.data, wanted or budgets.limit("qa_items") + 1)
         budgets.check("qa_items", len(items), f"the number of questions in {args.data} (choose some with --limit)")
-    from cli.commands._common import load_model
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.compression.system import CompressionSystem, score
 
     backbone = load_model(args.model)
@@ -190,8 +184,6 @@ def run(args) -> dict:
     if args.no_cache:
         preds = system.predict(items, args.pools, ids=args.ids)
     else:
-        from cache import cached_compress_predict, default_store
-
         preds, _ = cached_compress_predict(default_store(), system, items, args.pools, ids=args.ids)
     keys = [(it.get("key") if isinstance(it, dict) else it.key) for it in items]
     res = score(preds, keys if all(keys) else None)

@@ -7,6 +7,9 @@ from __future__ import annotations
 import sys
 
 from analysis.core.errors import UserError
+from analysis.core.paths import data_dir
+from analysis.data.datasets import REGISTRY
+from analysis.data.fetch import SOURCES, fetch, source
 
 HELP = ("List the data sets (present or not, and how to get each), or fetch the public sets (STS, SciFact, "
         "Banking77) into the data folder (EMBEDSCOPE_DATA; default ../shared/data next to the repository): "
@@ -15,8 +18,6 @@ HELP = ("List the data sets (present or not, and how to get each), or fetch the 
 
 
 def add_arguments(parser) -> None:
-    from analysis.data.fetch import SOURCES
-
     parser.add_argument("action", choices=["list", "fetch"], help="list: every data set; fetch: download some")
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"with fetch: {', '.join(SOURCES)}, or all")
@@ -28,8 +29,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args):
-    from analysis.core.paths import data_dir
-
     if args.action == "list":
         if args.names:
             raise UserError("data list takes no names; use data fetch NAME to download one.")
@@ -38,8 +37,6 @@ def run(args):
 
 
 def _names(names: list[str]) -> list[str]:
-    from analysis.data.fetch import SOURCES, source
-
     if not names:
         raise UserError(f"data fetch needs the sets to get: {', '.join(SOURCES)}, or all.")
     chosen = list(SOURCES) if "all" in names else list(dict.fromkeys(names))
@@ -49,16 +46,11 @@ def _names(names: list[str]) -> list[str]:
 
 
 def _fetch(name: str, args) -> dict:
-    from analysis.data.fetch import fetch, source
-
     print(f"{name}: {source(name).label} ...", file=sys.stderr, flush=True)
     return fetch(name, base_url=args.base_url, force=args.force)
 
 
 def _rows() -> list[dict]:
-    from analysis.data.datasets import REGISTRY
-    from analysis.data.fetch import source
-
     return [{"id": d.id, "label": d.label, "kind": d.kind, "present": d.present(), "get": d.how_to_get(),
              "tasks": list(d.tasks),
              **({"licence": source(d.fetch_name).licence, "checked": source(d.fetch_name).pinned or "by its reader"}

@@ -9,9 +9,21 @@ from pathlib import Path
 
 import numpy as np
 
-from cli.commands._common import (add_method_arguments, add_sample_arguments, check_request, check_writable, encode,
-                                  load_model, method_from_args, params_dict, picks, reported)
 from analysis.core.errors import UserError
+from analysis.data.datasets import texts_of
+from analysis.data.samples import select
+from cli.commands._common import (
+    add_method_arguments,
+    add_sample_arguments,
+    check_request,
+    check_writable,
+    encode,
+    load_model,
+    method_from_args,
+    params_dict,
+    picks,
+    reported,
+)
 
 HELP = "Embed the texts of a file or a built-in set with a method; save an (n, d) float32 .npy."
 INPUT_HELP = (".txt (one text per line), .csv or .tsv (a `text` column), similarity pairs (STS-B format or sentence1, "
@@ -26,9 +38,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from analysis.data.datasets import texts_of
-    from analysis.data.samples import select
-
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
     output = Path(args.output)
     if output.suffix != ".npy":

@@ -5,8 +5,21 @@ from __future__ import annotations
 
 import math
 
-from cli.commands._common import (add_boot_argument, add_method_arguments, add_sample_arguments, check_boot, choose,
-                                  encode, load_model, method_from_args, params_dict, ready)
+from analysis.core.errors import UserError
+from analysis.data.datasets import pairs_of
+from analysis.inspect.geometry import anisotropy_by_layer, measure, positive_pairs
+from cli.commands._common import (
+    add_boot_argument,
+    add_method_arguments,
+    add_sample_arguments,
+    check_boot,
+    choose,
+    encode,
+    load_model,
+    method_from_args,
+    params_dict,
+    ready,
+)
 
 HELP = ("Alignment (positive pairs: gold >= 4 of 5, or >= 0.8 on a 0-1 scale), uniformity and anisotropy of a "
         "method's embeddings on a pair set (lee, demo, stsb-dev, stsb-train or an STS file), with bootstrap intervals.")
@@ -26,10 +39,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from analysis.core.errors import UserError
-    from analysis.data.datasets import pairs_of
-    from analysis.inspect.geometry import anisotropy_by_layer, measure, positive_pairs
-
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model
     check_boot(args)
     if args.threshold is not None and not math.isfinite(args.threshold):

@@ -5,10 +5,19 @@ from __future__ import annotations
 
 import time
 
-from cli.commands._common import (add_method_arguments, add_sample_arguments, choose, load_model, method_from_args,
-                                  ready, stderr_progress)
-from analysis.data.datasets import ids, texts_of
 from analysis.core.errors import UserError
+from analysis.data.datasets import ids, texts_of
+from cache import default_store
+from cache.compute import trajectory
+from cli.commands._common import (
+    add_method_arguments,
+    add_sample_arguments,
+    choose,
+    load_model,
+    method_from_args,
+    ready,
+    stderr_progress,
+)
 
 HELP = ("Intrinsic dimension (TwoNN) of every hidden state over a corpus, with bootstrap bands, and the layer "
         "window KV-Embedding's selection rules pick (JSON). Hidden state 0 = embeddings; decoder layer l "
@@ -34,7 +43,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from analysis.inspect import intrinsic_dim as idm
+    from analysis.inspect import intrinsic_dim as idm  # lazy: keeps torch off the pages' and the command line's start
 
     if args.method == "kv_embedding" and not any(p.strip().startswith("layers=") for p in args.param):
         args.param = [*args.param, "layers=none"]
@@ -46,9 +55,6 @@ def run(args) -> dict:
     backbone = load_model(args)
     method = ready(args, backbone, method)
     start = time.perf_counter()
-    from cache import default_store
-    from cache.compute import trajectory
-
     df, _, hit = trajectory(None if args.no_cache else default_store(), backbone, method, texts, args.readout,
                             args.bootstrap, args.seed, batch_size=args.batch_size, progress=stderr_progress("id"))
     sel = idm.select_window(df["id"].to_numpy(), backbone.facts.n_layers)

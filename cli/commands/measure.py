@@ -3,6 +3,17 @@
 from __future__ import annotations
 
 import sys
+import tempfile
+from pathlib import Path
+
+from tqdm import tqdm
+
+from analysis.core.errors import UserError
+from analysis.core.options import add_options, from_args
+from analysis.experiments import EXPERIMENTS, experiment
+from analysis.experiments import run as measure
+from analysis.experiments.machinery import records
+from cache import default_store
 
 HELP = ("Measure one experiment of the registry (analysis.experiments) and write its typed results record to "
         "docs/results/<id>.json, with the command, code version, models and weights, sample, wall time and machine "
@@ -11,9 +22,6 @@ HELP = ("Measure one experiment of the registry (analysis.experiments) and write
 
 
 def add_arguments(parser) -> None:
-    from analysis.core.options import add_options
-    from analysis.experiments import EXPERIMENTS, experiment
-
     sub = parser.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
     for name in EXPERIMENTS:
         module = experiment(name)
@@ -26,23 +34,19 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
+    # lazy: keeps torch, transformers off the pages' and the command line's start
     from transformers.utils import logging as hf_logging
-
-    from analysis.core.options import from_args
-    from analysis.experiments import experiment, run as measure
-    from analysis.experiments.machinery import records
 
     config = from_args(experiment(args.experiment).Config, args)  # every flag checked before a model loads
     folder = _writable(args.records or records.folder())
     if args.threads:
-        import torch
+        import torch  # lazy: keeps torch off the pages' and the command line's start
 
         torch.set_num_threads(args.threads)
     hf_logging.disable_progress_bar()  # stdout carries one JSON line; stderr the progress bar
     compute = None  # --no-cache: the experiment's own default, analysis.compute.direct.Direct
     if not args.no_cache:
-        from cache import default_store
-        from cache.cached import Cached
+        from cache.cached import Cached  # lazy: keeps torch off the pages' and the command line's start
 
         compute = Cached(default_store())
     bar = _progress(args.experiment)
@@ -57,8 +61,6 @@ def run(args) -> dict:
 
 def _progress(name: str):
     """progress(done, total, message) as a tqdm bar on stderr, opened at the first report."""
-    from tqdm import tqdm
-
     bar = None
 
     def progress(done, total, message):
@@ -77,11 +79,6 @@ def _progress(name: str):
 
 def _writable(folder):
     """`folder`, created if needed, once a file could be written there: checked before any work."""
-    import tempfile
-    from pathlib import Path
-
-    from analysis.core.errors import UserError
-
     folder = Path(folder).expanduser()
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args):
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.methods import list_methods, method_class
 
     if args.name is not None:

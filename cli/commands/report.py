@@ -7,9 +7,28 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from analysis.core import budgets
 from analysis.core.errors import UserError
-from analysis.report.build import DEFAULT_TASKS
+from analysis.data.datasets import pairs_of
+from analysis.eval.tasks import load_task
+from analysis.report import clock
+from analysis.report.build import DEFAULT_TASKS, build, prepare
+from analysis.report.clock import RESUME
 from analysis.report.families import FAMILIES
+from analysis.report.html import save
+from analysis.sweep.ray_executor import check_address, import_ray
+from cache import default_store
+from cache.cached import Cached
+from cli.commands._common import (
+    add_boot_argument,
+    add_model_arguments,
+    add_run_arguments,
+    add_sample_arguments,
+    check_boot,
+    check_html_out,
+    choose,
+    load_model,
+)
 
 HELP = ("Write one model's report: every method's STS Spearman with paired differences to the best, its cost as "
         "x the plain forward and peak memory, the intrinsic-dimension windows and a KV-Embedding layer map sized to "
@@ -19,8 +38,6 @@ HELP = ("Write one model's report: every method's STS Spearman with paired diffe
 
 
 def add_arguments(parser) -> None:
-    from cli.commands._common import add_boot_argument, add_model_arguments, add_run_arguments, add_sample_arguments
-
     parser.add_argument("--data", default="stsb-dev", help="a built-in pair set (stsb-dev, sick, sts12 ... sts16, lee, "
                         "demo) or an STS file (STS-B format, or sentence1, sentence2, score[, genre])")
     add_sample_arguments(parser, "pairs", default_sample=500)
@@ -50,11 +67,6 @@ def add_arguments(parser) -> None:
 
 def check_flags(args) -> tuple[Path, list]:
     """Every flag that needs no model, before any work: (the output path, the tasks); the budget, the executor."""
-    from analysis.core import budgets
-    from analysis.eval.tasks import load_task
-
-    from cli.commands._common import check_boot, check_html_out
-
     out = check_html_out(args.out, args.budget_minutes)
     if args.executor not in ("local", "ray"):
         raise UserError(f"--executor must be local or ray, not {args.executor!r:.40}.")
@@ -64,8 +76,6 @@ def check_flags(args) -> tuple[Path, list]:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}.")
     check_boot(args)
     if args.executor == "ray":
-        from analysis.sweep.ray_executor import check_address, import_ray
-
         import_ray()
         args.address = check_address(args.address)
     names = [] if args.tasks.strip() == "none" else [t.strip() for t in args.tasks.split(",") if t.strip()]
@@ -85,16 +95,7 @@ def check_flags(args) -> tuple[Path, list]:
 
 
 def run(args) -> dict:
-    from analysis.data.datasets import pairs_of
-    from analysis.eval.sts import check_pairs
-    from analysis.report import clock
-    from analysis.report.build import build, prepare
-    from analysis.report.clock import RESUME
-    from analysis.report.html import save
-    from cache import default_store
-    from cache.cached import Cached
-    from cli.commands._common import choose, load_model
-
+    from analysis.eval.sts import check_pairs  # lazy: keeps scipy off the pages' and the command line's start
     started = clock.now()  # the budget covers the whole command: loading the model and the timing probe too
     out, tasks = check_flags(args)
     pairs, picked = choose(args, pairs_of(args.data), check_pairs)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from analysis.core.errors import UserError
+from analysis.experiments.machinery.records import read_all
+from analysis.experiments.machinery.render import readme, render
+
 HELP = ("Regenerate docs/RESULTS.md and the README's headline table from the results records in docs/results/ "
         "(each written by `python -m analysis measure <experiment>`); --check writes nothing and says whether every "
         "record validates and the documents are up to date.")
@@ -18,10 +22,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from analysis.core.errors import UserError
-    from analysis.experiments.machinery.records import read_all
-    from analysis.experiments.machinery.render import readme, render
-
     records = read_all(args.records)  # a damaged record: one sentence naming its file and field
     if not records:
         raise UserError(f"No results records in {args.records}; `python -m analysis measure` writes them there.")

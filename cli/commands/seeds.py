@@ -14,6 +14,8 @@ import tempfile
 from pathlib import Path
 
 from analysis.core.errors import UserError
+from analysis.core.paths import cache_root
+from cache.seeds import export
 
 HELP = ("Regenerate cache/seeds/ (the precomputed first figures shipped for the default model): warm into an empty "
         "temporary cache, then copy its small entries; a few minutes on two CPU cores.")
@@ -24,9 +26,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from analysis.core.paths import cache_root
-    from cache.seeds import export
-
     with tempfile.TemporaryDirectory(prefix="embedscope-seeds-") as tmp:
         root = Path(tmp)
         models = cache_root() / "models"

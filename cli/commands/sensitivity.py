@@ -40,7 +40,9 @@ def _list(values):
 
 
 def run(args) -> dict:
-    from analysis.inspect import sensitivity as S
+    from analysis.inspect import sensitivity as S  # lazy: keeps torch off the pages' and the command line's start
+
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.methods import get_method, parse_params
 
     method = get_method(args.method, **parse_params(args.method, args.param))  # typos fail before the model loads

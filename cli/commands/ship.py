@@ -9,6 +9,8 @@ before it replaces the shipped weights). See analysis.training.systems.install.
 
 from __future__ import annotations
 
+from analysis.training.systems import SYSTEMS, install
+
 HELP = ("Copy a finished training run's folder (its --out) into the repository's shipped artefacts, where `train "
         "--ship` would have put it (GIRCSE: the ICR adapter replaces adapter=shipped, --objective causal-eos goes to "
         "baselines/causal-eos, other objectives to ablations/<objective>); --move-current-to first keeps the "
@@ -16,8 +18,6 @@ HELP = ("Copy a finished training run's folder (its --out) into the repository's
 
 
 def add_arguments(parser) -> None:
-    from analysis.training.systems import SYSTEMS
-
     parser.add_argument("system", choices=sorted(SYSTEMS), help="the trained system")
     parser.add_argument("folder", help="the run's folder (train --out), holding weights.safetensors + manifest.json")
     parser.add_argument("--move-current-to", default="", metavar="SUBFOLDER",
@@ -26,6 +26,4 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from analysis.training.systems import install
-
     return install(args.system, args.folder, move_current_to=args.move_current_to)

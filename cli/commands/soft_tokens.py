@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from cli.commands._common import add_model_arguments, load_model
+
 NAME = "soft-tokens"
 HELP = "Generate K soft tokens (GIRCSE-style) after a text; print each step's top tokens, entropy and drift as JSON."
 
 
 def add_arguments(parser) -> None:
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.methods.soft_tokens import DEFAULT_INSTRUCTION
 
     parser.add_argument("--text", required=True, help="the text to continue")
@@ -17,8 +20,6 @@ def add_arguments(parser) -> None:
     parser.add_argument("--top", type=int, default=5, help="tokens shown per step (default 5)")
     parser.add_argument("--top-k", type=int, default=0, help="mix only the k most likely tokens (default 0 = all)")
     parser.add_argument("--mode", choices=["soft", "hard"], default="soft", help="soft mix or argmax token")
-    from cli.commands._common import add_model_arguments
-
     add_model_arguments(parser)
     parser.add_argument("--adapter", default="shipped",
                         help="shipped (default: the adapter trained here for the model, if any), none (frozen), or "
@@ -28,10 +29,10 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from cli.commands._common import load_model
-    from analysis.methods import parse_params
-    from analysis.methods.soft_tokens import SoftTokens
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.inspect.generation import generate_soft_tokens
+    from analysis.methods import parse_params  # lazy: keeps torch off the pages' and the command line's start
+    from analysis.methods.soft_tokens import SoftTokens  # lazy: keeps torch off the pages' and the command line's start
 
     settings = dict(instruction=args.instruction, k=args.k, temperature=args.temperature, top_k=args.top_k,
                     mode=args.mode, adapter=args.adapter)

@@ -3,8 +3,17 @@ on STS pairs."""
 
 from __future__ import annotations
 
-from cli.commands._common import (add_boot_argument, add_method_arguments, add_sample_arguments, check_boot, choose,
-                                  encode, load_model, method_from_args)
+from analysis.data.datasets import pairs_of
+from cli.commands._common import (
+    add_boot_argument,
+    add_method_arguments,
+    add_sample_arguments,
+    check_boot,
+    choose,
+    encode,
+    load_model,
+    method_from_args,
+)
 
 HELP = ("Score a method on STS-Benchmark-format pairs (tab-separated: gold in column 5, sentences in 6 and 7): "
         "Spearman correlation of cosine similarity with the gold scores, with a 95% bootstrap interval.")
@@ -20,7 +29,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from analysis.data.datasets import pairs_of
+    # lazy: keeps scipy off the pages' and the command line's start
     from analysis.eval.sts import check_pairs, sts_spearman
 
     method = method_from_args(args)  # cheap checks first: a typo should not wait for the model

@@ -11,6 +11,11 @@ import time
 from dataclasses import asdict
 
 from analysis.core.errors import UserError
+from analysis.data.datasets import pairs_of
+from analysis.sweep import windows
+from cache import auto_window, default_store
+from cache.compute import sts_score
+from cli.commands._common import add_sample_arguments, choose, load_model
 
 HELP = ("Score KV-Embedding's re-routing windows (start x width x bias [x rerotate]) by Spearman on labelled pairs, "
         "next to the prompt-only forward, PromptEOL and the window the intrinsic-dimension rule picks (JSON). "
@@ -21,8 +26,6 @@ REROTATE = {"false": [False], "true": [True], "both": [False, True]}
 
 def add_arguments(parser) -> None:
     parser.add_argument("--data", default="stsb-dev", help="a built-in pair set (stsb-dev, lee, ...) or an STS file")
-    from cli.commands._common import add_sample_arguments
-
     add_sample_arguments(parser, "pairs", default_sample=200)
     parser.add_argument("--starts", default=None, help="window starts (decoder layers): '1,5,9', '1-29' or '1-29:4' "
                         "(every 4th); default every 4th from 1")
@@ -75,8 +78,8 @@ def parse_ints(raw: str, what: str, most: int) -> list[int]:
 
 def check_flags(args, base: dict) -> tuple[list[float], list[int] | None, list[int] | None]:
     """Every flag that needs no model, checked before any work: (biases, starts, widths; None = the default)."""
-    from analysis.methods import get_method
-    from analysis.methods.kv_embedding import MAX_LAYER
+    from analysis.methods import get_method  # lazy: keeps torch off the pages' and the command line's start
+    from analysis.methods.kv_embedding import MAX_LAYER  # lazy: keeps torch off the pages' and the command line's start
 
     if args.executor not in ("local", "ray"):
         raise UserError(f"--executor must be local or ray, not {args.executor!r:.40}.")
@@ -105,6 +108,7 @@ def check_flags(args, base: dict) -> tuple[list[float], list[int] | None, list[i
     if args.address is not None and args.executor != "ray":
         raise UserError("--address only applies to --executor ray.")
     if args.executor == "ray":
+        # lazy: keeps torch off the pages' and the command line's start
         from analysis.sweep.ray_executor import check_address, import_ray
 
         import_ray()  # missing Ray: one sentence before any model loads
@@ -120,9 +124,6 @@ def _capped(digits: str, cap: int) -> int:
 
 def load_pairs(args):
     """(pairs, fields): what --sample/--limit pick of --data (`_common.choose`), at least 2 pairs."""
-    from analysis.data.datasets import pairs_of
-    from cli.commands._common import choose
-
     try:
         pairs, picked = choose(args, pairs_of(args.data))
     except UserError as err:
@@ -133,9 +134,7 @@ def load_pairs(args):
 
 
 def run(args) -> dict:
-    from analysis.sweep import windows
-    from cli.commands._common import load_model
-    from analysis.methods import get_method
+    from analysis.methods import get_method  # lazy: keeps torch off the pages' and the command line's start
 
     began = time.perf_counter()
     base = {"prompt": args.prompt, "pooling": args.pooling}
@@ -150,9 +149,7 @@ def run(args) -> dict:
     widths = sorted({min(w, L) for w in widths}) if widths else [windows.paper_width(L)]  # wider = to the end
     cells = windows.grid(L, starts, widths, biases, REROTATE[args.rerotate])
 
-    from cache import auto_window, default_store
-    from cache.compute import sts_score
-    from cache.sweep import cached_sweep
+    from cache.sweep import cached_sweep  # lazy: keeps torch off the pages' and the command line's start
 
     store = None if args.no_cache else default_store()
     sel, ids = auto_window(store, backbone, get_method("kv_embedding", **base))

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
+
+from tqdm import tqdm
+
+from analysis.core.options import add_options, from_args
+from analysis.training.systems import SYSTEMS, deviations, system
+from analysis.training.systems import run as train
 
 HELP = ("Train the weights of a trained system (causal2vec, gircse, compression) on this machine, or every system the "
         "claims board needs for a model (`train all`); prints progress on stderr and one JSON line at the end. "
@@ -10,11 +17,6 @@ HELP = ("Train the weights of a trained system (causal2vec, gircse, compression)
 
 
 def add_arguments(parser) -> None:
-    import argparse
-
-    from analysis.core.options import add_options
-    from analysis.training.systems import SYSTEMS, deviations, system
-
     sub = parser.add_subparsers(dest="system", required=True, metavar="SYSTEM")
     for name in SYSTEMS:
         module = system(name)
@@ -29,8 +31,7 @@ def add_arguments(parser) -> None:
 
 def _add_all(sub) -> None:
     """`train all`: its help lists the parts in order (`analysis.training.queue.PARTS`) and how long they took here."""
-    import argparse
-
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.training.queue import PARTS, QUEUE_HELP
 
     listing = "\n".join(f"  {i:2d}. {p.label} ({p.system}; board claims: {', '.join(p.claims)})"
@@ -51,9 +52,11 @@ def _add_all(sub) -> None:
 
 
 def run(args) -> dict:
+    # lazy: keeps torch, transformers off the pages' and the command line's start
     from transformers.utils import logging as hf_logging
 
     if args.system == "all":
+        # lazy: keeps torch off the pages' and the command line's start
         from analysis.training.queue import check_budget, run_queue
 
         check_budget(args.budget_hours)  # before the model loads
@@ -72,9 +75,6 @@ def run(args) -> dict:
             for bar in bars:
                 bar.close()
 
-    from analysis.core.options import from_args
-    from analysis.training.systems import run as train, system
-
     config = from_args(system(args.system).Config, args)  # every flag checked before a model loads
     hf_logging.disable_progress_bar()  # stdout carries one JSON line; stderr the progress bar
     bar = _progress(args.system, config.steps)
@@ -86,8 +86,6 @@ def run(args) -> dict:
 
 def _progress(name: str, total: int):
     """A tqdm bar on stderr, opened at the first step: a run refused before it starts prints only its sentence."""
-    from tqdm import tqdm
-
     bar = None
 
     def progress(step, total_steps, info):

@@ -13,6 +13,8 @@ trained system).
 from __future__ import annotations
 
 from analysis.core.errors import UserError
+from analysis.training.systems import SYSTEMS
+from analysis.training.systems import deviations as system_deviations
 
 KINDS = ("method", "system")
 
@@ -20,9 +22,9 @@ KINDS = ("method", "system")
 def of(source: str) -> tuple:
     """The deviations `source` declares: "method:<name>", "system:<name>", or a bare name (a method's and a trained
     system's of that name, in that order). One sentence when nothing has that name."""
-    from analysis.methods import _discover, deviations as method_deviations
-    from analysis.training.systems import SYSTEMS, deviations as system_deviations
-
+    # lazy: keeps torch off the pages' and the command line's start
+    from analysis.methods import _discover
+    from analysis.methods import deviations as method_deviations
     kind, sep, name = source.partition(":")
     if not sep:
         kind, name = "", source

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.data.datasets import stsb_dev_part
+from analysis.data.samples import genre_counts, sample_pairs
+from analysis.eval.stats import paired_difference, resample_indices, spearman_replicates
 from analysis.experiments.machinery import cells
 from analysis.experiments.machinery.records import Sample, Table
 
@@ -22,9 +25,6 @@ from analysis.experiments.machinery.records import Sample, Table
 def report_pairs(sample: int, seed: int = 0, pool=None):
     """(pairs, Sample): `sample` pairs of `pool` (default: the STS-B dev report part) stratified by genre, or all
     of it when `sample` is 0."""
-    from analysis.data.datasets import stsb_dev_part
-    from analysis.data.samples import genre_counts, sample_pairs
-
     pool = stsb_dev_part("report") if pool is None else pool
     pairs = sample_pairs(pool, sample, seed=seed) if sample else pool
     return pairs, Sample(n=len(pairs), of=len(pool), how="stratified by genre" if sample else "all of it",
@@ -38,13 +38,14 @@ def genre(name: str) -> str:
 
 def texts_of(pairs) -> list[str]:
     """Every distinct sentence of `pairs`, each embedded once."""
-    from analysis.eval.sts import pair_index
+    from analysis.eval.sts import pair_index  # lazy: keeps scipy off the pages' and the command line's start
 
     return pair_index(pairs)[0]
 
 
 def cosines(compute, backbone, methods: dict, pairs, progress=None) -> tuple[dict, dict]:
     """({label: (n_pairs,) cosine per pair}, {label: seconds or "cached"}) of each method, through `compute`."""
+    # lazy: keeps scipy off the pages' and the command line's start
     from analysis.eval.sts import pair_cosines, pair_index
 
     texts, left, right = pair_index(pairs)
@@ -60,6 +61,7 @@ def cosines(compute, backbone, methods: dict, pairs, progress=None) -> tuple[dic
 
 def from_embeddings(embeddings: dict, pairs) -> dict:
     """{label: (n_pairs,) cosines} of embeddings of `texts_of(pairs)` (for configurations made outside `compute`)."""
+    # lazy: keeps scipy off the pages' and the command line's start
     from analysis.eval.sts import pair_cosines, pair_index
 
     _, left, right = pair_index(pairs)
@@ -69,7 +71,7 @@ def from_embeddings(embeddings: dict, pairs) -> dict:
 def score_table(name: str, title: str, pairs, cos: dict, *, n_boot: int, seed: int = 0, first: str = "configuration",
                 notes: str = "") -> tuple[Table, dict]:
     """(table, {label: StsScore}): each configuration's Spearman, interval, and Spearman per genre."""
-    from analysis.eval.sts import score_cosines
+    from analysis.eval.sts import score_cosines  # lazy: keeps scipy off the pages' and the command line's start
 
     gold = np.asarray(pairs.scores)
     g = np.array([genre(x) for x in pairs.genres])
@@ -86,8 +88,7 @@ def paired_table(name: str, title: str, pairs, cos: dict, claims: list[tuple[str
                  seed: int = 0) -> tuple[Table, dict]:
     """(table, {(a, b): Paired overall}): A − B for every claim whose two sides were measured, overall and per
     genre, on the same resampled pairs for both sides; the overall p-value in its own column."""
-    from analysis.eval.stats import paired_difference, resample_indices, spearman_replicates
-    from analysis.eval.sts import spearman
+    from analysis.eval.sts import spearman  # lazy: keeps scipy off the pages' and the command line's start
 
     gold = np.asarray(pairs.scores)
     g = np.array([genre(x) for x in pairs.genres])

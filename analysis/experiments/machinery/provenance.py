@@ -23,6 +23,8 @@ from analysis.core.errors import UserError
 from analysis.core.options import flags
 from analysis.core.paths import REPO, file_sha256
 from analysis.experiments.machinery.records import Machine, Model
+from analysis.training.runs import runs_root
+from analysis.weights.artefacts import MANIFEST, WEIGHTS, model_folder_name, shipped_dir
 
 MEASURE = "python -m analysis measure"
 
@@ -36,9 +38,6 @@ def weights_folder(system: str, facts, spec: str) -> Path:
     """The folder `spec` names for trained system `system` on the model of `facts`: "shipped" (or
     "shipped/<place>", e.g. "shipped/ablations/single-person"), a folder relative to the repository, a run name
     under `<cache>/runs/<system>/<model>/`, or any folder. One sentence when none holds a manifest."""
-    from analysis.training.runs import runs_root
-    from analysis.weights.artefacts import MANIFEST, model_folder_name, shipped_dir
-
     base, _, place = spec.partition("/")
     candidates = []
     if base == "shipped":
@@ -63,8 +62,6 @@ def shown_weights(spec: str) -> str:
 
 def weights_digest(folder: Path) -> str:
     """The SHA-256 of an artefact's weights file (read from the file itself, not trusted from its manifest)."""
-    from analysis.weights.artefacts import WEIGHTS
-
     return file_sha256(Path(folder) / WEIGHTS)
 
 
@@ -87,7 +84,7 @@ class Clock:
         return round(time.perf_counter() - self._began, 1)
 
     def machine(self) -> Machine:
-        import torch
+        import torch  # lazy: keeps torch off the pages' and the command line's start
 
         return Machine(cores=os.cpu_count(), torch=torch.__version__, threads=torch.get_num_threads(),
                        python=platform.python_version(), load_before=self.load_before, load_after=_load())

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from analysis.core.errors import UserError
+from analysis.experiments import EXPERIMENTS, experiment
 
 ARCHIVE = "docs/RESULTS-old-protocol.md"  # what was measured before this protocol, kept as measured
 
@@ -78,8 +79,6 @@ def record_markdown(rec) -> str:
 
 def order(records: dict) -> list[str]:
     """Record ids in the registry's order (an experiment's variants after it), others after, by id."""
-    from analysis.experiments import EXPERIMENTS
-
     rank = {name: i for i, name in enumerate(EXPERIMENTS)}
     return sorted(records, key=lambda rid: (rank.get(records[rid].experiment, len(rank)),
                                            rid != records[rid].experiment, rid))
@@ -100,8 +99,6 @@ def headline(records: dict) -> str:
     """The README's short tables: each experiment that has a headline (`headline(records) -> markdown`, for its own
     records) gives it, in the registry's order (the claims board's verdicts per model first), then a link to the full
     document. Nothing here knows an experiment by name."""
-    from analysis.experiments import EXPERIMENTS, experiment
-
     parts = []
     for experiment_id in EXPERIMENTS:
         mine = [records[rid] for rid in sorted(records) if records[rid].experiment == experiment_id]
