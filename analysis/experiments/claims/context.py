@@ -46,6 +46,9 @@ class Settings:
     retrieval_queries: int = param(100, "its queries, seeded (0 = all): the task_families record's sub-corpus", min=0)
     retrieval_distractors: int = param(150, "abstracts judged for none of them, seeded, beside every one judged",
                                         min=0)
+    labelled: str = param("banking77-report", "the labelled set of the classification and clustering claims: "
+                          "banking77-report (the task_families record's sample, vectors shared) or a FILE with text "
+                          "and label columns")
     timing_texts: int = param(64, "texts timed for the cost claims", min=2, limit=2000)
     repeats: int = param(5, "interleaved timing rounds: a ratio per round, their spread is the ratio's interval",
                           min=1, limit=20)

@@ -18,7 +18,7 @@ UNITS = {"retrieval": "queries", "classification": "evaluation texts", "clusteri
 
 def task(ctx, family: str):
     """The family's task as the board samples it (retrieval: the board's retrieval set; the others: the
-    task_families record's), memoised; CannotRun when its data is not installed."""
+    task_families record's, or the settings' labelled file), memoised; CannotRun when its data is not installed."""
     if ("task", family) not in ctx.memo:
         from analysis.eval.tasks import load_task, nano_task
         from analysis.experiments.task_families import Config, family_tasks
@@ -31,8 +31,10 @@ def task(ctx, family: str):
                     raise CannotRun(f"needs a retrieval set; {s.retrieval} is scored as {found.kind}")
                 found = nano_task(found, s.retrieval_queries or len(found.data.queries), s.retrieval_distractors,
                                   s.seed)
-            else:
+            elif s.labelled == "banking77-report":
                 found = family_tasks(Config(seed=s.seed))[family][0]
+            else:
+                found = load_task(f"{family}:{s.labelled}")
         except UserError as err:
             raise CannotRun(f"needs the {family} data ({str(err).rstrip('.')})") from None
         ctx.memo["task", family] = found
