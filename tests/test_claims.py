@@ -8,10 +8,10 @@ import json
 import pytest
 
 from analysis.core.errors import UserError
-from analysis.experiments.machinery import verdicts
 from analysis.experiments.claims import PAPERS
 from analysis.experiments.claims.board import CLAIMS, choose, prepare, run
 from analysis.experiments.claims.context import Settings
+from analysis.experiments.machinery import verdicts
 from analysis.models.tiny import tiny_backbone
 
 MEASURED = (verdicts.HOLDS, verdicts.REVERSED, verdicts.UNRESOLVED)
@@ -92,9 +92,9 @@ def test_the_whole_board_on_a_tiny_model(tiny, beir):
     board is a valid record, carries the deviations beside each claim, and renders as one standalone page."""
     needs_stsb()
     from analysis.experiments import run as measure
-    from analysis.experiments.machinery import records
     from analysis.experiments.claims.html import render
     from analysis.experiments.claims.record import Config
+    from analysis.experiments.machinery import records
 
     config = Config(**{**small(beir).__dict__, "model": "tiny"})
     seen = []
@@ -179,8 +179,9 @@ def test_claims_are_read_from_records_measured_on_the_model(tiny, beir, tmp_path
     and the other shown beside it, its conflict said; a comparison whose fair run is missing (B2 as long as B, a
     scaling study not trained at each N) is not measured, with its command, the unfair numbers beside."""
     needs_stsb()
-    from analysis.experiments.machinery import records
     from test_experiments import small_record
+
+    from analysis.experiments.machinery import records
 
     T = records.Table
     tables = {

@@ -30,10 +30,22 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from analysis.core.errors import UserError
-from analysis.experiments.machinery import verdicts
-from analysis.experiments.claims import (PAPERS, CannotRun, Claim, NeedsRun, Outcome, causal2vec, compression, gircse,
-                                         htp, htp_ablations, kv_embedding, kv_embedding_analyses)
+from analysis.experiments.claims import (
+    PAPERS,
+    CannotRun,
+    Claim,
+    NeedsRun,
+    Outcome,
+    causal2vec,
+    compression,
+    gircse,
+    htp,
+    htp_ablations,
+    kv_embedding,
+    kv_embedding_analyses,
+)
 from analysis.experiments.claims.context import Context, Settings, check, short_name
+from analysis.experiments.machinery import verdicts
 
 SCHEMA = 2  # 2: the paper's quote, location and number per claim, `beside`, the papers' coverage
 CLAIMS: list[Claim] = (kv_embedding.CLAIMS + kv_embedding_analyses.CLAIMS + htp.CLAIMS + htp_ablations.CLAIMS

@@ -17,8 +17,20 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.data.corpora import Pairs
-from analysis.experiments.claims import Claim, Evidence, NeedsRun, Outcome, refuse, timing
-from analysis.experiments.claims.context import STS_HOW, configured, recorded_difference, short_name
+from analysis.experiments.claims import (
+    Claim,
+    Evidence,
+    NeedsRun,
+    Outcome,
+    refuse,
+    timing,
+)
+from analysis.experiments.claims.context import (
+    STS_HOW,
+    configured,
+    recorded_difference,
+    short_name,
+)
 from analysis.experiments.machinery import verdicts
 
 HERE = "measured here"

@@ -256,7 +256,11 @@ class Context:
         """`stats.Paired` of sum(coef * Spearman(method on pairs)) over `terms` [(coef, method, pairs)]: the same
         items (the same gold scores: a set of pairs, or a copy of it with noise appended) resampled once for all
         their terms (a paired bootstrap), different items independently (a length's items are not another's)."""
-        from analysis.eval.stats import paired_difference, resample_indices, spearman_replicates
+        from analysis.eval.stats import (
+            paired_difference,
+            resample_indices,
+            spearman_replicates,
+        )
 
         total, reps, sets = 0.0, 0.0, {}
         for coef, method, pairs in terms:

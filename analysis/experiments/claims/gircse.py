@@ -14,8 +14,20 @@ through the compute, with the adapters shipped for this model. A model without t
 
 from __future__ import annotations
 
-from analysis.experiments.claims import Claim, Evidence, NeedsRun, Outcome, refuse, timing
-from analysis.experiments.claims.context import STS_HOW, configured, recorded_difference, short_name
+from analysis.experiments.claims import (
+    Claim,
+    Evidence,
+    NeedsRun,
+    Outcome,
+    refuse,
+    timing,
+)
+from analysis.experiments.claims.context import (
+    STS_HOW,
+    configured,
+    recorded_difference,
+    short_name,
+)
 from analysis.experiments.machinery import verdicts
 
 HERE = "measured here"

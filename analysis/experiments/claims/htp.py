@@ -10,7 +10,14 @@ configs and parser (github.com/snap-research/HTP); quotes and numbers in `papers
 
 from __future__ import annotations
 
-from analysis.experiments.claims import Claim, Evidence, Outcome, long_sts, tasks, timing
+from analysis.experiments.claims import (
+    Claim,
+    Evidence,
+    Outcome,
+    long_sts,
+    tasks,
+    timing,
+)
 from analysis.experiments.claims.context import STS_HOW, configured
 from analysis.experiments.machinery import verdicts
 

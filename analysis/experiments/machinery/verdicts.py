@@ -94,11 +94,12 @@ def non_inferior(difference: float, ci, n: int, *, margin: float, unit: str = "i
              f"(margin -{scale * margin:g}{suffix})")
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return Verdict(UNRESOLVED, shown, f"no interval was computed (no bootstrap) on {n} {unit}")
+    edge = f"-{scale * margin:g}{suffix}"
     if lo > -margin:
-        return Verdict(HOLDS, shown, f"the paired 95% interval on {n} {unit} lies above the margin -{margin:g}")
+        return Verdict(HOLDS, shown, f"the paired 95% interval on {n} {unit} lies above the margin {edge}")
     if hi < -margin:
-        return Verdict(REVERSED, shown, f"the paired 95% interval on {n} {unit} lies below the margin -{margin:g}")
-    return Verdict(UNRESOLVED, shown, f"the interval on {n} {unit} covers the margin -{margin:g}")
+        return Verdict(REVERSED, shown, f"the paired 95% interval on {n} {unit} lies below the margin {edge}")
+    return Verdict(UNRESOLVED, shown, f"the interval on {n} {unit} covers the margin {edge}")
 
 
 def equivalent(difference: float, ci, n: int, *, margin: float, unit: str = "items") -> Verdict:

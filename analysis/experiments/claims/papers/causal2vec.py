@@ -2,7 +2,7 @@
 S-LLaMA-1.3B, Qwen2.5-1.5B, LLaMA-2-7B and Mistral-7B with an E5-base-v2 encoder, about 1.5M public retrieval pairs,
 MTEB (56 datasets) and, for its ablations, MTEB-MINI (30 datasets)."""
 
-from analysis.experiments.claims.papers import Coverage, Headline, Source
+from analysis.experiments.claims.papers.shapes import Coverage, Headline, Source
 
 TEXT = "causal2vec.txt"
 SMALL = ("a 135M decoder with MiniLM as the encoder, trained here for 180 steps on STS-B pairs, instead of 1.3B-7B "

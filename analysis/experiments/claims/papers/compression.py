@@ -3,7 +3,7 @@ setting: a frozen EmbeddingGemma-300M encoder and Gemma 4 E2B with a LoRA (2.23M
 personas from 250 first names, 210 surnames, 180 professions, 200 employers, 200 cities and 120 countries (§3.4),
 600 held-out items, exact match."""
 
-from analysis.experiments.claims.papers import Coverage, Headline, Source
+from analysis.experiments.claims.papers.shapes import Coverage, Headline, Source
 
 TEXT = "sentence-pool-compression.txt"
 SETUP = "MiniLM and a 135-270M decoder instead of EmbeddingGemma-300M and Gemma 4 E2B"

@@ -2,7 +2,7 @@
 Qwen2.5-7B (Qwen2.5-0.5B and Llama-3.2-3B in §5.1 and §6), 0.2M training pairs, LoRA r64, K = 5 in training and 20
 at inference (App. C), MTEB English v2 (41 datasets) and two instruction-following sets."""
 
-from analysis.experiments.claims.papers import Coverage, Headline, Source
+from analysis.experiments.claims.papers.shapes import Coverage, Headline, Source
 
 TEXT = "gircse.txt"
 SMALL = "a 135M model with a LoRA trained here for 320 steps on STS-B pairs instead of 7B models on 0.2M pairs"

@@ -1,7 +1,7 @@
 """HTP (Ding, Huang et al., 2025; htp.txt) as it states each claim the board tests. Its setting: Mistral-7B-Instruct-v0.3,
 Gemma2-9B and Qwen2-1.5B; 7 BEIR datasets, LongEmbed's 4 real tasks at 512 to 16,384 tokens, 30 MTEB datasets."""
 
-from analysis.experiments.claims.papers import Coverage, Headline, Source
+from analysis.experiments.claims.papers.shapes import Coverage, Headline, Source
 
 TEXT = "htp.txt"
 SMALL = "a 135-270M model instead of 1.5B-9B"

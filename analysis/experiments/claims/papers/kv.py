@@ -1,7 +1,7 @@
 """KV-Embedding (Tang & Yang, 2026; kv-embedding.txt) as it states each claim the board tests. Its setting: Qwen3-4B,
 Mistral-7B-Instruct-v0.1 and Llama-3.1-8B-Instruct, 42 MTEB datasets at 512 tokens, LoCoV1 at 1,024-4,096 tokens."""
 
-from analysis.experiments.claims.papers import Coverage, Headline, Source
+from analysis.experiments.claims.papers.shapes import Coverage, Headline, Source
 
 TEXT = "kv-embedding.txt"
 SMALL = "a 135-270M model instead of 4B-8B"
