@@ -293,14 +293,6 @@ class Context:
         d = self.sts_difference(a, b, pairs)
         return non_inferior(d.difference, d.ci, len(pairs.scores), margin=margin, unit="pairs")
 
-    def paired_items(self, a, b, *, unit: str, direction: int = 1):
-        """The `verdicts.paired` verdict of mean(a) - mean(b), two per-item score vectors of the same items."""
-        from analysis.eval.stats import paired_mean_difference
-        from analysis.experiments.machinery.verdicts import paired
-
-        d = paired_mean_difference(a, b, self.settings.n_boot, self.settings.seed)
-        return paired(d.difference, d.ci, len(a), direction=direction, unit=unit)
-
     # ---- long inputs, task families, timings (their own modules) --------------------------------------------------
     def long_items(self, k: int):
         """The held-out pairs concatenated k at a time (`long_sts.concatenated`), memoised: one set per length."""

@@ -34,9 +34,9 @@ HERE = "measured here"
 DEVIATIONS = ("method:soft_tokens", "system:gircse")
 K_CURVE = Evidence("Soft tokens: the recorded K curve", "soft_tokens")
 K_LESSON = Evidence("Lesson: do more steps help?", "lessons", {"lesson": "soft-tokens", "step": 4})
-GIRCSE, BASELINE, FROZEN, PROMPTEOL = "GIRCSE", "Causal-EOS", "frozen model", "PromptEOL"
+GIRCSE, BASELINE, FROZEN = "GIRCSE", "Causal-EOS", "frozen model"
 FINAL, STEPWISE = "ablation final", "ablation stepwise"  # the ladder's rungs below GIRCSE, as the record names them
-FIXED_K = {PROMPTEOL: None, FINAL: 5, STEPWISE: 5}  # the K a configuration is read at, when fixed
+FIXED_K = {FINAL: 5, STEPWISE: 5}  # the K a configuration is read at, when fixed
 TIE = 0.01  # Spearman: the non-inferiority margin of the rungs the paper shows flat on STS (+0.17, +0.06 points)
 RUN_MINUTES = {"causal-eos": 23, "final": 29, "stepwise": 26, "icr": 37}  # the shipped runs' training minutes
 
@@ -46,21 +46,19 @@ def _k(label: str, k: int | None) -> int | None:
 
 
 def _name(label: str, k: int | None) -> str:
-    """A configuration as the gircse record's rows name it ("GIRCSE K=5", "Causal-EOS K=0", "PromptEOL")."""
+    """A configuration as the gircse record's rows name it ("GIRCSE K=5", "Causal-EOS K=0")."""
     k = _k(label, k)
     return label if k is None else f"{label} K={k}"
 
 
-def _adapter(ctx, label: str) -> str | None:
-    """The `adapter` parameter a configuration runs with on this model (None: PromptEOL), or CannotRun saying what
-    to train: an ablation counts only when today's recipe trained it and it beat its untrained start."""
+def _adapter(ctx, label: str) -> str:
+    """The `adapter` parameter a configuration runs with on this model, or NeedsRun saying what to train: an
+    ablation counts only when today's recipe trained it and it beat its untrained start."""
     from analysis.inspect.generation import older_recipe, untrained_result
     from analysis.weights.adapters import shipped_folder
 
     name = short_name(ctx.backbone.facts)
     train = f"`python -m analysis train gircse --model {name}"
-    if label == PROMPTEOL:
-        return None
     if label == FROZEN:
         return "none"
     base = shipped_folder(ctx.backbone.facts)
@@ -87,8 +85,7 @@ def _adapter(ctx, label: str) -> str | None:
 
 
 def _method(ctx, label: str, k: int | None):
-    adapter = _adapter(ctx, label)
-    return configured("prompteol") if adapter is None else configured("soft_tokens", adapter=adapter, k=_k(label, k))
+    return configured("soft_tokens", adapter=_adapter(ctx, label), k=_k(label, k))
 
 
 def _record(ctx):
