@@ -26,9 +26,9 @@ def run_for(backbone, expanded: bool) -> None:
         c1, c2, c3 = st.columns(3)
         budget = c1.number_input("Budget (minutes)", 1.0, 24 * 60.0, 10.0, step=5.0, key="claims_budget")
         sts = c2.select_slider("Held-out STS-B pairs", [100, 200, 500, 1200], 500, key="claims_sts")
-        per_length = c3.select_slider("Long documents per length", [10, 20, 50], 20, key="claims_longdoc_n")
+        per_length = c3.select_slider("Long items per length", [20, 50, 100, 200], 100, key="claims_long_n")
         chosen = st.multiselect("Claims (none chosen: all of them)", [c.id for c in CLAIMS], key="claims_only")
-        settings = Settings(sts_sample=0 if sts == 1200 else int(sts), longdoc_n=int(per_length))
+        settings = Settings(sts_sample=0 if sts == 1200 else int(sts), long_n=int(per_length))
         key = (backbone.identity, repr(settings), tuple(chosen))
         timed = f"claims_rate|{backbone.identity}"  # the probe once per model and session, not per rerun
         if st.button("Estimate the time", key="claims_estimate"):
@@ -60,9 +60,11 @@ def run_for(backbone, expanded: bool) -> None:
 
 with ui.user_errors():
     st.title("Claims")
-    st.caption("Each claim in its paper's words, tested on this model with a rule fixed before measuring: holds here "
+    st.caption("Each claim in its paper's words, with where it stands and the paper's own number beside ours, tested "
+               "on this model in the paper's direction with a rule fixed before measuring: holds here "
                "(the paired interval excludes zero in the claimed direction), reversed here (the other way), not "
-               "resolved (it covers zero: how many more items would resolve it), cannot run here (what it needs). "
+               "resolved (it covers zero: how many more items would resolve it), cannot run here (what it needs), "
+               "not measured (the run it needs, with its command). "
                "Where this repository's recipe, data or scale differs from the paper, the declared deviations sit "
                "beside the verdict: a claim that does not hold at 135M is a finding about this setting, not a "
                "verdict on the paper.")

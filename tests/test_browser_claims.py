@@ -8,7 +8,7 @@ import pytest
 from test_browser import LOAD_TIMEOUT_MS, _problems, _running_app, _settle, browser, chromium_path, shots  # noqa: F401
 
 pytestmark = pytest.mark.browser
-QUICK = ["gircse-baseline", "gircse-scaling", "comp-ratio", "comp-names", "c2v-length", "kv-id-window"]
+QUICK = ["gircse-scaling", "comp-ratio", "comp-paragraph", "comp-names", "c2v-length", "comp-reconstruction"]
 
 
 @pytest.fixture(scope="module")

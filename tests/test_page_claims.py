@@ -13,8 +13,8 @@ from analysis.experiments.claims.board import CLAIMS
 from apptools import isolated_cache
 
 PAGE = Path(__file__).resolve().parent.parent / "pages" / "15_claims.py"
-QUICK = ["gircse-baseline", "comp-ratio", "c2v-length", "kv-id-window"]  # read from records, or counted in tokens
-QUICK_ORDER = ["kv-id-window", "gircse-baseline", "c2v-length", "comp-ratio"]  # the board's order
+QUICK = ["gircse-scaling", "comp-ratio", "c2v-length", "comp-paragraph"]  # read from records, or counted in tokens
+QUICK_ORDER = ["gircse-scaling", "c2v-length", "comp-ratio", "comp-paragraph"]  # the board's order
 
 pytestmark = pytest.mark.real
 
@@ -46,7 +46,8 @@ def test_estimate_first_then_the_board_with_chips_links_and_deviations_then_comp
         assert not at.exception, at.exception
         text += "\n".join(m.value for m in at.markdown)
     assert ":green-badge[holds here]" in text and ":red-badge[reversed here]" in text
-    assert "(soft_tokens)" in text and "(lessons?lesson=where-compress&step=3)" in text  # evidence links
+    assert "(soft_tokens)" in text and "(lessons?lesson=compression&step=2)" in text  # evidence links
+    assert "**Paper:**" in text and "**Coverage:**" in text  # the paper's number beside ours, each paper's coverage
     assert any(e.label.startswith("Deviations beside it") for e in at.expander)
     assert at.get("plotly_chart")
     assert [b for b in at.get("download_button")]

@@ -67,3 +67,39 @@ def test_a_cost_claim_is_about_at_most_the_claimed_ratio():
 def test_cannot_run_and_not_measured_say_why():
     assert v.cannot_run("a 7B model").as_json() == {"word": v.CANNOT, "number": "", "detail": "a 7B model"}
     assert v.not_measured("the budget ran out").word == v.NOT_MEASURED
+
+
+def test_non_inferiority_can_hold_fail_and_stay_open():
+    assert v.non_inferior(-0.004, (-0.008, 0.001), 500, margin=0.01).word == v.HOLDS  # a tie, as the paper's
+    assert v.non_inferior(-0.05, (-0.07, -0.03), 500, margin=0.01).word == v.REVERSED  # worse by more than the margin
+    got = v.non_inferior(-0.01, (-0.03, 0.01), 500, margin=0.01)
+    assert got.word == v.UNRESOLVED and "margin -0.01" in got.number
+    # "no gain" (gircse-contrastive): K=0 minus K=5 not below -margin; a clear gain from generating reverses it
+    assert v.non_inferior(0.2, (0.15, 0.25), 500, margin=0.01).word == v.HOLDS
+    assert v.non_inferior(-0.05, (-0.08, -0.02), 500, margin=0.01).word == v.REVERSED
+
+
+def test_a_rate_difference_with_a_margin_is_a_non_inferiority():
+    assert v.rate_difference(400, 400, 398, 400, margin=0.03).word == v.HOLDS
+    assert v.rate_difference(100, 100, 199, 200, margin=0.03).word == v.UNRESOLVED  # Wilson at n = 100 reaches 96.3%
+    assert v.rate_difference(50, 100, 90, 100, margin=0.03).word == v.REVERSED
+    assert v.rate_difference(26, 50, 27, 50, margin=0.05).word == v.UNRESOLVED
+
+
+def test_equivalence_within_a_band():
+    assert v.equivalent(0.004, (-0.006, 0.012), 500, margin=0.02).word == v.HOLDS
+    assert v.equivalent(-0.06, (-0.08, -0.04), 500, margin=0.02).word == v.REVERSED
+    assert v.equivalent(-0.015, (-0.03, 0.0), 500, margin=0.02).word == v.UNRESOLVED
+
+
+def test_a_cost_under_a_bar_and_its_straddling_rounds():
+    assert v.below(0.4, bar=1.0, spread=(0.35, 0.45)).word == v.HOLDS
+    assert v.below(1.3, bar=1.0, spread=(1.1, 1.4)).word == v.REVERSED
+    got = v.below(0.98, bar=1.0, spread=(0.9, 1.05))
+    assert got.word == v.UNRESOLVED and "straddle" in got.detail
+    assert v.ratio(1.756, claimed=1.4, spread=(1.70, 1.81)).word == v.UNRESOLVED  # 1.756 against 1.75: not "reversed"
+
+
+def test_an_exact_count_against_a_bar():
+    assert v.at_most(1.0, bar=2, what="extra tokens").word == v.HOLDS
+    assert v.at_most(12.5, bar=2, what="extra tokens").word == v.REVERSED

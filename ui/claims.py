@@ -75,18 +75,29 @@ def deviations(claim: dict) -> None:
 
 
 def claim_row(claim: dict) -> None:
+    """One claim: the paper's number beside ours on top, the paper's own words and location in its detail."""
     with st.container(border=True):
         left, middle, right = st.columns([2, 3, 2])
         v = claim["verdict"]
-        left.markdown(chip(v))
+        left.markdown("**Here:** " + chip(v))
         left.caption(md(v["detail"]))
         if claim["source"]:
             left.caption(md(claim["source"]))
+        for note in claim.get("beside") or []:
+            left.caption(md(f"Beside: {note}"))
         middle.markdown(f"**{md(claim['says'])}**")
+        middle.markdown(f"**Paper:** {md(claim.get('paper_number', ''))}")
         middle.caption(md(f"{claim['where']} · {claim['id']}"))
-        with middle.expander("How it is tested here"):
+        with middle.expander("The paper's words, and how it is tested here"):
+            st.markdown(f"> {md(claim.get('quote', ''))}")
+            st.caption(md(claim["where"]))
+            if claim.get("own"):
+                st.markdown(f"*{md(claim['own'])}*")
+            st.markdown(f"*Differs here:* {md(claim.get('differs', ''))}")
             st.markdown(md(claim["test"]))
             st.markdown(f"*Rule, fixed before measuring:* {md(claim['rule'])}")
+            if claim.get("values"):
+                st.markdown("  \n".join(f"{md(str(k))}: **{md(str(x))}**" for k, x in claim["values"].items()))
         with right:
             st.markdown(evidence_links(claim))
             deviations(claim)
@@ -104,6 +115,9 @@ def show(board: dict) -> None:
     key = choice("Claims of", papers, "claims_paper", format_func=lambda k: papers[k]["title"])
     st.subheader(papers[key]["title"])
     st.caption(md(papers[key]["cite"]))
+    coverage = (papers[key].get("coverage") or {}).get("line")
+    if coverage:
+        st.markdown(f"**Coverage:** {md(coverage)}")
     rows = [c for c in board["claims"] if c["paper"] == key]
     if not rows:
         st.caption("None of this paper's claims is in this board (it was run on a chosen few).")
@@ -116,7 +130,8 @@ def side_by_side(boards: dict) -> pd.DataFrame:
     first = next(iter(boards.values()))
     rows = []
     for c in first["claims"]:
-        row = {"paper": first["papers"][c["paper"]]["title"], "claim": c["id"], "the paper says": c["says"]}
+        row = {"paper": first["papers"][c["paper"]]["title"], "claim": c["id"], "the paper says": c["says"],
+               "the paper's number": c.get("paper_number", "")}
         for title, board in boards.items():
             found = next((x for x in board["claims"] if x["id"] == c["id"]), None)
             row[title] = "" if found is None else " ".join(filter(None, [found["verdict"]["word"],

@@ -3,7 +3,8 @@ methods need.
 
 HTP puts a summary token in front of every block of the text. A block is K consecutive sentences (found by
 pysbd, a maintained rule-based splitter that runs offline; it handles "Dr.", "e.g.", ellipses and quotes that a
-regex would cut at) or, as the paper's ablation, every N text tokens. Sentences are character spans; a token
+regex would cut at) or, as the paper's ablation, every N text tokens; "matched" is the paper's Fig. 8 baseline, every
+floor(tokens / sentences) tokens, so a text gets about as many fixed-length blocks as it has sentences. Sentences are character spans; a token
 belongs to the block that contains its *last* character, so a token that starts with the space before a
 sentence (" The") lands in that sentence, not the previous one.
 
@@ -24,7 +25,7 @@ import numpy as np
 from analysis.core.errors import UserError
 from analysis.core.tokens import PLACEHOLDER, Encoded, _encode
 
-PARTITIONS = ("sentences", "tokens")
+PARTITIONS = ("sentences", "tokens", "matched")
 
 
 @functools.lru_cache(maxsize=1)
@@ -49,7 +50,8 @@ def token_blocks(text_end: np.ndarray, text: str, by: str = "sentences", size: i
     Args:
         text_end: (n,) for each text token, the character offset (exclusive) where it ends, relative to `text`.
         text: the text those offsets refer to.
-        by: "sentences" (blocks of `size` sentences) or "tokens" (blocks of `size` tokens).
+        by: "sentences" (blocks of `size` sentences), "tokens" (blocks of `size` tokens) or "matched" (blocks of
+            floor(n / sentences) tokens, `size` unused: HTP's Fig. 8 baseline).
         size: sentences or tokens per block (>= 1).
 
     Returns:
@@ -60,6 +62,9 @@ def token_blocks(text_end: np.ndarray, text: str, by: str = "sentences", size: i
         raise UserError(f"Blocks need at least one {by[:-1]} each, not {size}.")
     if by == "tokens":
         return np.arange(n, dtype=np.int64) // size
+    if by == "matched":
+        per_block = max(1, n // max(len(sentence_starts(text)), 1))
+        return np.arange(n, dtype=np.int64) // per_block
     if by != "sentences":
         raise UserError(f"Unknown partition '{by}'; choose one of {PARTITIONS}.")
     starts = sentence_starts(text)[::size]  # (M0,) first character of every K-th sentence

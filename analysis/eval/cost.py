@@ -3,6 +3,8 @@
     plain_forward(backbone, texts, 16)                    # the bare decoder on the raw text, last real token
     ratios(backbone, {"PromptEOL": lambda: m.encode(bb, texts)}, texts, repeats=3)
         # {"plain forward": (seconds, 1.0), "PromptEOL": (seconds, ratio)}
+    rounds(backbone, {"PromptEOL": ...}, texts, repeats=5)
+        # {"plain forward": [s1, s2, ...], "PromptEOL": [...]}: each round's seconds, for a ratio's spread
 
 The plain forward is the bare decoder on the raw text with the tokenizer's own padding: no template, no hooks, no
 cache, the same batching by length as the methods. Every configuration is warmed up once (lazy loads, merged
@@ -35,6 +37,20 @@ def plain_forward(backbone, texts: list[str], batch_size: int) -> np.ndarray:
             last = enc["attention_mask"].sum(dim=1) - 1  # (B,): right padding
             out[idx] = hidden[torch.arange(len(idx)), last].float().numpy()
     return out
+
+
+def rounds(backbone, configs: dict[str, Callable[[], object]], texts: list[str], *, repeats: int,
+           batch_size: int = 16) -> dict[str, list[float]]:
+    """{label: [seconds of each round]}, the plain forward of `texts` first, every configuration warmed up once."""
+    import torch
+
+    from analysis.core.timing import interleaved_rounds
+
+    run = {PLAIN: lambda: plain_forward(backbone, texts, batch_size), **configs}
+    with torch.inference_mode():
+        for fn in run.values():  # warm-up
+            fn()
+        return {label: [round(t, 4) for t in times] for label, times in interleaved_rounds(run, repeats).items()}
 
 
 def ratios(backbone, configs: dict[str, Callable[[], object]], texts: list[str], *, repeats: int,

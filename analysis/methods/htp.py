@@ -77,7 +77,9 @@ SUMMARIES = ("both", "local", "global", "none")
 @dataclass(frozen=True)
 class HTPParams:
     partition: str = param("sentences", "Blocks of K sentences (the reference code's sentence blocks; pysbd splitter "
-                           "here) or of N tokens (the reference code's every-k-tokens option).", choices=PARTITIONS)
+                           "here), of N tokens (the reference code's every-k-tokens option), or matched: every "
+                           "floor(tokens / sentences) tokens, the paper's Fig. 8 fixed-interval baseline with as many "
+                           "blocks as sentences (for the claim that sentence blocks beat it).", choices=PARTITIONS)
     k: int = param(1, "Sentences per block; the reference code puts one summary token before each sentence.", min=1,
                    max=1000)
     n_tokens: int = param(32, "Tokens per block when partition = tokens (about one sentence; no value was taken from "

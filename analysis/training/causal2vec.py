@@ -112,8 +112,10 @@ class Config(RunOptions):
                                  limit=256)
     instruction: str = param(INSTRUCTION, "text before the contextual token, in training and evaluation")
     train_readout: str = param("concat", "readout the loss and the validation use: concat over the whole text "
-                                "(the paper's) or contextual (texts cut right after C: the old, cheaper MLP-only "
-                                "recipe)", choices=("concat", "contextual"))
+                                "(the paper's), eos (the EOS state alone with C in the input: the paper's Table 2 "
+                                "row 2 and Table 12's last-token row, each readout trained; ships to "
+                                "ablations/eos-readout) or contextual (texts cut right after C: the old, cheaper "
+                                "MLP-only recipe)", choices=("concat", "eos", "contextual"))
     eval_pairs: int = param(300, "pairs of the dev selection part scored at each validation", min=10)
     final_eval: str = param("report", "score the best weights on the dev report part, which selection never saw, "
                              "or skip it", choices=("report", "none"))
@@ -256,9 +258,12 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
 
 def ship_place(hyperparameters: dict) -> str:
     """Where a run ships below analysis/artefacts/causal2vec/<model>/: the system itself there, a trained control in
-    ablations/<control> (never over the shipped bridge)."""
+    ablations/<control>, the system trained on its EOS readout in ablations/eos-readout (never over the shipped
+    bridge)."""
     control = hyperparameters.get("control", "none")
-    return "" if control in ("none", "", None) else f"ablations/{control}"
+    if control not in ("none", "", None):
+        return f"ablations/{control}"
+    return "ablations/eos-readout" if hyperparameters.get("train_readout") == "eos" else ""
 
 
 def load(folder, backbone):

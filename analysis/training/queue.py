@@ -75,6 +75,8 @@ PARTS = (
     Part("causal2vec-no-contextual", "causal2vec", {"control": "no-contextual"}, ("c2v-contextual-token",),
          "causal2vec"),
     Part("causal2vec-concat", "causal2vec", {"control": "concat"}, ("c2v-plain-concat",), "causal2vec"),
+    Part("causal2vec-eos-readout", "causal2vec", {"train_readout": "eos"}, ("c2v-readouts", "c2v-contextual-token"),
+         "causal2vec"),
     Part("gircse", "gircse", _GIRCSE, ("gircse-baseline", "gircse-scaling", "gircse-contrastive", "gircse-baselines",
                                        "gircse-ablation"), "gircse"),
     Part("gircse-causal-eos", "gircse", {**_GIRCSE, "objective": "causal-eos"}, ("gircse-baseline",

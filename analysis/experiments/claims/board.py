@@ -11,11 +11,15 @@ claims so far: `report.clock.Budget`) fits the time left; a claim not reached is
 the same board run again resumes from the cache. A claim that fails is "not measured" with its error, and the
 others go on.
 
-Board JSON (schema 1): schema, created, model {name, title, identity, n_layers}, settings, papers {key: {title,
-cite}}, plan {estimate_seconds, claims {id: seconds}, probe}, budget_seconds, spent_seconds, complete,
-interrupted, counts {verdict word: n}, claims [{id, paper, paper_title, cite, where, says, test, rule,
-deviation_sources, evidence [{label, view, query, address}], verdict {word, number, detail}, source, values,
-deviations [{of, topic, paper, here, why, restore, source, sentence}], seconds}].
+A claim whose fair test needs a run this machine can make but has not (`NeedsRun`) is "not measured" with the
+command and its time; that does not make the board incomplete (`complete` is about the budget and interruptions).
+
+Board JSON (schema 2): schema, created, model {name, title, identity, n_layers}, settings, papers {key: {title,
+cite, coverage {line, headlines}}}, plan {estimate_seconds, claims {id: seconds}, probe}, budget_seconds,
+spent_seconds, complete, interrupted, counts {verdict word: n}, claims [{id, paper, paper_title, cite, quote, where,
+paper_number, differs, own, says, test, rule, deviation_sources, evidence [{label, view, query, address}], verdict
+{word, number, detail}, source, values, beside, deviations [{of, topic, paper, here, why, restore, source,
+sentence}], seconds}].
 """
 
 from __future__ import annotations
@@ -26,13 +30,26 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from analysis.core.errors import UserError
-from analysis.experiments.machinery import verdicts
-from analysis.experiments.claims import PAPERS, CannotRun, Claim, Outcome, causal2vec, compression, gircse, htp
-from analysis.experiments.claims import kv_embedding
+from analysis.experiments.claims import (
+    PAPERS,
+    CannotRun,
+    Claim,
+    NeedsRun,
+    Outcome,
+    causal2vec,
+    compression,
+    gircse,
+    htp,
+    htp_ablations,
+    kv_embedding,
+    kv_embedding_analyses,
+)
 from analysis.experiments.claims.context import Context, Settings, check, short_name
+from analysis.experiments.machinery import verdicts
 
-SCHEMA = 1
-CLAIMS: list[Claim] = kv_embedding.CLAIMS + htp.CLAIMS + gircse.CLAIMS + causal2vec.CLAIMS + compression.CLAIMS
+SCHEMA = 2  # 2: the paper's quote, location and number per claim, `beside`, the papers' coverage
+CLAIMS: list[Claim] = (kv_embedding.CLAIMS + kv_embedding_analyses.CLAIMS + htp.CLAIMS + htp_ablations.CLAIMS
+                       + gircse.CLAIMS + causal2vec.CLAIMS + compression.CLAIMS)
 
 
 def by_id(claim_id: str) -> Claim:
@@ -61,7 +78,8 @@ class Plan:
     ctx: Context
     claims: list[Claim]
     units: dict = field(default_factory=dict)  # claim id -> [Unit] (claims that can run)
-    refused: dict = field(default_factory=dict)  # claim id -> Outcome (cannot run here, or failed while planning)
+    refused: dict = field(default_factory=dict)  # claim id -> Outcome (cannot run here, needs a run, or failed)
+    failed: set = field(default_factory=set)  # claim ids whose planning failed: the board is not complete
 
     def estimate(self, claim_id: str, done=frozenset()) -> float:
         """Seconds a claim still needs: its units not in `done`."""
@@ -92,10 +110,13 @@ def prepare(backbone, compute, settings: Settings, *, claims=None, records_folde
     for claim in plan.claims:
         try:
             plan.units[claim.id] = list(claim.work(ctx))
+        except NeedsRun as why:
+            plan.refused[claim.id] = Outcome(verdicts.not_measured(str(why)), "")
         except CannotRun as why:
             plan.refused[claim.id] = Outcome(verdicts.cannot_run(str(why)), "")
         except Exception as err:  # noqa: BLE001 -- one claim's problem must not stop the board
             plan.refused[claim.id] = Outcome(verdicts.not_measured(failure(err)), "")
+            plan.failed.add(claim.id)
     return plan
 
 
@@ -115,6 +136,7 @@ def run(plan: Plan, *, budget_seconds: float | None = None, started: float | Non
     budget = Budget(float("inf") if budget_seconds is None else budget_seconds, started=started,
                     asked_to_stop=should_stop, clock=clock)
     outcomes: dict[str, tuple[Outcome, float]] = {k: (o, 0.0) for k, o in plan.refused.items()}
+    stopped = set(plan.failed)  # claims that failed or the budget or an interruption left: an incomplete board
     waiting, finished = [c for c in plan.claims if c.id in plan.units], set()  # finished: unit keys
     total = max(round(plan.as_dict()["estimate_seconds"]), 1)  # whole estimated seconds: what a progress bar counts
     while waiting:
@@ -125,6 +147,7 @@ def run(plan: Plan, *, budget_seconds: float | None = None, started: float | Non
         if why:
             remedy = "" if why == INTERRUPTED else f"; {RESUME}"
             outcomes[claim.id] = (Outcome(verdicts.not_measured(why + remedy), ""), 0.0)
+            stopped.add(claim.id)
             continue
         if progress is not None:
             left = sum(plan.estimate(c.id, finished) for c in [claim, *waiting])
@@ -132,12 +155,16 @@ def run(plan: Plan, *, budget_seconds: float | None = None, started: float | Non
         began = time.perf_counter()
         try:
             outcome = claim.judge(ctx)
+        except NeedsRun as missing:
+            outcome = Outcome(verdicts.not_measured(str(missing)), "")
         except CannotRun as missing:
             outcome = Outcome(verdicts.cannot_run(str(missing)), "")
         except KeyboardInterrupt:
             budget.interrupted = True
+            stopped.add(claim.id)
             outcome = Outcome(verdicts.not_measured(INTERRUPTED), "")
         except Exception as err:  # noqa: BLE001 -- one claim's failure must not lose the others
+            stopped.add(claim.id)
             outcome = Outcome(verdicts.not_measured(failure(err)), "")
         seconds = time.perf_counter() - began
         if outcome.verdict.word not in (verdicts.NOT_MEASURED, verdicts.CANNOT):
@@ -146,29 +173,29 @@ def run(plan: Plan, *, budget_seconds: float | None = None, started: float | Non
         outcomes[claim.id] = (outcome, round(seconds, 1))
     if progress is not None:
         progress(total, total, "done")
-    return _board(plan, outcomes, budget, budget_seconds)
+    return _board(plan, outcomes, budget, budget_seconds, stopped)
 
 
 def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
-def _board(plan: Plan, outcomes: dict, budget, budget_seconds) -> dict:
+def _board(plan: Plan, outcomes: dict, budget, budget_seconds, stopped=frozenset()) -> dict:
     facts, ctx = plan.ctx.backbone.facts, plan.ctx
     rows = []
     for claim in plan.claims:
         outcome, seconds = outcomes[claim.id]
         rows.append({**claim.describe(), "verdict": outcome.verdict.as_json(), "source": outcome.source,
-                     "values": dict(outcome.values), "seconds": seconds,
+                     "values": dict(outcome.values), "beside": list(outcome.beside), "seconds": seconds,
                      "deviations": [d for s in claim.deviations for d in deviations_of(s)]})
     counts = {w: sum(r["verdict"]["word"] == w for r in rows) for w in verdicts.WORDS}
     return {"schema": SCHEMA, "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "model": {"name": short_name(facts), "title": facts.title or short_name(facts),
                       "identity": ctx.backbone.identity, "n_layers": facts.n_layers},
-            "settings": asdict(ctx.settings), "papers": {k: {"title": p.title, "cite": p.cite} for k, p in
-                                                         PAPERS.items()},
+            "settings": asdict(ctx.settings), "papers": {k: {"title": p.title, "cite": p.cite,
+                                                             "coverage": p.coverage()} for k, p in PAPERS.items()},
             "plan": plan.as_dict(), "budget_seconds": budget_seconds, "spent_seconds": round(budget.elapsed(), 1),
-            "complete": counts[verdicts.NOT_MEASURED] == 0, "interrupted": budget.interrupted, "counts": counts,
+            "complete": not stopped, "interrupted": budget.interrupted, "counts": counts,
             "claims": rows}
 
 

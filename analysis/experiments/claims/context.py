@@ -4,8 +4,11 @@ nothing it finished).
 
     ctx = Context(backbone, compute, Settings(sts_sample=500))
     ctx.sts_difference(ctx.kv(), ctx.kv(layers="none"))   # paired Spearman difference on held-out STS-B
-    ctx.longdoc_hits(ctx.method("htp"), 4096)             # per-query nDCG@1 of one document length
+    ctx.long_items(8)                                     # the pairs concatenated 8 at a time (`long_sts`)
     ctx.record("gircse")                                  # (record, note) when it was measured on this model
+
+Measurements on long inputs (`long_sts`), on the task families (`tasks`: retrieval, classification, clustering)
+and timings with their rounds (`timing`) live in their own modules, as functions of a `Context`.
 
 Every measurement has a unit of work (`Unit`) with its estimated seconds, from a short timed probe (`calibrate`):
 the board adds the units a claim still needs before starting it, so a unit two claims share counts once.
@@ -35,28 +38,30 @@ class Settings:
     sts_sample: int = param(500, "pairs of the STS-B dev report part, stratified by genre (0 = all 1,200)", min=0)
     seed: int = param(0, "seed of the samples and of the bootstrap", min=0)
     n_boot: int = param(1000, "bootstrap resamples of every interval", min=0, limit=10_000)
-    longdoc: str = param("passkey", "the long-document task (LongEmbed-style, generated here)",
-                          choices=("passkey", "needle", "scifact"))
-    longdoc_n: int = param(20, "documents (and queries) per length: 20 shares them with the longdoc record", min=2,
-                            limit=1000)
-    longdoc_lengths: tuple = param(("256", "4096"), "document lengths compared, shortest and longest (a model that "
-                                                    "reads fewer tokens is compared at its longest)")
+    long_k: tuple = param(("1", "8", "32"), "long inputs: STS-B pairs concatenated k at a time (HTP's Fig. 1 "
+                                            "construction), shortest first; k = 1 is plain STS")
+    long_n: int = param(100, "long items per length (each k pairs of one gold-score bin, seeded)", min=10,
+                         limit=2000)
     retrieval: str = param("scifact-report", "the retrieval set (a registry id or beir:FOLDER)")
     retrieval_queries: int = param(100, "its queries, seeded (0 = all): the task_families record's sub-corpus", min=0)
     retrieval_distractors: int = param(150, "abstracts judged for none of them, seeded, beside every one judged",
                                         min=0)
+    labelled: str = param("banking77-report", "the labelled set of the classification and clustering claims: "
+                          "banking77-report (the task_families record's sample, vectors shared) or a FILE with text "
+                          "and label columns")
     timing_texts: int = param(64, "texts timed for the cost claims", min=2, limit=2000)
-    repeats: int = param(3, "interleaved timing rounds (medians kept)", min=1, limit=20)
+    repeats: int = param(5, "interleaved timing rounds: a ratio per round, their spread is the ratio's interval",
+                          min=1, limit=20)
     compression_n: int = param(200, "held-out questions when a compression claim is measured, not read", min=10,
                                 limit=10_000)
 
 
 def check(settings: Settings) -> Settings:
-    """`settings` once what `options.check` cannot see holds: the lengths are whole numbers of tokens."""
-    lengths = settings.longdoc_lengths
-    if not lengths or not all(str(x).isdigit() and int(x) > 0 for x in lengths):
+    """`settings` once what `options.check` cannot see holds: two or more lengths, whole numbers of pairs."""
+    lengths = settings.long_k
+    if len(lengths) < 2 or not all(str(x).isdigit() and 0 < int(x) <= 256 for x in lengths):
         shown = ",".join(map(str, lengths))
-        raise UserError(f"--longdoc-lengths must be positive whole numbers of tokens, not {shown!r:.60}.")
+        raise UserError(f"--long-k must be two or more whole numbers of pairs per item (1 to 256), not {shown!r:.60}.")
     return settings
 
 
@@ -218,165 +223,87 @@ class Context:
 
         return texts_of(self.pairs)
 
-    def sts_unit(self, method) -> Unit:
-        if "sts_tokens" not in self.memo:
-            self.memo["sts_tokens"] = self.tokens(self.texts())
+    def sts_unit(self, method, pairs=None) -> Unit:
+        """Embedding the sentences of `pairs` (the held-out pairs by default, or long items) with `method`."""
         from analysis.eval.sts import pair_index
 
-        return self.unit(("sts", method_key(method)), self.seconds(self.memo["sts_tokens"], relative_cost(method)),
-                         method, pair_index(self.pairs)[0])
+        pairs = self.pairs if pairs is None else pairs
+        if ("tokens", pairs.name) not in self.memo:
+            self.memo["tokens", pairs.name] = self.tokens(pair_index(pairs)[0])
+        return self.unit(("sts", pairs.name, method_key(method)),
+                         self.seconds(self.memo["tokens", pairs.name], relative_cost(method)), method,
+                         pair_index(pairs)[0])
 
-    def cosines(self, method) -> np.ndarray:
+    def cosines(self, method, pairs=None) -> np.ndarray:
         """(n_pairs,) cosine of each pair's two embeddings, through the `Compute` door."""
         from analysis.eval.sts import pair_cosines, pair_index
 
-        key = ("sts", method_key(method))
+        pairs = self.pairs if pairs is None else pairs
+        key = ("sts", pairs.name, method_key(method))
         if key not in self.memo:
-            texts, left, right = pair_index(self.pairs)
+            texts, left, right = pair_index(pairs)
             emb = self.compute.encode(self.backbone, self.ready(method), texts).vectors
             self.memo[key] = pair_cosines(emb, left, right)
         return self.memo[key]
 
-    def spearman(self, method) -> float:
+    def spearman(self, method, pairs=None) -> float:
         from analysis.eval.sts import spearman
 
-        return float(spearman(self.cosines(method), self.pairs.scores))
+        pairs = self.pairs if pairs is None else pairs
+        return float(spearman(self.cosines(method, pairs), pairs.scores))
 
-    def sts_difference(self, a, b):
+    def combination(self, terms):
+        """`stats.Paired` of sum(coef * Spearman(method on pairs)) over `terms` [(coef, method, pairs)]: the same
+        items (the same gold scores: a set of pairs, or a copy of it with noise appended) resampled once for all
+        their terms (a paired bootstrap), different items independently (a length's items are not another's)."""
+        from analysis.eval.stats import (
+            paired_difference,
+            resample_indices,
+            spearman_replicates,
+        )
+
+        total, reps, sets = 0.0, 0.0, {}
+        for coef, method, pairs in terms:
+            items = np.asarray(pairs.scores).tobytes()  # the same items (a noisy copy of them too) pair
+            if items not in sets:
+                sets[items] = resample_indices(len(pairs.scores), self.settings.n_boot, self.settings.seed + len(sets))
+            sims = self.cosines(method, pairs)[None, :]
+            reps = reps + coef * spearman_replicates(sims, np.asarray(pairs.scores), sets[items])[0]
+            total += coef * self.spearman(method, pairs)
+        return paired_difference(reps, np.zeros_like(reps), total)
+
+    def sts_difference(self, a, b, pairs=None):
         """Spearman of A minus B with the paired bootstrap (the same resampled pairs for both): `stats.Paired`."""
-        from analysis.eval.stats import paired_difference, resample_indices, spearman_replicates
+        pairs = self.pairs if pairs is None else pairs
+        return self.combination([(1.0, a, pairs), (-1.0, b, pairs)])
 
-        gold = np.asarray(self.pairs.scores)
-        ca, cb = self.cosines(a), self.cosines(b)
-        reps = spearman_replicates(np.stack([ca, cb]), gold, resample_indices(len(gold), self.settings.n_boot,
-                                                                              self.settings.seed))
-        return paired_difference(reps[0], reps[1], self.spearman(a) - self.spearman(b))
-
-    def sts_paired(self, a, b, direction: int = 1):
+    def sts_paired(self, a, b, direction: int = 1, pairs=None):
         """The `verdicts.paired` verdict of Spearman A - B on the pairs (claimed > 0, or < 0)."""
         from analysis.experiments.machinery.verdicts import paired
 
-        d = self.sts_difference(a, b)
-        return paired(d.difference, d.ci, len(self.pairs), direction=direction, unit="pairs")
+        pairs = self.pairs if pairs is None else pairs
+        d = self.sts_difference(a, b, pairs)
+        return paired(d.difference, d.ci, len(pairs.scores), direction=direction, unit="pairs")
 
-    # ---- long documents ----------------------------------------------------------------------------------------
-    def longdocs(self):
-        """The long-document set at the compared lengths. It is generated at every length the model reads and then
-        cut, so its documents are the Benchmark page's (the same seed and count): their vectors are shared."""
-        if "longdocs" not in self.memo:
-            from dataclasses import replace
+    def sts_non_inferior(self, a, b, margin: float, pairs=None):
+        """The `verdicts.non_inferior` verdict of Spearman A - B: A not worse than B by more than `margin`."""
+        from analysis.experiments.machinery.verdicts import non_inferior
 
-            from analysis.data.longdoc import generate
+        pairs = self.pairs if pairs is None else pairs
+        d = self.sts_difference(a, b, pairs)
+        return non_inferior(d.difference, d.ci, len(pairs.scores), margin=margin, unit="pairs")
 
-            s, facts = self.settings, self.backbone.facts
-            try:
-                docs = generate(s.longdoc, self.backbone.tokenizer, max_length=facts.max_length, n=s.longdoc_n,
-                                seed=s.seed)
-            except UserError as err:
-                raise CannotRun(f"needs a model that reads long documents ({str(err).rstrip('.')})") from None
-            wanted = sorted(int(x) for x in s.longdoc_lengths)
-            have = sorted(docs.sets)
-            kept = sorted({max([n for n in have if n <= w] or have[:1]) for w in wanted})
-            self.memo["longdocs"] = replace(docs, sets={n: docs.sets[n] for n in kept},
-                                            tokens={n: docs.tokens[n] for n in kept})
-        return self.memo["longdocs"]
+    # ---- long inputs, task families, timings (their own modules) --------------------------------------------------
+    def long_items(self, k: int):
+        """The held-out pairs concatenated k at a time (`long_sts.concatenated`), memoised: one set per length."""
+        from analysis.experiments.claims.long_sts import concatenated
 
-    def lengths(self) -> tuple[int, int]:
-        """(shortest, longest) compared length; a claim about 4,096 tokens is read at the longest this model has."""
-        have = sorted(self.longdocs().sets)
-        if len(have) < 2:
-            raise CannotRun(f"needs two document lengths the model reads; it has only {have[0]} of "
-                            f"{', '.join(self.settings.longdoc_lengths)}")
-        return have[0], have[-1]
+        if ("long", k) not in self.memo:
+            self.memo["long", k] = concatenated(self.pairs, k, self.settings.long_n, self.settings.seed)
+        return self.memo["long", k]
 
-    def longdoc_unit(self, method, length: int) -> Unit:
-        docs = self.longdocs()
-        beir = docs.sets[length]
-        return self.two_sided_unit(("longdoc", method_key(method), length),
-                                   self.seconds(docs.tokens[length], relative_cost(method)), method, beir)
-
-    def longdoc_hits(self, method, length: int) -> np.ndarray:
-        """(n_queries,) nDCG@1 of each query among the documents of one length (LongEmbed's metric), queries
-        embedded as queries and documents as documents (a method may embed the two sides differently)."""
-        from analysis.eval.retrieval import cosines, per_query
-
-        key = ("longdoc", method_key(method), length)
-        if key not in self.memo:
-            beir = self.longdocs().sets[length]
-            qids, doc_ids = list(beir.queries), list(beir.corpus)
-            ready = self.ready(method)
-            q = self.compute.encode(self.backbone, ready.as_role("query"), [beir.queries[x] for x in qids]).vectors
-            d = self.compute.encode(self.backbone, ready, [beir.corpus[x] for x in doc_ids]).vectors
-            self.memo[key] = per_query(cosines(q, d), doc_ids, [beir.qrels[x] for x in qids], ("nDCG@1",))["nDCG@1"]
-        return self.memo[key]
-
-    def paired_items(self, a, b, *, unit: str, direction: int = 1):
-        """The `verdicts.paired` verdict of mean(a) - mean(b), two per-item score vectors of the same items."""
-        from analysis.eval.stats import paired_mean_difference
-        from analysis.experiments.machinery.verdicts import paired
-
-        d = paired_mean_difference(a, b, self.settings.n_boot, self.settings.seed)
-        return paired(d.difference, d.ci, len(a), direction=direction, unit=unit)
-
-    # ---- retrieval ---------------------------------------------------------------------------------------------
-    def retrieval_task(self):
-        if "retrieval" not in self.memo:
-            from analysis.eval.tasks import load_task, nano_task
-
-            try:
-                task = load_task(self.settings.retrieval)
-            except UserError as err:
-                raise CannotRun(f"needs the retrieval set {self.settings.retrieval} ({str(err).rstrip('.')})") \
-                    from None
-            if task.kind != "retrieval":
-                raise CannotRun(f"needs a retrieval set; {self.settings.retrieval} is scored as {task.kind}")
-            s = self.settings  # the sub-corpus the task_families record scores (its vectors are in the cache)
-            self.memo["retrieval"] = nano_task(task, s.retrieval_queries or len(task.data.queries),
-                                               s.retrieval_distractors, s.seed)
-        return self.memo["retrieval"]
-
-    def retrieval_unit(self, method) -> Unit:
-        data = self.retrieval_task().data
-        if "retrieval_tokens" not in self.memo:
-            self.memo["retrieval_tokens"] = self.tokens([*data.corpus.values(), *data.queries.values()])
-        return self.two_sided_unit(("retrieval", method_key(method)),
-                                   self.seconds(self.memo["retrieval_tokens"], relative_cost(method)), method, data)
-
-    def retrieval_score(self, method):
-        """`eval.score.Score` (nDCG@10 per query) of `method` on the retrieval set."""
-        from analysis.eval.tasks import score_task
-
-        key = ("retrieval", method_key(method))
-        if key not in self.memo:
-            ready = self.ready(method)
-
-            def embed(texts, role):
-                return self.compute.encode(self.backbone, ready.as_role(role), texts).vectors
-
-            self.memo[key] = score_task(self.retrieval_task(), embed, n_boot=self.settings.n_boot,
-                                        seed=self.settings.seed)
-        return self.memo[key]
-
-    # ---- cost --------------------------------------------------------------------------------------------------
-    def timing_unit(self, name: str, methods: dict, texts: list[str]) -> Unit:
-        work = 1.0 + sum(relative_cost(m) for m in methods.values())  # the plain forward, then each method
-        return Unit(("timing", name), (self.settings.repeats + 1) * self.seconds(self.tokens(texts), work))
-
-    def timed(self, name: str, methods: dict, texts: list[str]) -> dict:
-        """{label: (median seconds, ratio to the plain forward)} of `methods` on `texts`, interleaved rounds in one
-        run (`eval.cost.ratios`); kept by the compute, since a timing cannot be recomputed from stored vectors."""
-        from analysis.eval.cost import ratios
-
-        ready = {label: self.ready(m) for label, m in methods.items()}
-
-        def measure():  # `ratios` runs each configuration once first: weights load or merge outside the timing
-            return ratios(self.backbone, {k: (lambda m=m: m.encode(self.backbone, texts, batch_size=16))
-                                          for k, m in ready.items()}, texts, repeats=self.settings.repeats)
-
-        parts = {"timing": name, "model": self.backbone.identity, "repeats": self.settings.repeats,
-                 "methods": {k: list(method_key(m)) for k, m in ready.items()}, "texts": texts}
-        modules = ("analysis.eval.cost", *sorted({type(m).__module__ for m in ready.values()}))
-        return {k: tuple(v) for k, v in self.compute.remember(parts, measure, modules=modules).items()}
+    def long_lengths(self) -> tuple[int, ...]:
+        return tuple(sorted(int(x) for x in self.settings.long_k))
 
     # ---- records -----------------------------------------------------------------------------------------------
     def record(self, record_id: str):
@@ -414,12 +341,3 @@ def recorded_difference(cell: str) -> tuple[float, tuple[float, float]]:
 def recorded_rate(cell: str, n: int) -> int:
     """"99.5 [97.2, 99.9]" (`cells.rate`, an exact-match rate in percent) on `n` items -> the items matched (199)."""
     return round(float(str(cell).split()[0]) * n / 100)
-
-
-def project_bar(verdict):
-    """A cost verdict (`verdicts.ratio`) whose bar is this project's, not a multiple the paper states: it says so
-    instead of "claimed" (the word, the numbers and the rule stay the same)."""
-    from analysis.experiments.machinery.verdicts import Verdict
-
-    return Verdict(verdict.word, verdict.number.replace("(claimed about", "(this project's bar, about"),
-                   verdict.detail.replace("the claim plus", "this project's bar plus"))

@@ -1,7 +1,8 @@
 """A claims board as one standalone HTML file (the shared writer, `analysis.core.standalone`): opens anywhere,
-offline. One board: the verdicts per paper as a figure and a table, then each paper's claims with the verdict chip,
-its number and interval, what it rests on, the deviations beside it, how it was tested and where the app shows the
-evidence. Two boards (two models): the claims side by side.
+offline. One board: the verdicts per paper as a figure and a table, each paper's coverage line, then each paper's
+claims with the paper's own words, location and number beside ours (the verdict chip, its number and interval, what
+it rests on, other runs beside it), what makes this setting differ, the deviations, how it was tested and where the
+app shows the evidence. Two boards (two models): the claims side by side, the paper's number beside both.
 
     text = render([board])             # `analysis.experiments.claims.board.run`'s dict
     text = render([board_a, board_b])  # two models side by side
@@ -62,12 +63,20 @@ def _verdict_cell(claim: dict) -> str:
     v = claim["verdict"]
     number = f"<br><b>{e(v['number'])}</b>" if v["number"] else ""
     source = f'<br><span class="note">{e(claim["source"])}</span>' if claim["source"] else ""
-    return f"{chip(v)}{number}<br>{e(v['detail'])}{source}"
+    beside = "".join(f'<br><span class="note">Beside: {e(b)}</span>' for b in claim.get("beside") or [])
+    return f"{chip(v)}{number}<br>{e(v['detail'])}{source}{beside}"
+
+
+def _paper_cell(claim: dict) -> str:
+    """The paper's own words, where they stand and its own number."""
+    own = f'<br><i>{e(claim["own"])}</i>' if claim.get("own") else ""
+    return (f"&ldquo;{e(claim.get('quote', ''))}&rdquo;<br><span class=\"note\">{e(claim['where'])}</span><br>"
+            f"<b>{e(claim.get('paper_number', ''))}</b>{own}")
 
 
 def _claim_cell(claim: dict) -> str:
-    return (f"<b>{e(claim['says'])}</b><br><span class=\"note\">{e(claim['where'])} · <code>{e(claim['id'])}</code>"
-            f"</span>")
+    differs = f'<br><span class="note">Differs here: {e(claim["differs"])}</span>' if claim.get("differs") else ""
+    return f"<b>{e(claim['says'])}</b><br><code>{e(claim['id'])}</code>{differs}"
 
 
 def _method_cell(claim: dict) -> str:
@@ -94,17 +103,23 @@ def _one(board: dict) -> Document:
     doc = Document(f"Does the paper hold on {board['model']['title']}?")
     doc.add(_header(board))
     summary = [[e(p["title"]), *(str(sum(c["paper"] == key and c["verdict"]["word"] == w for c in board["claims"]))
-                                 for w in verdicts.WORDS)] for key, p in board["papers"].items()]
+                                 for w in verdicts.WORDS), e((p.get("coverage") or {}).get("line", ""))]
+               for key, p in board["papers"].items()]
     doc.add(section(heading("The verdicts per paper"), doc.figure(_counts_figure(board)),
-                    _table(["paper", *verdicts.WORDS], summary), anchor="summary"))
+                    _table(["paper", *verdicts.WORDS, "coverage of its headline claims"], summary), anchor="summary"))
     for key, paper in board["papers"].items():
-        rows = [[_claim_cell(c), _verdict_cell(c), _method_cell(c), _deviations(c), _evidence(c)]
+        rows = [[_claim_cell(c), _paper_cell(c), _verdict_cell(c), _method_cell(c), _deviations(c), _evidence(c)]
                 for c in board["claims"] if c["paper"] == key]
-        doc.add(section(heading(paper["title"]), paragraphs(paper["cite"]),
-                        _table(["claim", "verdict here", "how it is tested", "deviations", "evidence in the app"],
+        doc.add(section(heading(paper["title"]), paragraphs(paper["cite"]), _coverage(paper),
+                        _table(["claim", "the paper", "here", "how it is tested", "deviations", "evidence in the app"],
                                rows),
                         anchor=key))
     return doc
+
+
+def _coverage(paper: dict) -> str:
+    line = (paper.get("coverage") or {}).get("line")
+    return f'<p class="note"><b>Coverage:</b> {e(line)}</p>' if line else ""
 
 
 def _side_by_side(boards: list[dict]) -> Document:
@@ -113,9 +128,10 @@ def _side_by_side(boards: list[dict]) -> Document:
     doc.add(paragraphs("The same claims, each judged on each model by the same rule fixed before measuring."))
     rows_of = [{c["id"]: c for c in b["claims"]} for b in boards]
     for key, paper in boards[0]["papers"].items():
-        rows = [[_claim_cell(c), *(_verdict_cell(r[c["id"]]) if c["id"] in r else "" for r in rows_of)]
+        rows = [[_claim_cell(c), _paper_cell(c), *(_verdict_cell(r[c["id"]]) if c["id"] in r else "" for r in rows_of)]
                 for c in boards[0]["claims"] if c["paper"] == key]
-        doc.add(section(heading(paper["title"]), _table(["claim", *titles], rows), anchor=key))
+        doc.add(section(heading(paper["title"]), _coverage(paper), _table(["claim", "the paper", *titles], rows),
+                        anchor=key))
     return doc
 
 

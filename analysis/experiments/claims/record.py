@@ -15,9 +15,11 @@ from analysis.experiments.machinery.render import table_markdown
 
 ID = "claims"
 TITLE = "Does the paper hold on this model? The claims board"
-HELP = ("The five papers' headline claims, each tested on one model with its verdict rule fixed before measuring "
-        "(holds here, reversed here, not resolved, cannot run here), the deviations that bear on each, read from the "
-        "records measured on this model where they exist: one record per model, claims_<model>.json.")
+HELP = ("The five papers' headline claims, each in its paper's words with its location and the paper's own number, "
+        "tested on one model in the paper's direction with its verdict rule fixed before measuring (holds here, "
+        "reversed here, not resolved, cannot run here, not measured with the run it needs), the deviations that bear "
+        "on each, read from every record measured on this model (the closest to the paper judged, the others "
+        "beside): one record per model, claims_<model>.json.")
 
 
 @dataclass(frozen=True)
@@ -34,16 +36,22 @@ def settings_of(config) -> Settings:
 
 def board_tables(board: dict) -> list[Table]:
     claims = board["claims"]
-    rows = tuple((board["papers"][c["paper"]]["title"], c["id"], c["says"], c["verdict"]["word"],
+    rows = tuple((board["papers"][c["paper"]]["title"], c["id"], c["says"], c.get("quote") or None,
+                  c.get("where") or None, c.get("paper_number") or None, c["verdict"]["word"],
                   c["verdict"]["number"] or None, c["verdict"]["detail"], c["source"] or None,
+                  " ".join(c.get("beside") or []) or None, c.get("differs") or None,
                   "; ".join(d["topic"] for d in c["deviations"]) or None) for c in claims)
     counts = tuple((word, n) for word, n in board["counts"].items())
+    coverage = tuple((p["title"], (p.get("coverage") or {}).get("line")) for p in board["papers"].values())
     return [Table("board", f"The claims on {board['model']['title']}: each verdict by its rule fixed before measuring",
-                  ("paper", "claim", "the paper says", "verdict", "number [95% interval]", "what it rests on",
-                   "read from", "deviations beside it"), rows,
+                  ("paper", "claim", "tested here", "the paper's words", "where in the paper", "the paper's number",
+                   "verdict", "number here [95% interval]", "what it rests on", "read from", "beside it",
+                   "how this setting differs", "deviations beside it"), rows,
                   "Deviations: the topics of the methods' and trained systems' declared differences from the paper "
                   "that bear on the claim (the Claims page and `python -m analysis claims` show them in full)."),
-            Table("counts", "Verdicts", ("verdict", "claims"), counts)]
+            Table("counts", "Verdicts", ("verdict", "claims"), counts),
+            Table("coverage", "Each paper's headline claims: how many are tested here, which not and why",
+                  ("paper", "coverage"), coverage)]
 
 
 def findings(board: dict) -> list[str]:
@@ -70,10 +78,11 @@ def measure(config: Config, compute, progress) -> Measured:
                if (shipped_dir(system, backbone.facts) / "weights.safetensors").is_file()}
     _, sample = report_pairs(config.sts_sample, config.seed)
     return Measured(
-        data=(f"STS-B dev report part for the STS claims; {config.longdoc} long documents generated for the model's "
-              f"tokenizer ({config.longdoc_n} per length); {config.retrieval} ({config.retrieval_queries} queries, "
-              f"{config.retrieval_distractors} distractors) for retrieval; the records in "
-              "docs/results where they were measured on this model"),
+        data=(f"STS-B dev report part for the STS claims and, concatenated k = {','.join(config.long_k)} pairs at a "
+              f"time ({config.long_n} items per length), for the long-input claims; {config.retrieval} "
+              f"({config.retrieval_queries} queries, {config.retrieval_distractors} distractors) for retrieval; "
+              "Banking77's report part for classification and clustering; the records in docs/results where they "
+              "were measured on this model"),
         sample=sample, models=[model_entry(backbone, weights)], tables=board_tables(board),
         findings=findings(board), extra={"board": board}, variant=short_name(backbone.facts),
         title=f"Does the paper hold on {board['model']['title']}? The claims board")

@@ -8,9 +8,12 @@
     not measured     the run stopped before this claim (its budget, an interruption): run again, the cache resumes
 
     paired(+0.031, (0.012, 0.050), n=500)              # a paired difference, claimed > 0
+    non_inferior(-0.004, (-0.015, 0.006), 500, margin=0.01)   # claimed "not worse than" (or "no gain": A = K0)
     rate_difference(k_a, n_a, k_b, n_b)                 # two exact-match rates on different items (Newcombe-Wilson)
     rank(3, 40, gap=0.004)                              # a window among the map's cells
-    ratio(1.52, claimed=1.4, tolerance=0.25)            # a cost, "about 1.4x a plain forward"
+    ratio(1.52, claimed=1.4, tolerance=0.25, spread=(1.45, 1.61))   # a cost, "about 1.4x", over timing rounds
+    below(0.62, bar=1.0, spread=(0.58, 0.66), what="KV / Echo")       # a cost claimed under a bar
+    at_most(1.0, bar=2, what="extra tokens")                           # an exact count claimed at most a bar
 
 Pure: no model, no data; `tests/test_verdicts.py` checks each rule on known answers.
 """
@@ -81,15 +84,53 @@ def all_of(parts: list[Verdict], labels: list[str]) -> Verdict:
     return Verdict(word, number, detail)
 
 
-def rate_difference(k_a: int, n_a: int, k_b: int, n_b: int, *, direction: int = 1) -> Verdict:
+def non_inferior(difference: float, ci, n: int, *, margin: float, unit: str = "items", digits: int = 3,
+                 scale: float = 1.0, suffix: str = "") -> Verdict:
+    """A paired difference A - B claimed "not worse than B by more than `margin`" (a tie the paper reports, or "no
+    gain" with A the baseline): holds when the interval's lower end is above -margin, reversed when its upper end is
+    below it (B better by more than the margin), else not resolved."""
+    lo, hi = ci
+    shown = (f"{scale * difference:+.{digits}f}{suffix} [{scale * lo:+.{digits}f}, {scale * hi:+.{digits}f}] "
+             f"(margin -{scale * margin:g}{suffix})")
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return Verdict(UNRESOLVED, shown, f"no interval was computed (no bootstrap) on {n} {unit}")
+    edge = f"-{scale * margin:g}{suffix}"
+    if lo > -margin:
+        return Verdict(HOLDS, shown, f"the paired 95% interval on {n} {unit} lies above the margin {edge}")
+    if hi < -margin:
+        return Verdict(REVERSED, shown, f"the paired 95% interval on {n} {unit} lies below the margin {edge}")
+    return Verdict(UNRESOLVED, shown, f"the interval on {n} {unit} covers the margin {edge}")
+
+
+def equivalent(difference: float, ci, n: int, *, margin: float, unit: str = "items") -> Verdict:
+    """A paired difference claimed to be small either way (|A - B| < `margin`: "within a narrow range"): holds when
+    the whole interval lies inside (-margin, margin), reversed when it lies wholly outside, else not resolved."""
+    lo, hi = ci
+    shown = f"{difference:+.3f} [{lo:+.3f}, {hi:+.3f}] (band +-{margin:g})"
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return Verdict(UNRESOLVED, shown, f"no interval was computed (no bootstrap) on {n} {unit}")
+    if -margin < lo and hi < margin:
+        return Verdict(HOLDS, shown, f"the paired 95% interval on {n} {unit} lies inside +-{margin:g}")
+    if lo >= margin or hi <= -margin:
+        return Verdict(REVERSED, shown, f"the paired 95% interval on {n} {unit} lies outside +-{margin:g}")
+    return Verdict(UNRESOLVED, shown, f"the interval on {n} {unit} crosses the band's edge +-{margin:g}")
+
+
+def rate_difference(k_a: int, n_a: int, k_b: int, n_b: int, *, direction: int = 1, margin: float | None = None
+                    ) -> Verdict:
     """Rate A minus rate B on different items (independent samples): Newcombe's hybrid interval from the two Wilson
-    intervals (method 10 of Newcombe 1998), claimed > 0 (or < 0)."""
+    intervals (method 10 of Newcombe 1998), claimed > 0 (or < 0)
+    (`margin`, a share: non-inferiority of A against B instead, `non_inferior`.)"""
     pa, pb = k_a / n_a, k_b / n_b
     (la, ua), (lb, ub) = wilson(k_a, n_a), wilson(k_b, n_b)
     d = pa - pb
     lo = d - math.sqrt((pa - la) ** 2 + (ub - pb) ** 2)
     hi = d + math.sqrt((ua - pa) ** 2 + (pb - lb) ** 2)
-    return paired(d, (lo, hi), min(n_a, n_b), direction=direction, unit="items per side", digits=1, scale=100,
+    n = min(n_a, n_b)
+    if margin is not None:
+        return non_inferior(d, (lo, hi), n, margin=margin, unit="items per side", digits=1, scale=100,
+                            suffix=" points")
+    return paired(d, (lo, hi), n, direction=direction, unit="items per side", digits=1, scale=100,
                   suffix=" points", interval="Newcombe-Wilson 95% interval")
 
 
@@ -125,13 +166,33 @@ def ratio(measured: float, *, claimed: float, tolerance: float = 0.25, spread: t
     than claimed holds: the claim is about cost."""
     top = claimed * (1 + tolerance)
     shown = (f"{measured:.2f}x" + (f" [{spread[0]:.2f}, {spread[1]:.2f}]" if spread else "")
-             + f" (claimed about {claimed:g}x)")
+             + f" (the paper: about {claimed:g}x)")
     lo, hi = spread or (measured, measured)
     if hi <= top:
         return Verdict(HOLDS, shown, f"at most {top:.2f}x, the claim plus {tolerance:.0%}")
     if lo > top:
         return Verdict(REVERSED, shown, f"above {top:.2f}x, the claim plus {tolerance:.0%}")
     return Verdict(UNRESOLVED, shown, f"the timing rounds straddle {top:.2f}x")
+
+
+def below(measured: float, *, bar: float, spread: tuple | None = None, what: str = "the ratio") -> Verdict:
+    """A cost claimed under `bar` (HTP / Echo < 1): holds when the timing rounds' whole `spread` is under it,
+    reversed when it is all at or above it, not resolved when it straddles the bar."""
+    lo, hi = spread or (measured, measured)
+    shown = f"{what} {measured:.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if spread else "") + f" (claimed under {bar:g})"
+    if hi < bar:
+        return Verdict(HOLDS, shown, f"every timing round is under {bar:g}")
+    if lo >= bar:
+        return Verdict(REVERSED, shown, f"every timing round is at or above {bar:g}")
+    return Verdict(UNRESOLVED, shown, f"the timing rounds straddle {bar:g}")
+
+
+def at_most(measured: float, *, bar: float, what: str) -> Verdict:
+    """An exact count (no sampling error: tokens per text) claimed at most `bar`."""
+    shown = f"{what} {measured:.2f} (claimed at most {bar:g})"
+    if measured <= bar:
+        return Verdict(HOLDS, shown, f"counted, not sampled: at most {bar:g}")
+    return Verdict(REVERSED, shown, f"counted, not sampled: above {bar:g}")
 
 
 def cannot_run(needs: str) -> Verdict:
