@@ -40,6 +40,8 @@ EXPERIMENTS: dict[str, str] = {  # in the order docs/RESULTS.md shows them
     "compression_training": "analysis.experiments.compression_training",
     "compression_probe": "analysis.experiments.compression_probe",
     "compression_reconstruction": "analysis.experiments.compression_reconstruction",
+    "dtype": "analysis.experiments.dtype",  # one record per model: bfloat16 against float32, what --dtype auto reads
+    "training_precision": "analysis.experiments.training_precision",
 }
 
 

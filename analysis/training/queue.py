@@ -296,3 +296,23 @@ def _run_part(part: Part, planned: Planned, state: QueueState, folder: Path, bac
     state.save(folder)
     say(f"{part.label}: {summary['stopped']}, best step {summary['best_step']}, "
         f"{summary['wall_seconds'] / 60:.1f} min")
+
+
+def step_times(name: str, backbone, precisions=("float32", "bfloat16"), *, rounds: int = 4) -> dict:
+    """{precision: [seconds of one optimiser step per round]} of system `name` on `backbone`: in each round every
+    precision takes one step on the same batch, the order alternating, so a change of load hits them alike."""
+    job = systems.system(name).setup(systems.system(name).Config(), backbone)
+    named = {k: p for k, p in job.parameters.items() if p.requires_grad}
+    loops = {p: TrainingRun(TrainConfig(precision=p, out_dir=str(queue_folder(backbone.facts) / ".probe")), named,
+                            job.evaluate, lambda folder: None, None) for p in precisions}
+    first = next(job.batches)
+    for loop in loops.values():  # first calls pay for kernels and allocations
+        loop.step(job.loss_fn, iter([first]))
+    times = {p: [] for p in precisions}
+    for r in range(rounds):
+        batch = next(job.batches)
+        for p in (precisions if r % 2 == 0 else precisions[::-1]):
+            began = time.perf_counter()
+            loops[p].step(job.loss_fn, iter([batch]))
+            times[p].append(time.perf_counter() - began)
+    return times

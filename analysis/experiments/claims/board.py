@@ -46,6 +46,8 @@ from analysis.experiments.claims import (
 )
 from analysis.experiments.claims.context import Context, Settings, check, short_name
 from analysis.experiments.machinery import verdicts
+from analysis.experiments.machinery.fidelity import of
+from analysis.report.clock import INTERRUPTED, RESUME, Budget
 
 SCHEMA = 2  # 2: the paper's quote, location and number per claim, `beside`, the papers' coverage
 CLAIMS: list[Claim] = (kv_embedding.CLAIMS + kv_embedding_analyses.CLAIMS + htp.CLAIMS + htp_ablations.CLAIMS
@@ -68,8 +70,6 @@ def choose(ids) -> list[Claim]:
 def deviations_of(source: str) -> list[dict]:
     """The declared deviations of "method:<name>" or "system:<name>" (`fidelity.of`), as JSON with the one-line
     sentence the method's help shows."""
-    from analysis.experiments.machinery.fidelity import of
-
     return [{"of": source, **d.as_json(), "sentence": d.sentence()} for d in of(source)]
 
 
@@ -130,8 +130,6 @@ def run(plan: Plan, *, budget_seconds: float | None = None, started: float | Non
         should_stop: Callable[[], bool] | None = None) -> dict:
     """Judge the plan's claims (the module docstring); `budget_seconds` None: no limit. `progress(done, total,
     message)` in whole estimated seconds, the message with the time left."""
-    from analysis.report.clock import INTERRUPTED, RESUME, Budget
-
     ctx = plan.ctx
     budget = Budget(float("inf") if budget_seconds is None else budget_seconds, started=started,
                     asked_to_stop=should_stop, clock=clock)

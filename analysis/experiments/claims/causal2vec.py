@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.core.errors import UserError
+from analysis.core.paths import file_sha256
 from analysis.data.corpora import Pairs
+from analysis.experiments.causal2vec import CONTROLS
 from analysis.experiments.claims import (
     Claim,
     Evidence,
@@ -32,6 +35,10 @@ from analysis.experiments.claims.context import (
     short_name,
 )
 from analysis.experiments.machinery import verdicts
+from analysis.experiments.machinery.provenance import weights_folder
+from analysis.methods.causal2vec import shipped_fits, shipped_folder
+from analysis.training.causal2vec import INSTRUCTION
+from analysis.weights.artefacts import WEIGHTS
 
 HERE = "measured here"
 DEVIATIONS = ("method:causal2vec", "system:causal2vec")
@@ -53,8 +60,6 @@ def _train(ctx, what: str, flags: str) -> str:
 
 
 def _trained(ctx) -> None:
-    from analysis.methods.causal2vec import shipped_fits
-
     if not shipped_fits(ctx.backbone):
         raise NeedsRun(_train(ctx, "a Causal2Vec bridge", "") + " or all of them at once with `python -m analysis "
                        f"train all --model {short_name(ctx.backbone.facts)} --budget-hours H`")
@@ -66,9 +71,6 @@ def _readout(readout: str):
 
 def _shipped_place(ctx, place: str):
     """A folder shipped below this model's Causal2Vec artefacts, or None."""
-    from analysis.core.errors import UserError
-    from analysis.experiments.machinery.provenance import weights_folder
-
     try:
         return weights_folder("causal2vec", ctx.backbone.facts, f"shipped/{place}")
     except UserError:
@@ -114,8 +116,6 @@ def _readouts(ctx) -> Outcome:
 def _control(ctx, name: str):
     """The control `name` ("no-contextual", "concat") shipped for this model, read as its trainer reads it
     (`experiments.causal2vec.CONTROLS`); NeedsRun saying how to train it."""
-    from analysis.experiments.causal2vec import CONTROLS
-
     folder = _shipped_place(ctx, f"ablations/{name}")
     if folder is None:
         raise NeedsRun(_train(ctx, f"the {name} control", f"--control {name} "))
@@ -124,8 +124,6 @@ def _control(ctx, name: str):
 
 def _label(side: str) -> str:
     """The causal2vec record's row label of B in "Causal2Vec minus B": "encoder", or a control's name."""
-    from analysis.experiments.causal2vec import CONTROLS
-
     return {"encoder": "encoder alone", "tp": "Token Prepending"}.get(side) or CONTROLS[side][0]
 
 
@@ -140,10 +138,6 @@ def _other(ctx, side: str):
 def _recorded(ctx, side: str):
     """(verdict, note, values) from the causal2vec record's paired row against `side`, when it measured this
     model's shipped bridge; else None."""
-    from analysis.core.paths import file_sha256
-    from analysis.methods.causal2vec import shipped_folder
-    from analysis.weights.artefacts import WEIGHTS
-
     found = ctx.record("causal2vec")
     if found is None:
         return None
@@ -221,8 +215,6 @@ def _texts(ctx) -> list[str]:
 def _plain_with_instruction(ctx):
     """The plain decoder reading the system's own instruction and the text, last-token readout: what the paper's
     "standard LLM" costs with the same input but the contextual token."""
-    from analysis.training.causal2vec import INSTRUCTION
-
     return configured("prompteol", template=INSTRUCTION + "{text}")
 
 

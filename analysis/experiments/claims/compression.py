@@ -18,6 +18,7 @@ from __future__ import annotations
 from analysis.experiments.claims import Claim, Evidence, NeedsRun, Outcome, refuse
 from analysis.experiments.claims.context import recorded_rate, short_name
 from analysis.experiments.compression_people import LONGER
+from analysis.experiments.compression_reconstruction import ID, MODES
 from analysis.experiments.machinery import verdicts
 
 DEVIATIONS = ("system:compression",)
@@ -203,8 +204,6 @@ def _sublinear(ctx) -> Outcome:
 
 
 def _reconstruction_record(ctx):
-    from analysis.experiments.compression_reconstruction import ID
-
     found = ctx.record(ID)
     if found is None:
         name = short_name(ctx.backbone.facts)
@@ -216,8 +215,6 @@ def _reconstruction_record(ctx):
 def _reconstruction(ctx) -> Outcome:
     """Token F1 of the pools against the no-context floor, the difference's interval from the two means' (the
     square root of the sum of the squared half-widths: conservative, the record keeps no per-paragraph pairs)."""
-    from analysis.experiments.compression_reconstruction import MODES
-
     rec, note = _reconstruction_record(ctx)
     rows = {r["context"]: r for r in rec.table("reconstruction").dicts()}
     pools, floor = rows[MODES["sentence"]], rows[MODES["none"]]

@@ -17,16 +17,30 @@ the board adds the units a claim still needs before starting it, so a unit two c
 from __future__ import annotations
 
 import json
+import re
 import time
 import warnings
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import PurePath
 
 import numpy as np
 
 from analysis.core.errors import TruncationWarning, UserError
 from analysis.core.params import param
+from analysis.data.corpora import lee_documents, polarity
+from analysis.eval.stats import (
+    paired_difference,
+    resample_indices,
+    spearman_replicates,
+)
 from analysis.experiments.claims import CannotRun, Unit
+from analysis.experiments.claims.long_sts import concatenated
+from analysis.experiments.machinery import heldout_sts  # by module: tests replace report_pairs
+from analysis.experiments.machinery.heldout_sts import texts_of
+from analysis.experiments.machinery.records import read
+from analysis.experiments.machinery.verdicts import non_inferior, paired
+from analysis.models.backbone import builtin
 
 STS_HOW = "held-out STS-B (the dev report part no trainer or setting was selected on)"
 
@@ -68,7 +82,7 @@ def check(settings: Settings) -> Settings:
 def relative_cost(method) -> float:
     """How long one text takes with `method` next to a plain forward of it (`analysis.report.plan`'s table): for the
     estimate only."""
-    from analysis.report.plan import RELATIVE_COST
+    from analysis.report.plan import RELATIVE_COST  # lazy: keeps torch off the pages' and the command line's start
 
     if method.name == "soft_tokens":
         return 1.0 + 0.6 * method.params.k  # the prompt, then K cached one-position steps (K = 5: the table's 4.0)
@@ -80,7 +94,7 @@ def relative_cost(method) -> float:
 def configured(name: str, **params):
     """A method as configured, before KV-Embedding's window is resolved: what a claim's estimate names it by
     (resolving the window is work of its own, `Context.window_unit`)."""
-    from analysis.methods import get_method
+    from analysis.methods import get_method  # lazy: keeps torch off the pages' and the command line's start
 
     return get_method(name, **params)
 
@@ -92,10 +106,6 @@ def method_key(method) -> tuple:
 
 def short_name(facts) -> str:
     """A model's name as records and file names say it: a built-in model's short name, else its folder's."""
-    from pathlib import PurePath
-
-    from analysis.models.backbone import builtin
-
     entry = builtin(facts.name)
     return entry.short if entry is not None else PurePath(facts.name).name or facts.name
 
@@ -111,8 +121,7 @@ class Context:
     def calibrate(self) -> None:
         """Time `last` on sixteen short sentences and on two documents of about a thousand tokens (the median of three
         passes after a warm-up): seconds per text at two lengths, the estimate's scale (`seconds`)."""
-        from analysis.data.corpora import lee_documents, polarity
-        from analysis.methods import get_method
+        from analysis.methods import get_method  # lazy: keeps torch off the pages' and the command line's start
 
         try:
             short = self.texts()[:16]
@@ -172,6 +181,7 @@ class Context:
         return self.memo["window"]
 
     def window_unit(self) -> Unit:
+        # lazy: keeps torch off the pages' and the command line's start
         from analysis.report.plan import ID_TEXT_FORWARDS
 
         if self.known_window() is not None:
@@ -211,21 +221,17 @@ class Context:
     # ---- held-out STS-B ----------------------------------------------------------------------------------------
     @cached_property
     def pairs(self):
-        from analysis.experiments.machinery.heldout_sts import report_pairs
-
         try:
-            return report_pairs(self.settings.sts_sample, self.settings.seed)[0]
+            return heldout_sts.report_pairs(self.settings.sts_sample, self.settings.seed)[0]
         except UserError as err:
             raise CannotRun(f"needs STS-B dev in the data folder ({str(err).rstrip('.')})") from None
 
     def texts(self) -> list[str]:
-        from analysis.experiments.machinery.heldout_sts import texts_of
-
         return texts_of(self.pairs)
 
     def sts_unit(self, method, pairs=None) -> Unit:
         """Embedding the sentences of `pairs` (the held-out pairs by default, or long items) with `method`."""
-        from analysis.eval.sts import pair_index
+        from analysis.eval.sts import pair_index  # lazy: keeps scipy off the pages' and the command line's start
 
         pairs = self.pairs if pairs is None else pairs
         if ("tokens", pairs.name) not in self.memo:
@@ -236,6 +242,7 @@ class Context:
 
     def cosines(self, method, pairs=None) -> np.ndarray:
         """(n_pairs,) cosine of each pair's two embeddings, through the `Compute` door."""
+        # lazy: keeps scipy off the pages' and the command line's start
         from analysis.eval.sts import pair_cosines, pair_index
 
         pairs = self.pairs if pairs is None else pairs
@@ -247,7 +254,7 @@ class Context:
         return self.memo[key]
 
     def spearman(self, method, pairs=None) -> float:
-        from analysis.eval.sts import spearman
+        from analysis.eval.sts import spearman  # lazy: keeps scipy off the pages' and the command line's start
 
         pairs = self.pairs if pairs is None else pairs
         return float(spearman(self.cosines(method, pairs), pairs.scores))
@@ -256,12 +263,6 @@ class Context:
         """`stats.Paired` of sum(coef * Spearman(method on pairs)) over `terms` [(coef, method, pairs)]: the same
         items (the same gold scores: a set of pairs, or a copy of it with noise appended) resampled once for all
         their terms (a paired bootstrap), different items independently (a length's items are not another's)."""
-        from analysis.eval.stats import (
-            paired_difference,
-            resample_indices,
-            spearman_replicates,
-        )
-
         total, reps, sets = 0.0, 0.0, {}
         for coef, method, pairs in terms:
             items = np.asarray(pairs.scores).tobytes()  # the same items (a noisy copy of them too) pair
@@ -279,16 +280,12 @@ class Context:
 
     def sts_paired(self, a, b, direction: int = 1, pairs=None):
         """The `verdicts.paired` verdict of Spearman A - B on the pairs (claimed > 0, or < 0)."""
-        from analysis.experiments.machinery.verdicts import paired
-
         pairs = self.pairs if pairs is None else pairs
         d = self.sts_difference(a, b, pairs)
         return paired(d.difference, d.ci, len(pairs.scores), direction=direction, unit="pairs")
 
     def sts_non_inferior(self, a, b, margin: float, pairs=None):
         """The `verdicts.non_inferior` verdict of Spearman A - B: A not worse than B by more than `margin`."""
-        from analysis.experiments.machinery.verdicts import non_inferior
-
         pairs = self.pairs if pairs is None else pairs
         d = self.sts_difference(a, b, pairs)
         return non_inferior(d.difference, d.ci, len(pairs.scores), margin=margin, unit="pairs")
@@ -296,8 +293,6 @@ class Context:
     # ---- long inputs, task families, timings (their own modules) --------------------------------------------------
     def long_items(self, k: int):
         """The held-out pairs concatenated k at a time (`long_sts.concatenated`), memoised: one set per length."""
-        from analysis.experiments.claims.long_sts import concatenated
-
         if ("long", k) not in self.memo:
             self.memo["long", k] = concatenated(self.pairs, k, self.settings.long_n, self.settings.seed)
         return self.memo["long", k]
@@ -310,8 +305,6 @@ class Context:
         """(record, note) of published record `record_id` when it was measured on this model, else None. A record
         names its model by identity; one migrated from the first protocol may carry the identity only among its raw
         numbers, or not at all (then its model's name must match, and the note says so)."""
-        from analysis.experiments.machinery.records import read
-
         rec = read(record_id, self.records_folder)
         if rec is None:
             return None
@@ -330,8 +323,6 @@ class Context:
 def recorded_difference(cell: str) -> tuple[float, tuple[float, float]]:
     """"+0.012 [-0.003, +0.027]" (`cells.difference`, a paired difference with its interval) -> (0.012, (-0.003,
     0.027))."""
-    import re
-
     numbers = [float(x) for x in re.findall(r"[+-]?\d+(?:\.\d+)?", str(cell).replace("−", "-"))]
     if len(numbers) != 3:
         raise ValueError(f"not a paired difference with its interval: {cell!r}")

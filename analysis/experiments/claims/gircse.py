@@ -14,6 +14,7 @@ through the compute, with the adapters shipped for this model. A model without t
 
 from __future__ import annotations
 
+from analysis.data.corpora import lee_documents
 from analysis.experiments.claims import (
     Claim,
     Evidence,
@@ -29,6 +30,8 @@ from analysis.experiments.claims.context import (
     short_name,
 )
 from analysis.experiments.machinery import verdicts
+from analysis.inspect.generation import older_recipe, untrained_result
+from analysis.weights.adapters import adapter_spec, shipped_folder
 
 HERE = "measured here"
 DEVIATIONS = ("method:soft_tokens", "system:gircse")
@@ -54,9 +57,6 @@ def _name(label: str, k: int | None) -> str:
 def _adapter(ctx, label: str) -> str:
     """The `adapter` parameter a configuration runs with on this model, or NeedsRun saying what to train: an
     ablation counts only when today's recipe trained it and it beat its untrained start."""
-    from analysis.inspect.generation import older_recipe, untrained_result
-    from analysis.weights.adapters import shipped_folder
-
     name = short_name(ctx.backbone.facts)
     train = f"`python -m analysis train gircse --model {name}"
     if label == FROZEN:
@@ -90,8 +90,6 @@ def _method(ctx, label: str, k: int | None):
 
 def _record(ctx):
     """(record, note) of the gircse record when it measured this model with the adapters shipped now, else None."""
-    from analysis.weights.adapters import adapter_spec
-
     found = ctx.record("gircse")
     if found is None:
         return None
@@ -160,8 +158,6 @@ def _judge(*comparisons, labels=(), beside=()):
 # ---- cost with the KV cache (Table 6) -----------------------------------------------------------------------------
 def _documents(ctx) -> list[str]:
     """Texts of about a thousand tokens (four Lee news documents joined): Table 6 reports 512-2K-token inputs."""
-    from analysis.data.corpora import lee_documents
-
     docs = lee_documents().texts
     return [" ".join(docs[i: i + 4]) for i in range(0, 4 * DOCUMENTS, 4)]
 

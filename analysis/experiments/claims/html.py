@@ -10,6 +10,8 @@ app shows the evidence. Two boards (two models): the claims side by side, the pa
 
 from __future__ import annotations
 
+import plotly.graph_objects as go
+
 from analysis.core.standalone import Document, e, heading, paragraphs, section
 from analysis.experiments.machinery import verdicts
 
@@ -33,8 +35,6 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
 
 
 def _counts_figure(board: dict):
-    import plotly.graph_objects as go
-
     papers = list(board["papers"])
     fig = go.Figure()
     for word in verdicts.WORDS:

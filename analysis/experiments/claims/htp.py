@@ -10,6 +10,7 @@ configs and parser (github.com/snap-research/HTP); quotes and numbers in `papers
 
 from __future__ import annotations
 
+from analysis.data.corpora import lee_documents
 from analysis.experiments.claims import (
     Claim,
     Evidence,
@@ -148,8 +149,6 @@ def _sts(ctx) -> Outcome:
 
 # ---- cost against Echo (Tables 1-2) -------------------------------------------------------------------------------
 def _documents(ctx) -> list[str]:
-    from analysis.data.corpora import lee_documents
-
     return lee_documents().texts[: ctx.settings.timing_texts]
 
 

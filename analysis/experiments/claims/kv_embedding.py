@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from analysis.experiments.claims import Claim, Evidence, Outcome, long_sts, timing
 from analysis.experiments.claims.context import STS_HOW, configured
+from analysis.experiments.claims.kv_embedding_analyses import sweep_unit
 from analysis.experiments.machinery import verdicts
+from analysis.sweep.windows import Cell
 
 HERE = "measured here"
 DEVIATIONS = ("method:kv_embedding",)
@@ -86,15 +88,11 @@ def _id_window(ctx) -> Outcome:
 
 # ---- bias 1 against 5, and not worse than 0 (Table 17) ------------------------------------------------------------
 def _bias_work(ctx):
-    from analysis.experiments.claims.kv_embedding_analyses import sweep_unit
-
     return [ctx.window_unit(), *(ctx.sts_unit(_kv(bias=b)) for b in (1.0, 0.0, 5.0)),
             sweep_unit(ctx, "biases", len(FINER_BIASES))]
 
 
 def _bias(ctx) -> Outcome:
-    from analysis.sweep.windows import Cell
-
     one, zero, five = ctx.kv(bias=1.0), ctx.kv(bias=0.0), ctx.kv(bias=5.0)
     verdict = verdicts.all_of([ctx.sts_paired(one, five), ctx.sts_non_inferior(one, zero, TIE)],
                               ["1 minus 5", "1 minus 0 (not worse)"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.eval.stats import percentile_ci
 from analysis.experiments.claims import Claim, Evidence, Outcome, Unit, refuse, tasks
 from analysis.experiments.claims.context import STS_HOW, configured
 from analysis.experiments.machinery import verdicts
@@ -58,7 +59,7 @@ BASELINES = {"PromptEOL": "prompteol", "Echo": "echo", "Token Prepending": "toke
 
 
 def _unit_vectors(ctx, method) -> tuple[list[str], np.ndarray]:
-    from analysis.eval.sts import pair_index
+    from analysis.eval.sts import pair_index  # lazy: keeps scipy off the pages' and the command line's start
 
     texts = pair_index(ctx.pairs)[0]
     emb = np.asarray(ctx.compute.encode(ctx.backbone, ctx.ready(method), texts).vectors, dtype=np.float64)
@@ -86,7 +87,7 @@ def _align_work(ctx):
 
 
 def _align(ctx) -> Outcome:
-    from analysis.eval.sts import pair_index
+    from analysis.eval.sts import pair_index  # lazy: keeps scipy off the pages' and the command line's start
 
     texts, left, right = pair_index(ctx.pairs)
     positive = np.flatnonzero(np.asarray(ctx.pairs.scores) >= POSITIVE)
@@ -116,8 +117,6 @@ def _align(ctx) -> Outcome:
 
 def verdicts_paired(difference: float, reps: np.ndarray, n: int, unit: str) -> verdicts.Verdict:
     """`verdicts.paired`, claimed < 0 (lower is better), from a difference and its paired replicates."""
-    from analysis.eval.stats import percentile_ci
-
     return verdicts.paired(difference, percentile_ci(reps), n, direction=-1, unit=unit, digits=4)
 
 

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from analysis.data.corpora import Pairs
+from analysis.experiments.machinery.verdicts import UNRESOLVED, Verdict, paired
 
 BIN = 0.5  # gold-score bin width: pairs joined into one item differ by at most this much
 
@@ -92,8 +93,6 @@ def rhos(ctx, labelled: dict, ks) -> dict:
 def at_chance(ctx, labelled: dict, ks):
     """A "not resolved" verdict naming the methods at chance when any compared method is inside the chance band at
     a judged length, else None: a long-input verdict never rests on noise."""
-    from analysis.experiments.machinery.verdicts import UNRESOLVED, Verdict
-
     found = []
     for k in ks:
         items = ctx.long_items(k)
@@ -108,8 +107,6 @@ def at_chance(ctx, labelled: dict, ks):
 
 def difference(ctx, a, b, k: int, *, direction: int = 1):
     """`verdicts.paired` of Spearman A - B on the long items at k."""
-    from analysis.experiments.machinery.verdicts import paired
-
     items = ctx.long_items(k)
     d = ctx.sts_difference(a, b, items)
     return paired(d.difference, d.ci, len(items.scores), direction=direction, unit=f"items at {label(ctx, k)}")
@@ -118,8 +115,6 @@ def difference(ctx, a, b, k: int, *, direction: int = 1):
 def growth(ctx, a, b, short: int, longest: int, *, direction: int = 1):
     """`verdicts.paired` of (A - B at `long`) minus (A - B at `short`): the gap grows (direction 1) or shrinks (-1)
     with length; the two lengths' items are resampled independently."""
-    from analysis.experiments.machinery.verdicts import paired
-
     near, far = ctx.long_items(short), ctx.long_items(longest)
     d = ctx.combination([(1.0, a, far), (-1.0, b, far), (-1.0, a, near), (1.0, b, near)])
     return paired(d.difference, d.ci, len(far.scores), direction=direction,

@@ -10,8 +10,11 @@ from dataclasses import dataclass, fields
 from analysis.core.params import param
 from analysis.experiments import Measured
 from analysis.experiments.claims.context import Settings, short_name
+from analysis.experiments.machinery import heldout_sts  # by module: tests replace report_pairs
+from analysis.experiments.machinery.provenance import model_entry
 from analysis.experiments.machinery.records import Table
 from analysis.experiments.machinery.render import table_markdown
+from analysis.weights.artefacts import shipped_dir
 
 ID = "claims"
 TITLE = "Does the paper hold on this model? The claims board"
@@ -55,6 +58,7 @@ def board_tables(board: dict) -> list[Table]:
 
 
 def findings(board: dict) -> list[str]:
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.experiments.claims.board import summary
 
     out = [f"{board['model']['title']}: {summary(board)} of {len(board['claims'])} claims."]
@@ -66,17 +70,14 @@ def findings(board: dict) -> list[str]:
 
 
 def measure(config: Config, compute, progress) -> Measured:
+    # lazy: keeps torch off the pages' and the command line's start
     from analysis.experiments.claims.board import prepare, run
-    from analysis.experiments.machinery.heldout_sts import report_pairs
-    from analysis.experiments.machinery.provenance import model_entry
-    from analysis.weights.artefacts import shipped_dir
-
     backbone = compute.backbone(config.model)
     plan = prepare(backbone, compute, settings_of(config))
     board = run(plan, budget_seconds=config.budget_minutes * 60 or None, progress=progress)
     weights = {system: shipped_dir(system, backbone.facts) for system in ("gircse", "causal2vec", "compression")
                if (shipped_dir(system, backbone.facts) / "weights.safetensors").is_file()}
-    _, sample = report_pairs(config.sts_sample, config.seed)
+    _, sample = heldout_sts.report_pairs(config.sts_sample, config.seed)
     return Measured(
         data=(f"STS-B dev report part for the STS claims and, concatenated k = {','.join(config.long_k)} pairs at a "
               f"time ({config.long_n} items per length), for the long-input claims; {config.retrieval} "

@@ -10,8 +10,13 @@ V-measure per fit). Each is a function of a claims `Context`; every comparison i
 from __future__ import annotations
 
 from analysis.core.errors import UserError
+from analysis.eval.score import compare
+from analysis.eval.tasks import load_task, nano_task, score_task
+from analysis.experiments import task_families  # by module: tests replace family_tasks
 from analysis.experiments.claims import CannotRun, Unit
 from analysis.experiments.claims.context import method_key, relative_cost
+from analysis.experiments.machinery.verdicts import non_inferior, paired
+from analysis.experiments.task_families import Config
 
 UNITS = {"retrieval": "queries", "classification": "evaluation texts", "clustering": "k-means fits"}
 
@@ -20,9 +25,6 @@ def task(ctx, family: str):
     """The family's task as the board samples it (retrieval: the board's retrieval set; the others: the
     task_families record's, or the settings' labelled file), memoised; CannotRun when its data is not installed."""
     if ("task", family) not in ctx.memo:
-        from analysis.eval.tasks import load_task, nano_task
-        from analysis.experiments.task_families import Config, family_tasks
-
         s = ctx.settings
         try:
             if family == "retrieval":
@@ -32,7 +34,7 @@ def task(ctx, family: str):
                 found = nano_task(found, s.retrieval_queries or len(found.data.queries), s.retrieval_distractors,
                                   s.seed)
             elif s.labelled == "banking77-report":
-                found = family_tasks(Config(seed=s.seed))[family][0]
+                found = task_families.family_tasks(Config(seed=s.seed))[family][0]
             else:
                 found = load_task(f"{family}:{s.labelled}")
         except UserError as err:
@@ -60,8 +62,6 @@ def unit(ctx, family: str, method) -> Unit:
 
 def score(ctx, family: str, method):
     """`eval.score.Score` of `method` on the family's task, through the `Compute` door."""
-    from analysis.eval.tasks import score_task
-
     key = (family, method_key(method))
     if key not in ctx.memo:
         ready = ctx.ready(method)
@@ -75,9 +75,6 @@ def score(ctx, family: str, method):
 
 def compared(ctx, family: str, a, b, *, margin: float | None = None):
     """`verdicts.paired` of A minus B on the family's units (or `non_inferior` with `margin`)."""
-    from analysis.eval.score import compare
-    from analysis.experiments.machinery.verdicts import non_inferior, paired
-
     sa, sb = score(ctx, family, a), score(ctx, family, b)
     d = compare(sa, sb, n_boot=ctx.settings.n_boot, seed=ctx.settings.seed)
     if margin is not None:

@@ -18,7 +18,7 @@ import os
 import statistics
 from dataclasses import dataclass
 
-from analysis.eval.cost import PLAIN
+from analysis.eval.cost import PLAIN, rounds
 from analysis.experiments.claims import Unit
 from analysis.experiments.claims.context import method_key, relative_cost
 
@@ -59,8 +59,6 @@ def unit(ctx, name: str, methods: dict, texts: list[str]) -> Unit:
 def timed(ctx, name: str, methods: dict, texts: list[str]) -> Timing:
     """`methods` and the plain forward of `texts` in the same interleaved rounds (`eval.cost.rounds`), kept by the
     compute with their date and load (memoised per board: two claims read one timing)."""
-    from analysis.eval.cost import rounds
-
     if ("timing", name) in ctx.memo:
         return ctx.memo["timing", name]
     ready = {label: ctx.ready(m) for label, m in methods.items()}
