@@ -41,7 +41,7 @@ def test_estimate_first_then_the_board_with_chips_links_and_deviations_then_comp
     overview = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
     assert sorted(overview["claim"]) == sorted(QUICK)  # every claim at a glance, whichever paper's cards are open
     text = ""
-    for paper in dict.fromkeys(c.paper for c in CLAIMS):  # the cards, one paper at a time
+    for paper in dict.fromkeys(c.paper for c in CLAIMS if c.id in QUICK):  # the cards of the board's papers
         at.radio(key="claims_paper").set_value(paper).run()
         assert not at.exception, at.exception
         text += "\n".join(m.value for m in at.markdown)

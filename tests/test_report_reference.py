@@ -4,6 +4,7 @@ recommendation says in words when it beats them all. Known answers on hand-made 
 
 import numpy as np
 
+from analysis.compute import Encoded
 from analysis.data.corpora import Pairs
 from analysis.methods import get_method
 from analysis.report.recommend import recommend
@@ -72,7 +73,7 @@ def test_the_quality_table_keeps_the_reference_out_of_the_best():
 
     made = {"mean": vectors(0.6), "last": vectors(1.2), REF: vectors(0.0)}  # the reference is perfect
     methods = {"mean": get_method("mean"), "last": get_method("last"), REF: get_method(REF)}
-    q = quality(pairs, methods, lambda m, t: (made[m.name], {"cached": False, "seconds": 0.0}), n_boot=200, seed=0,
+    q = quality(pairs, methods, lambda m, t: Encoded(made[m.name], 0.0, False), n_boot=200, seed=0,
                 trained=set())
     rows = {r["label"]: r for r in q["methods"]}
     assert q["best"] == "mean" and q["reference"] == REF  # the highest Spearman is the reference's, not the best

@@ -111,17 +111,20 @@ def show(board: dict) -> None:
     fig, frame = counts_figure(board)
     show_figure(fig, frame, "claims_verdicts")
     st.dataframe(side_by_side({"verdict": board}), hide_index=True, width="stretch")  # every claim at a glance
-    papers = board["papers"]
+    present = {c["paper"] for c in board["claims"]}
+    papers = {k: p for k, p in board["papers"].items() if k in present}  # a board run on a chosen few opens on one
+    absent = [p["title"] for k, p in board["papers"].items() if k not in present]
+    if absent:
+        st.caption(md(f"None of the claims of {', '.join(absent)} is in this board (it was run on a chosen few)."))
+    if not papers:
+        return
     key = choice("Claims of", papers, "claims_paper", format_func=lambda k: papers[k]["title"])
     st.subheader(papers[key]["title"])
     st.caption(md(papers[key]["cite"]))
     coverage = (papers[key].get("coverage") or {}).get("line")
     if coverage:
         st.markdown(f"**Coverage:** {md(coverage)}")
-    rows = [c for c in board["claims"] if c["paper"] == key]
-    if not rows:
-        st.caption("None of this paper's claims is in this board (it was run on a chosen few).")
-    for claim in rows:
+    for claim in (c for c in board["claims"] if c["paper"] == key):
         claim_row(claim)
 
 
