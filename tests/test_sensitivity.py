@@ -5,7 +5,6 @@ attention-product bound has the structure the theory says, and the command line 
 import json
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -160,15 +159,15 @@ def test_kv_embedding_if_available(tiny_llama):
     np.testing.assert_allclose(b.A.sum(1), 1.0, atol=1e-9)
 
 
-def test_real_model_64_tokens_16_probes_under_30_seconds(real):
+def test_real_model_16_probes_of_both_readouts_take_one_batched_backward(real):
+    """What keeps 16 probes fast (the page's time is measured by scripts/stress_pages.py and bench_first_figure.py,
+    not by a timed test): the probes of both readouts go through one vmap'd backward pass, not 32."""
     text = S.SAMPLE_TEXT
     m = get_method("mean")
-    n = len(m.prepare(real, [text])[0])
-    assert n == 64, n
-    start = time.perf_counter()
-    s = S.jacobian_norms(real, m, text, probes=16)
-    seconds = time.perf_counter() - start
-    assert seconds < 30, seconds
+    assert len(m.prepare(real, [text])[0]) == 64
+    passes = []
+    s = S.jacobian_norms(real, m, text, probes=16, progress=lambda done, total: passes.append((done, total)))
+    assert passes == [(32, 32)]
     assert np.isfinite(s.last).all() and s.probes == 16
 
 

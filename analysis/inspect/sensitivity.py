@@ -219,40 +219,11 @@ def jacobian_norms(
     d, T = v.shape[-1], v.shape[1]
     tokens, placeholder = _labels(backbone, method, batch)
     pooled = token_mask(batch, method.mean_segments)[0].numpy() > 0
-    g = torch.Generator().manual_seed(int(seed))
     y = torch.stack([ys[name] for name in READOUTS])  # (2, d): both readouts share one graph
-    # Every backward pass is one row of `G` (N, 2, d): a probe (or a basis vector) in the slot of one readout.
-    # Batching probes of both readouts into one vmap'd backward is what keeps 16 probes under half a minute.
-    rows = []
-    for r in range(len(READOUTS)):
-        if probes:
-            U = torch.randint(0, 2, (probes, d), generator=g).float() * 2 - 1 if probe == "rademacher" \
-                else torch.randn(probes, d, generator=g)  # (P, d), E[u u^T] = I
-            rows += [(r, "probe", u) for u in U]
-        if exact:  # rows of J: summing ||e_c^T J_i||^2 over output coordinates c gives ||J_i||_F^2
-            rows += [(r, "exact", u) for u in torch.eye(d)]
-    sq_all = []
+    rows = _probe_rows(d, probes, probe, exact, seed)
     with _grad_mode(), backbone.lock:
-        for c in range(0, len(rows), chunk):
-            part = rows[c: c + chunk]
-            G = torch.zeros(len(part), len(READOUTS), d, dtype=y.dtype)  # (n, 2, d)
-            for n, (r, _, u) in enumerate(part):
-                G[n, r] = u
-            sq_all.append(_vjp_sq(y, v, G).double())  # (n, T)
-            if progress:
-                progress(c + len(part), len(rows))
-    sq_all = torch.cat(sq_all).numpy() if rows else np.zeros((0, T))  # (N, T) samples of ||J_i^T u||^2
-    out = {}
-    for r, name in enumerate(READOUTS):
-        pick = np.array([rr == r and kind == "probe" for rr, kind, _ in rows])
-        if probes:
-            sq = sq_all[pick]  # (P, T)
-            norm = np.sqrt(sq.mean(0))  # mean of squares is unbiased for ||J_i||_F^2
-            out[name] = norm
-            out[name + "_se"] = sq.std(0, ddof=1) / np.sqrt(probes) / (2 * np.maximum(norm, 1e-30))
-        if exact:
-            ex = np.array([rr == r and kind == "exact" for rr, kind, _ in rows])
-            out["exact_" + name] = np.sqrt(sq_all[ex].sum(0))
+        sq_all = _squared_vjps(y, v, rows, chunk, T, progress)
+    out = _norms(sq_all, rows, probes, exact)
     nan = np.where(placeholder, np.nan, 1.0)  # placeholders have no token embedding to perturb
 
     def get(key):
@@ -268,6 +239,53 @@ def jacobian_norms(
         probes=probes, probe=probe, exact_last=get("exact_last"), exact_mean=get("exact_mean"),
         seconds=time.perf_counter() - t0,
     )
+
+
+def _probe_rows(d: int, probes: int, probe: str, exact: bool, seed: int) -> list:
+    """Every backward pass is one row (readout index, "probe" or "exact", u): a probe (or a basis vector) in the slot
+    of one readout."""
+    g = torch.Generator().manual_seed(int(seed))
+    rows = []
+    for r in range(len(READOUTS)):
+        if probes:
+            U = torch.randint(0, 2, (probes, d), generator=g).float() * 2 - 1 if probe == "rademacher" \
+                else torch.randn(probes, d, generator=g)  # (P, d), E[u u^T] = I
+            rows += [(r, "probe", u) for u in U]
+        if exact:  # rows of J: summing ||e_c^T J_i||^2 over output coordinates c gives ||J_i||_F^2
+            rows += [(r, "exact", u) for u in torch.eye(d)]
+    return rows
+
+
+def _squared_vjps(y, v, rows: list, chunk: int, T: int, progress) -> np.ndarray:
+    """(N, T) samples of ||J_i^T u||^2, one per row. Batching probes of both readouts into one vmap'd backward is what
+    keeps 16 probes under half a minute."""
+    d = v.shape[-1]
+    sq_all = []
+    for c in range(0, len(rows), chunk):
+        part = rows[c: c + chunk]
+        G = torch.zeros(len(part), len(READOUTS), d, dtype=y.dtype)  # (n, 2, d)
+        for n, (r, _, u) in enumerate(part):
+            G[n, r] = u
+        sq_all.append(_vjp_sq(y, v, G).double())  # (n, T)
+        if progress:
+            progress(c + len(part), len(rows))
+    return torch.cat(sq_all).numpy() if rows else np.zeros((0, T))
+
+
+def _norms(sq_all: np.ndarray, rows: list, probes: int, exact: bool) -> dict:
+    """{readout, readout_se, exact_readout}: probe estimates (the mean of squares is unbiased for ||J_i||_F^2) with
+    their standard errors, and the exact norms."""
+    out = {}
+    for r, name in enumerate(READOUTS):
+        if probes:
+            sq = sq_all[np.array([rr == r and kind == "probe" for rr, kind, _ in rows])]  # (P, T)
+            norm = np.sqrt(sq.mean(0))
+            out[name] = norm
+            out[name + "_se"] = sq.std(0, ddof=1) / np.sqrt(probes) / (2 * np.maximum(norm, 1e-30))
+        if exact:
+            ex = np.array([rr == r and kind == "exact" for rr, kind, _ in rows])
+            out["exact_" + name] = np.sqrt(sq_all[ex].sum(0))
+    return out
 
 
 # ---- the structural bound from attention maps ----------------------------------------------------------------

@@ -52,7 +52,6 @@ from analysis.core.deviations import Deviation
 from analysis.core.errors import UserError
 from analysis.core.forward import Captured, run
 from analysis.core.params import param
-from analysis.core.paths import cache_root
 from analysis.core.pooling import mean_pool, token_mask
 from analysis.core.tokens import Batch, Encoded, encode_texts, start_token
 from analysis.core.trace import Trace
@@ -60,7 +59,7 @@ from analysis.methods.base import EmbeddingMethod
 from analysis.models import minilm  # by module: tests replace load_encoder
 from analysis.models.minilm import encoder_identity
 from analysis.weights import encoder_lora
-from analysis.weights.artefacts import WEIGHTS, artefact_digest, load_artefact, read_manifest, shipped_dir
+from analysis.weights.artefacts import WEIGHTS, artefact_digest, load_artefact, read_manifest, runs_root, shipped_dir
 from analysis.weights.lora import merged_backbone
 
 METHOD = "causal2vec"
@@ -103,7 +102,7 @@ def shipped_fits(backbone) -> bool:
 def bridge_choices() -> list[str]:
     """`shipped`, `untrained` and every finished bridge trained on this machine (<cache>/runs/causal2vec/<model>/
     <run>/, the CLI's runs and the app's live runs alike), for the method pickers."""
-    root = cache_root() / "runs" / METHOD  # = analysis.training.runs.runs_root (methods never import training)
+    root = runs_root(METHOD)
     found = sorted(str(p.parent) for p in root.glob("*/*/manifest.json")) if root.is_dir() else []
     return ["shipped", "untrained", *found]
 

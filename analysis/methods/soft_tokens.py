@@ -182,15 +182,7 @@ def generate(backbone, batch: Batch, layers, *, temperature: float = 1.0, top_k:
     if not bool((gen.sum(dim=1) == K).all()):
         raise ValueError("every row must have the same number of generated slots")
     T = S - K
-    # Cache column i holds batch column order[b, i]: the prompt's pads, its real tokens, then the K slots. The
-    # cache is always left-padded, so no pad gap separates a row's prompt from its generated tokens: sliding-
-    # window layers (Gemma 3, Mistral) measure the window in cache columns, and a gap would shrink it.
-    rank = torch.where(gen, 2, batch.attention_mask.to(torch.int8))  # (B, S): 0 pad, 1 prompt token, 2 slot
-    order = torch.argsort(rank, dim=1, stable=True)  # (B, S)
-    prompt_cols, gen_cols = order[:, :T], order[:, T:]  # (B, T), (B, K)
-    prompt = Batch(batch.input_ids.gather(1, prompt_cols), batch.attention_mask.gather(1, prompt_cols),
-                   batch.position_ids.gather(1, prompt_cols), batch.segments.gather(1, prompt_cols), "left")
-    gen_pos = batch.position_ids.gather(1, gen_cols)  # (B, K): row b's step j sits at its length + j
+    order, prompt, gen_pos = _cache_layout(batch, gen, T)
 
     # run() calls the decoder with use_cache=False; a cache passed explicitly is still read and extended by
     # every attention layer (use_cache only decides whether the decoder creates and returns one).
@@ -225,27 +217,47 @@ def generate(backbone, batch: Batch, layers, *, temperature: float = 1.0, top_k:
             att_steps.append(step.attention)
         h = step.hidden[L][:, 0]  # (B, d)
 
-    inverse = torch.argsort(order, dim=1)  # batch column c is cache column inverse[b, c]
-    out = SoftCaptured()
-    for l in wanted:
-        x = torch.cat(states[l], dim=1)  # (B, S, d) cache layout
-        out.hidden[l] = x.gather(1, inverse.unsqueeze(-1).expand_as(x))  # (B, S, d) batch layout
-    if attention:
-        for layer in att_steps[0]:
-            H = att_steps[0][layer].shape[1]
-            full = att_steps[0][layer].new_zeros(B, H, S, S)  # (B, H, S, S) cache layout
-            full[:, :, :T, :T] = att_steps[0][layer]
-            for j, a in enumerate(att_steps[1:]):
-                full[:, :, T + j, : T + j + 1] = a[layer][:, :, 0]
-            idx = inverse[:, None, :, None].expand(B, H, S, S)
-            full = full.gather(2, idx)  # query rows into the batch layout
-            out.attention[layer] = full.gather(3, idx.transpose(2, 3))  # key columns too
+    out = _batch_layout(states, att_steps, order, T)
     d = backbone.facts.hidden_size
     stack = (lambda xs, *shape: torch.stack(xs, dim=1) if xs else torch.zeros(B, 0, *shape))
     out.top_ids, out.top_probs = stack(top_ids, topn).long(), stack(top_probs, topn)
     out.entropy, out.argmax, out.inputs = stack(entropy), stack(argmax).long(), stack(fed, d)
     if keep_probs:
         out.probs = stack(kept, backbone.model.get_output_embeddings().out_features)
+    return out
+
+
+def _cache_layout(batch: Batch, gen, T: int):
+    """(order, the prompt as a left-padded Batch, (B, K) positions of the generated slots). Cache column i holds batch
+    column order[b, i]: the prompt's pads, its real tokens, then the K slots. The cache is always left-padded, so no
+    pad gap separates a row's prompt from its generated tokens: sliding-window layers (Gemma 3, Mistral) measure the
+    window in cache columns, and a gap would shrink it."""
+    rank = torch.where(gen, 2, batch.attention_mask.to(torch.int8))  # (B, S): 0 pad, 1 prompt token, 2 slot
+    order = torch.argsort(rank, dim=1, stable=True)  # (B, S)
+    prompt_cols, gen_cols = order[:, :T], order[:, T:]  # (B, T), (B, K)
+    prompt = Batch(batch.input_ids.gather(1, prompt_cols), batch.attention_mask.gather(1, prompt_cols),
+                   batch.position_ids.gather(1, prompt_cols), batch.segments.gather(1, prompt_cols), "left")
+    return order, prompt, batch.position_ids.gather(1, gen_cols)  # row b's step j sits at its length + j
+
+
+def _batch_layout(states: dict, att_steps: list, order, T: int) -> SoftCaptured:
+    """The prompt's and every step's hidden states (and attention weights) moved from the cache layout back into the
+    batch layout."""
+    B, S = order.shape
+    inverse = torch.argsort(order, dim=1)  # batch column c is cache column inverse[b, c]
+    out = SoftCaptured()
+    for l, parts in states.items():
+        x = torch.cat(parts, dim=1)  # (B, S, d) cache layout
+        out.hidden[l] = x.gather(1, inverse.unsqueeze(-1).expand_as(x))  # (B, S, d) batch layout
+    for layer in (att_steps[0] if att_steps else {}):
+        H = att_steps[0][layer].shape[1]
+        full = att_steps[0][layer].new_zeros(B, H, S, S)  # (B, H, S, S) cache layout
+        full[:, :, :T, :T] = att_steps[0][layer]
+        for j, a in enumerate(att_steps[1:]):
+            full[:, :, T + j, : T + j + 1] = a[layer][:, :, 0]
+        idx = inverse[:, None, :, None].expand(B, H, S, S)
+        full = full.gather(2, idx)  # query rows into the batch layout
+        out.attention[layer] = full.gather(3, idx.transpose(2, 3))  # key columns too
     return out
 
 

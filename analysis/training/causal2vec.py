@@ -129,20 +129,9 @@ class Config(RunOptions):
 def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder=None):
     """The Job for `analysis.training.systems.run`. `train_pairs` / `dev_pairs` default to STS-B train / dev;
     `encoder` to the installed MiniLM (tests pass small stand-ins)."""
-    import torch  # lazy: keeps torch off the pages' and the command line's start
-
-    # lazy: keeps torch off the pages' and the command line's start
-    from analysis.core.forward import run as forward_run
-    from analysis.eval.sts import spearman  # lazy: keeps scipy off the pages' and the command line's start
-
-    # lazy: keeps torch off the pages' and the command line's start
-    from analysis.methods.causal2vec import Bridge, C2VEncoded, Causal2Vec, contextual_inputs, embedding_rms, readout_at
     from analysis.models.minilm import load_encoder  # lazy: keeps torch off the pages' and the command line's start
-
-    # lazy: keeps torch off the pages' and the command line's start
-    from analysis.training.losses import cosent, info_nce
     from analysis.training.pairs import source_batches  # lazy: keeps torch off the pages' and the command line's start
-    from analysis.weights import encoder_lora  # lazy: keeps torch off the pages' and the command line's start
+
     control = "" if config.control == "none" else config.control
     if control and config.train_readout != "concat":
         raise UserError(f"--control {control} trains without the contextual token, so it has no C to cut the texts "
@@ -151,53 +140,104 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
         raise UserError(f"--control {control} trains no bridge, so it needs a LoRA to train: give --lora-rank > 0.")
     train_pairs = train_pairs if train_pairs is not None else stsb_pairs("train")  # the registry's STS-B
     dev_pairs = dev_pairs if dev_pairs is not None else stsb_pairs("dev")
-    enc = encoder or load_encoder()
-    # the layout: C before the text for the system; none for a control (readout=direct lays the texts out without C)
-    method = Causal2Vec(bridge="untrained", instruction=config.instruction,
-                        readout="direct" if control else "concat")
-    readout = {"no-contextual": "eos", "concat": "direct"}.get(control, config.train_readout)
-    L = backbone.facts.n_layers
-
-    lora = lora_config(config.lora_rank, targets=LORA_TARGETS) if config.lora_rank else None
-    enc_lora = lora_config(config.encoder_lora_rank, targets=encoder_lora.TARGETS) if config.encoder_lora_rank else None
-    torch.manual_seed(config.seed)  # LoRA's A matrices are drawn from torch's generator: seeded, so runs repeat
-    runner = lora_copy(backbone, lora) if lora else backbone
-    tuned = encoder_lora.trainable_copy(enc, enc_lora) if enc_lora else None  # after the decoder's: rank 0 repeats
-    bridge = None if control else Bridge.initial(enc.dim, backbone.facts.hidden_size, embedding_rms(backbone))
-    params = {}
-    if bridge is not None:  # = bridge=untrained
-        bridge.train()
-        params.update({f"bridge.{k}": p for k, p in bridge.named_parameters()})
-    if lora:
-        params.update({f"lora.{n}": p for n, p in runner.model.named_parameters() if p.requires_grad})
-    if tuned:
-        params.update({f"{encoder_lora.PREFIX}{n}": p for n, p in tuned.model.named_parameters() if p.requires_grad})
-
-    def embed(texts: list[str]):
-        """(n, D) readouts with gradients to the bridge (and the LoRAs)."""
-        items = method.prepare(runner, texts)
-        if readout == "contextual":  # causal mask: C's states depend only on the tokens up to C (exact cut)
-            items = [C2VEncoded(e.ids[: e.c_index + 1], e.segments[: e.c_index + 1], e.truncated, text=e.text,
-                                c_index=e.c_index) for e in items]
-        batch = method.collate(runner, items, "right")
-        batch.encoded = encoder_lora.vectors(tuned, texts) if tuned else enc.embed(texts)  # (n, e) unit norm
-        embeds = None if bridge is None else contextual_inputs(runner, batch, bridge(batch.encoded))  # (n, T, d)
-        with runner.lock:  # hooks on a shared model: one pass at a time (the app may be serving other pages)
-            cap = forward_run(runner, batch, [L], inputs_embeds=embeds)
-        return readout_at(cap.hidden[L], batch, readout)
+    trainee = Trainee.build(config, backbone, encoder or load_encoder(), control)
 
     # ---- data: one source per batch (same-topic in-batch negatives), its low-scored sentences as hard negatives ---
     gold = np.asarray(train_pairs.scores)
     keep = gold >= config.positive_min if config.loss == "infonce" else np.ones(len(train_pairs), bool)
     batches, positives = source_batches(train_pairs, keep, config.negative_max, config.batch_size,
                                         config.hard_negatives, config.seed)
-
     selection, report = dev_split(dev_pairs, min(SELECTION_SIZE, max(1, len(dev_pairs) // 5)))
-    sub = np.arange(min(config.eval_pairs, len(selection)))
+    validation = selection.head(min(config.eval_pairs, len(selection)))
 
-    def loss_fn(batch):
+    def finish() -> dict:
+        out = {"selection_spearman": trainee.score(validation)}
+        if config.final_eval == "report":
+            out["report_spearman"] = trainee.score(report)
+        return out
+
+    data = {"train": train_pairs.name, "train_pairs": len(train_pairs), "pairs_in_play": positives,
+            "selection": selection.name, "report": report.name,
+            "validation_pairs": len(validation), "digest": _pairs_digest(train_pairs, dev_pairs)}
+    return Job(parameters=trainee.params, loss_fn=lambda batch: trainee.loss(config, batch), batches=batches,
+               evaluate=lambda: {"score": trainee.score(validation)}, tensors=trainee.tensors,
+               restore=trainee.restore, data=data, examples_per_step=config.batch_size * config.grad_accum,
+               finish=finish, extra={"encoder": trainee.encoder.identity, "lora": trainee.lora,
+                                     **({"bridge_hidden": backbone.facts.hidden_size} if trainee.bridge else {}),
+                                     **({"encoder_lora": trainee.enc_lora} if trainee.enc_lora else {})})
+
+
+@dataclass
+class Trainee:
+    """What one run trains and reads through: the bridge (none for a control), the decoder's LoRA copy (`runner`),
+    the encoder's LoRA copy (`tuned`), and the readout the loss and the validation use. Its methods are the Job's
+    loss, scoring and checkpoint callables, so `setup` only wires data to them."""
+
+    method: object  # Causal2Vec laying the texts out (C before the text; none for a control)
+    runner: object  # the backbone, or its LoRA copy
+    encoder: object  # the sentence encoder (frozen) ...
+    tuned: object  # ... or its LoRA copy, trained jointly
+    bridge: object  # Bridge, or None for a control
+    readout: str  # concat, eos, contextual or direct
+    lora: dict | None
+    enc_lora: dict | None
+    params: dict  # {"bridge.*" | "lora.*" | "encoder_lora.*": trainable parameter}
+
+    @classmethod
+    def build(cls, config: Config, backbone, encoder, control: str) -> Trainee:
+        import torch  # lazy: keeps torch off the pages' and the command line's start
+
+        # lazy: keeps torch off the pages' and the command line's start
+        from analysis.methods.causal2vec import Bridge, Causal2Vec, embedding_rms
+        from analysis.weights import encoder_lora  # lazy: keeps torch off the pages' and the command line's start
+
+        # the layout: C before the text for the system; none for a control (readout=direct lays texts out without C)
+        method = Causal2Vec(bridge="untrained", instruction=config.instruction,
+                            readout="direct" if control else "concat")
+        readout = {"no-contextual": "eos", "concat": "direct"}.get(control, config.train_readout)
+        lora = lora_config(config.lora_rank, targets=LORA_TARGETS) if config.lora_rank else None
+        enc_lora = (lora_config(config.encoder_lora_rank, targets=encoder_lora.TARGETS)
+                    if config.encoder_lora_rank else None)
+        torch.manual_seed(config.seed)  # LoRA's A matrices are drawn from torch's generator: seeded, so runs repeat
+        runner = lora_copy(backbone, lora) if lora else backbone
+        tuned = encoder_lora.trainable_copy(encoder, enc_lora) if enc_lora else None  # after the decoder's
+        bridge = None if control else Bridge.initial(encoder.dim, backbone.facts.hidden_size, embedding_rms(backbone))
+        params = {}
+        if bridge is not None:  # = bridge=untrained
+            bridge.train()
+            params.update({f"bridge.{k}": p for k, p in bridge.named_parameters()})
+        if lora:
+            params.update({f"lora.{n}": p for n, p in runner.model.named_parameters() if p.requires_grad})
+        if tuned:
+            params.update({f"{encoder_lora.PREFIX}{n}": p for n, p in tuned.model.named_parameters()
+                           if p.requires_grad})
+        return cls(method, runner, encoder, tuned, bridge, readout, lora, enc_lora, params)
+
+    def embed(self, texts: list[str]):
+        """(n, D) readouts with gradients to the bridge (and the LoRAs)."""
+        # lazy: keeps torch off the pages' and the command line's start
+        from analysis.core.forward import run as forward_run
+        from analysis.methods.causal2vec import C2VEncoded, contextual_inputs, readout_at
+        from analysis.weights import encoder_lora  # lazy: keeps torch off the pages' and the command line's start
+
+        runner, L = self.runner, self.runner.facts.n_layers
+        items = self.method.prepare(runner, texts)
+        if self.readout == "contextual":  # causal mask: C's states depend only on the tokens up to C (exact cut)
+            items = [C2VEncoded(e.ids[: e.c_index + 1], e.segments[: e.c_index + 1], e.truncated, text=e.text,
+                                c_index=e.c_index) for e in items]
+        batch = self.method.collate(runner, items, "right")
+        batch.encoded = encoder_lora.vectors(self.tuned, texts) if self.tuned else self.encoder.embed(texts)  # (n, e)
+        embeds = None if self.bridge is None else contextual_inputs(runner, batch, self.bridge(batch.encoded))
+        with runner.lock:  # hooks on a shared model: one pass at a time (the app may be serving other pages)
+            cap = forward_run(runner, batch, [L], inputs_embeds=embeds)
+        return readout_at(cap.hidden[L], batch, self.readout)
+
+    def loss(self, config: Config, batch):
+        """The configured loss on one batch (left, right, gold, hard negatives): (total, {term: value})."""
+        from analysis.training.losses import cosent, info_nce  # lazy: keeps torch off the pages' first figure
+
         left, right, gold, hard = batch
-        z = embed(left + right + hard)  # (2B + H, D): one forward pass for both sides and the hard negatives
+        z = self.embed(left + right + hard)  # (2B + H, D): one forward pass for both sides and the hard negatives
         a, b, h = z[: len(left)], z[len(left): 2 * len(left)], z[2 * len(left):]
         terms = {}
         if config.loss in ("cosent", "both"):
@@ -211,49 +251,36 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
         total = sum(terms.values()) if terms else (a.sum() * 0.0)
         return total, {k: float(v.detach()) for k, v in terms.items()}
 
-    def dev_score(pairs, indices) -> float:
-        was = bridge is not None and bridge.training
-        if bridge is not None:
-            bridge.eval()
-        left = [pairs.left[i] for i in indices]
-        right = [pairs.right[i] for i in indices]
-        texts = list(dict.fromkeys(left + right))
-        pos = {t: i for i, t in enumerate(texts)}
-        with torch.no_grad():
-            z = torch.cat([embed(texts[i : i + 32]) for i in range(0, len(texts), 32)])  # (n, D)
-        z = torch.nn.functional.normalize(z, dim=-1)
-        cos = (z[[pos[t] for t in left]] * z[[pos[t] for t in right]]).sum(-1).numpy()
-        if bridge is not None:
-            bridge.train(was)
-        return float(spearman(cos, np.asarray(pairs.scores)[indices]))
+    def score(self, pairs) -> float:
+        """Spearman on STS pairs, scored by the one STS scorer (`analysis.eval.sts.score_pairs`), bridge in eval mode."""
+        import torch  # lazy: keeps torch off the pages' and the command line's start
 
-    def tensors():
-        out = {k: p.detach().clone() for k, p in params.items() if k.startswith("bridge.")}
-        if lora:
-            out.update(lora_tensors(runner.model))
-        if tuned:
-            out.update(encoder_lora.tensors(tuned))
+        from analysis.eval.sts import score_pairs  # lazy: keeps scipy off the pages' and the command line's start
+
+        was = self.bridge is not None and self.bridge.training
+        if self.bridge is not None:
+            self.bridge.eval()
+        try:
+            with torch.no_grad():
+                return score_pairs(pairs, lambda texts: torch.cat(
+                    [self.embed(texts[i: i + 32]) for i in range(0, len(texts), 32)]).numpy(), n_boot=0).spearman
+        finally:
+            if self.bridge is not None:
+                self.bridge.train(was)
+
+    def tensors(self) -> dict:
+        from analysis.weights import encoder_lora  # lazy: keeps torch off the pages' and the command line's start
+
+        out = {k: p.detach().clone() for k, p in self.params.items() if k.startswith("bridge.")}
+        if self.lora:
+            out.update(lora_tensors(self.runner.model))
+        if self.tuned:
+            out.update(encoder_lora.tensors(self.tuned))
         return out
 
-    def restore(best):
-        for k, p in params.items():  # the same names: bridge.*, lora.<parameter name> and encoder_lora.<name>
+    def restore(self, best: dict) -> None:
+        for k, p in self.params.items():  # the same names: bridge.*, lora.<parameter name> and encoder_lora.<name>
             p.copy_(best[k])
-
-    def finish() -> dict:
-        out = {"selection_spearman": dev_score(selection, sub)}
-        if config.final_eval == "report":
-            out["report_spearman"] = dev_score(report, np.arange(len(report)))
-        return out
-
-    data = {"train": train_pairs.name, "train_pairs": len(train_pairs), "pairs_in_play": positives,
-            "selection": selection.name, "report": report.name,
-            "validation_pairs": len(sub), "digest": _pairs_digest(train_pairs, dev_pairs)}
-    return Job(parameters=params, loss_fn=loss_fn, batches=batches,
-               evaluate=lambda: {"score": dev_score(selection, sub)}, tensors=tensors, restore=restore, data=data,
-               examples_per_step=config.batch_size * config.grad_accum, finish=finish,
-               extra={"encoder": enc.identity, "lora": lora,
-                      **({"bridge_hidden": backbone.facts.hidden_size} if bridge is not None else {}),
-                      **({"encoder_lora": enc_lora} if enc_lora else {})})  # rank 0: the manifest as before
 
 
 def ship_place(hyperparameters: dict) -> str:

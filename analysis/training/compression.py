@@ -378,6 +378,33 @@ def warm_from(system, folder) -> dict:
             "best_step": manifest.get("best_step")}
 
 
+def encode_pools(system, personas, val, people: int) -> float:
+    """Every pool the run reads, encoded once before training (seconds taken); several people's paragraph pools are
+    new combinations, encoded as rows need them."""
+    t = time.perf_counter()
+    sentences = [s for _, ctx in personas for s in ctx]
+    system.vectors(sentences + ([" ".join(ctx) for _, ctx in personas] if people == 1 else []))
+    for it in val:
+        system.vectors(list(it.context) + [" ".join(it.context)])
+    seconds = time.perf_counter() - t
+    print(f"encoded {len(system._vec_cache)} pools in {seconds:.0f}s", file=sys.stderr)
+    return seconds
+
+
+def start_weights(system, config: Config, personas) -> dict:
+    """The warm start the manifest records: another run's weights (`--warm-from`), the adapter's ridge fit from each
+    sentence's pool to its facts' value embeddings (`--warm-start value`), or none."""
+    if config.warm_from:
+        warm = warm_from(system, config.warm_from)
+        print(f"warm start: the weights of {warm['run']} (best step {warm['best_step']})", file=sys.stderr)
+        return warm
+    if config.warm_start == "value":
+        warm = warm_start(system, personas)
+        print(f"warm start: ridge fit on {warm['sentences']} sentences, R^2 {warm['r2']:.3f}", file=sys.stderr)
+        return warm
+    return {"kind": "none"}
+
+
 def setup(config: Config, backbone, *, encoder=None):
     """The Job for `analysis.training.systems.run`: personas encoded once, the warm start, the startup check.
     `encoder` defaults to MiniLM (tests pass a cheap stand-in)."""
@@ -397,21 +424,8 @@ def setup(config: Config, backbone, *, encoder=None):
     modes = mix(config.pools_mode, config.names, config.people)
     for mode in modes:  # rows of every trained mode must fit the model (many people's full text may not)
         system.check_contexts(val, mode.split("+")[0], ids=mode.endswith("+ids"))
-    t = time.perf_counter()
-    sentences = [s for _, ctx in personas for s in ctx]
-    # every pool, encoded once; several people's paragraph pools are new combinations, encoded as rows need them
-    system.vectors(sentences + ([" ".join(ctx) for _, ctx in personas] if config.people == 1 else []))
-    for it in val:
-        system.vectors(list(it.context) + [" ".join(it.context)])
-    encode_seconds = time.perf_counter() - t
-    print(f"encoded {len(system._vec_cache)} pools in {encode_seconds:.0f}s", file=sys.stderr)
-    warm = {"kind": "none"}
-    if config.warm_from:
-        warm = warm_from(system, config.warm_from)
-        print(f"warm start: the weights of {warm['run']} (best step {warm['best_step']})", file=sys.stderr)
-    elif config.warm_start == "value":
-        warm = warm_start(system, personas)
-        print(f"warm start: ridge fit on {warm['sentences']} sentences, R^2 {warm['r2']:.3f}", file=sys.stderr)
+    encode_seconds = encode_pools(system, personas, val, config.people)
+    warm = start_weights(system, config, personas)
     startup_check(system, val[0])
     single_steps = round(config.curriculum * config.steps)
 

@@ -205,7 +205,7 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None):
     # lazy: keeps peft, transformers off the pages' and the command line's start
     from peft import set_peft_model_state_dict
 
-    from analysis.eval.sts import spearman  # lazy: keeps scipy off the pages' and the command line's start
+    from analysis.eval.sts import pair_cosines, pair_index, spearman  # lazy: keeps scipy off the first figure
     train_pairs = train_pairs if train_pairs is not None else stsb_pairs("train")
     dev_pairs = dev_pairs if dev_pairs is not None else stsb_pairs("dev")
     selection, report = dev_split(dev_pairs, min(SELECTION_SIZE, max(1, len(dev_pairs) // 5)))
@@ -234,11 +234,9 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None):
         return loss, info
 
     def score(pairs, ks) -> dict:
-        texts = pairs.unique_texts()
-        row = {t: i for i, t in enumerate(texts)}
-        li, ri = np.array([row[t] for t in pairs.left]), np.array([row[t] for t in pairs.right])
+        texts, left, right = pair_index(pairs)  # the one STS scorer's layout (analysis.eval.sts)
         emb = method.encode_steps(tuned, texts, ks)  # (n, m, d) unit; inference mode inside
-        return {f"spearman_k{k}": float(spearman(np.einsum("pd,pd->p", emb[li, j], emb[ri, j]), pairs.scores))
+        return {f"spearman_k{k}": spearman(pair_cosines(emb[:, j], left, right), pairs.scores)
                 for j, k in enumerate(ks)}
 
     def evaluate() -> dict:

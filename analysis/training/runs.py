@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 
 from analysis.core.errors import UserError
-from analysis.core.paths import ARTEFACTS, cache_root
-from analysis.weights.artefacts import MANIFEST, model_folder_name, shipped_dir
+from analysis.core.paths import ARTEFACTS
+from analysis.weights.artefacts import MANIFEST, model_folder_name, runs_root, shipped_dir
 
 RUN, BEST = "run", "best"
 
@@ -27,11 +27,6 @@ def result_dir(system: str, facts, out: str = "") -> Path:
     """The run's folder: `out` when given, else <cache>/runs/<system>/<model>/latest (never inside the repository
     by default; the app's live runs sit beside `latest` under their own names)."""
     return Path(out).expanduser() if out else runs_root(system) / model_folder_name(facts) / "latest"
-
-
-def runs_root(system: str) -> Path:
-    """<cache>/runs/<system>: every run of a system on this machine, one folder per model and run name."""
-    return cache_root() / "runs" / system
 
 
 def prepare(folder: Path) -> Path:

@@ -21,11 +21,17 @@ from pathlib import Path
 
 from analysis import code_version
 from analysis.core.errors import UserError
-from analysis.core.paths import ARTEFACTS, file_sha256
+from analysis.core.paths import ARTEFACTS, cache_root, file_sha256
 from analysis.models.backbone import builtin
 from analysis.weights import safefile
 
 WEIGHTS, MANIFEST = "weights.safetensors", "manifest.json"
+
+
+def runs_root(system: str) -> Path:
+    """<cache>/runs/<system>: every run of a system on this machine, one folder per model and run name (the trainers
+    write there; the methods list a system's finished runs from there)."""
+    return cache_root() / "runs" / system
 
 
 def model_folder_name(facts) -> str:
