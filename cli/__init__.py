@@ -19,6 +19,7 @@ from analysis.core.errors import UserError
 from analysis.core.finite import finite
 from analysis.core.paths import cache_root
 from cli import commands
+from cli.commands import _common
 
 
 def main(argv=None) -> int:
@@ -46,6 +47,8 @@ def main(argv=None) -> int:
     try:
         with budgets.lifted() if args.no_budgets else contextlib.nullcontext():
             result = runners[args.command](args)
+        if isinstance(result, dict) and getattr(args, "dtype", None) and _common.LOADED:
+            result.setdefault("precision", _common.precision_note(args))  # which dtype each method ran in, and why
         text = None if result is None else to_json(result)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from analysis.compute import KV_BASE, Encoded
+from analysis.core import precision
 from analysis.inspect.generation import scaling_curve
 from analysis.inspect.intrinsic_dim import auto_trajectory
 from analysis.methods import get_method
@@ -32,6 +33,7 @@ class Direct:
         return backbone if backbone.facts.dtype == dtype else self._backbones(backbone.facts.name, dtype=dtype)
 
     def encode(self, backbone, method, texts):
+        backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
         return timed_encode(backbone, method, texts, self.batch_size)
 
     def is_stored(self, backbone, method, texts):

@@ -19,11 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.core import budgets, intake
+from analysis.core import budgets, intake, precision
 from analysis.core.errors import UserError
+from analysis.core.precision import CHOICES
 from analysis.data.samples import select
 from analysis.models import backbone as backbone_module  # by module: tests replace load_backbone
-from analysis.models.backbone import DEVICES, DTYPES
+from analysis.models.backbone import DEVICES
 from cache import cached_encode, default_store, resolve_method
 
 
@@ -189,8 +190,9 @@ MODEL_HELP = ("a built-in model (default = smollm2-135m, gemma3-270m), a Hugging
               "model folder, or a .gguf file (converted once)")
 
 
-def add_model_arguments(parser, *, many: bool = False) -> None:
-    """--model (or --models for commands that compare several), --device and --dtype."""
+def add_model_arguments(parser, *, many: bool = False, dtype: str = "auto") -> None:
+    """--model (or --models for commands that compare several), --device and --dtype (default auto; commands that
+    publish a board or a report default to float32, so what they publish compares across machines)."""
     if many:
         parser.add_argument("--models", default="default", help="comma-separated models, each " + MODEL_HELP)
     else:
@@ -198,9 +200,10 @@ def add_model_arguments(parser, *, many: bool = False) -> None:
     parser.add_argument("--device", default="cpu", choices=DEVICES,
                         help="where the model runs (default cpu); auto = CUDA, else MPS, else CPU, and a model too "
                              "large for one GPU is split over the GPUs and the CPU by accelerate (device_map=auto)")
-    parser.add_argument("--dtype", default="float32", choices=DTYPES,
-                        help="weights and activations (default float32: exact, what every published number here "
-                             "uses); bfloat16 halves memory and is faster on hardware with bfloat16 units")
+    parser.add_argument("--dtype", default=dtype, choices=CHOICES,
+                        help=f"weights and activations (default {dtype}); auto: each method in bfloat16 where this "
+                             "machine has bfloat16 units and the model's dtype record measured its scores unmoved "
+                             "(`measure dtype`), float32 otherwise; the output's `precision` says which ran and why")
 
 
 def method_from_args(args):
@@ -222,8 +225,23 @@ def load_model(name_or_args, name: str | None = None):
     if isinstance(name_or_args, str):
         return backbone_module.load_backbone(name_or_args)
     args = name_or_args
-    return backbone_module.load_backbone(name or args.model, device=getattr(args, "device", "cpu"),
-                         dtype=getattr(args, "dtype", "float32"))
+    backbone = backbone_module.load_backbone(name or args.model, device=getattr(args, "device", "cpu"),
+                                             dtype=getattr(args, "dtype", "float32"))
+    LOADED.append(backbone)
+    return backbone
+
+
+LOADED: list = []  # the models this command loaded: its output says in which precision each method ran
+
+
+def precision_note(args) -> dict | None:
+    """{method: {"dtype", "reason"}} for the methods this command ran on the model it loaded (None: no model)."""
+    if not LOADED:
+        return None
+    names = [args.method] if getattr(args, "method", None) else \
+        [m.name for m in configure_methods(args.methods, getattr(args, "param", []) or []).values()] \
+        if getattr(args, "methods", None) else []
+    return {n: {"dtype": c.dtype, "reason": c.reason} for n, c in precision.summary(LOADED[-1], names).items()}
 
 
 def ready(args, backbone, method):
@@ -256,7 +274,8 @@ def encode(args, backbone, method, texts: list[str]) -> tuple[np.ndarray, dict]:
     messages = list(dict.fromkeys([str(w.message) for w in caught] + list(meta.get("warnings") or [])))
     for m in messages:
         print(f"warning: {m}", file=sys.stderr)
-    info = {"seconds": float(meta.get("seconds", wall)), "cached": hit, "warnings": messages}
+    info = {"seconds": float(meta.get("seconds", wall)), "cached": hit, "warnings": messages,
+            "precision": precision.for_method(backbone, method.name)[1].reason}
     if hit:
         info["lookup_seconds"] = wall
     return np.asarray(emb, dtype=np.float32), info
