@@ -259,7 +259,7 @@ def resolve_method(store, backbone, method, progress: Progress | None = None):
 def trajectory(store, backbone, method, texts: list[str], readout: str, bootstrap: int, seed: int = 0, *,
                batch_size: int = 16, progress: Progress | None = None):
     """(DataFrame, meta, hit): `analysis.inspect.intrinsic_dim.trajectory` of `texts`, one row per hidden state."""
-    backbone, _ = precision.for_method(backbone, "view:intrinsic dimension")  # --dtype auto: this method's dtype
+    backbone, _ = precision.for_method(backbone, "view:intrinsic dimension")  # --dtype auto: this view's dtype
     from analysis.inspect import intrinsic_dim as idm  # lazy: keeps torch off the pages' and the command line's start
 
     def compute(progress):
@@ -274,7 +274,7 @@ def trajectory(store, backbone, method, texts: list[str], readout: str, bootstra
 
 def stored_trajectory(store, backbone, method, texts: list[str], readout: str, bootstrap: int, seed: int = 0):
     """The stored trajectory (a DataFrame), or None when it has not been computed."""
-    backbone, _ = precision.for_method(backbone, "view:intrinsic dimension")  # --dtype auto: this method's dtype
+    backbone, _ = precision.for_method(backbone, "view:intrinsic dimension")  # --dtype auto: this view's dtype
     from analysis.inspect import intrinsic_dim as idm  # lazy: keeps torch off the pages' and the command line's start
 
     parts = keys.trajectory_parts(backbone, method, texts, readout, bootstrap, seed)
@@ -417,7 +417,7 @@ def pool_attention(store, system, item: dict, mode: str = "sentence", ids: bool 
 def attention_maps(store, backbone, method, text: str, progress: Progress | None = None):
     """(arrays, meta, hit) of one text's attention: tokens, the final token's rows "final" (L, H, S), KV-Embedding's
     prefix mass "mass" (L, H, T), TP/HTP "placeholders" (T,), Causal2Vec's "contextual" (L, H) and "c_index"."""
-    backbone, _ = precision.for_method(backbone, "view:attention")  # --dtype auto: this method's dtype
+    backbone, _ = precision.for_method(backbone, "view:attention")  # --dtype auto: this view's dtype
     # lazy: keeps torch off the pages' and the command line's start
     from analysis.inspect.attention import contextual_mass
 
@@ -442,7 +442,7 @@ def jacobians(store, backbone, method, text: str, layer: int, probes: int, exact
               progress: Progress | None = None):
     """(arrays, meta, hit): Jacobian norms of both readouts and the attention-product bound for one text; meta has
     the tokens, the layer, the bound's agreement, the decay and the sensitivity's own seconds."""
-    backbone, _ = precision.for_method(backbone, "view:sensitivity")  # --dtype auto: this method's dtype
+    backbone, _ = precision.for_method(backbone, "view:sensitivity")  # --dtype auto: this view's dtype
     from analysis.inspect import sensitivity as S  # lazy: keeps torch off the pages' and the command line's start
 
     def compute(progress):
@@ -461,7 +461,7 @@ def jacobians(store, backbone, method, text: str, layer: int, probes: int, exact
 def jacobians_stored(store, backbone, method, text: str, layer: int, probes: int, exact: bool) -> bool:
     """Whether `jacobians(...)` would compute nothing. A stored result passed the token budget when it was computed,
     so a page checks the budget (which tokenizes) only before real work."""
-    backbone, _ = precision.for_method(backbone, "view:sensitivity")  # --dtype auto: this method's dtype
+    backbone, _ = precision.for_method(backbone, "view:sensitivity")  # --dtype auto: this view's dtype
     parts = keys.sensitivity_parts(backbone, method, text, layer, probes, exact)
     return store is not None and store.contains(make_key(parts), keys.SENSITIVITY)
 

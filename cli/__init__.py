@@ -44,11 +44,12 @@ def main(argv=None) -> int:
     # config into the user's home on first import: keep them under the tool's own cache unless the user chose a place
     os.environ.setdefault("MPLCONFIGDIR", str(cache_root() / ".matplotlib"))
     shown, warnings.showwarning = warnings.showwarning, _warning_line  # one sentence per warning, like errors
+    _common.LOADED.clear()  # a fresh account of the models this run loads (tests run many commands in one process)
     try:
         with budgets.lifted() if args.no_budgets else contextlib.nullcontext():
             result = runners[args.command](args)
-        if isinstance(result, dict) and getattr(args, "dtype", None) and _common.LOADED:
-            result.setdefault("precision", _common.precision_note(args))  # which dtype each method ran in, and why
+        if isinstance(result, dict) and (note := _common.precision_note()):
+            result.setdefault("precision", note)  # the dtype each method ran in and why, one line each
         text = None if result is None else to_json(result)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -9,7 +9,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import cache
 from analysis.core.errors import UserError
-from analysis.core.precision import CHOICES, bf16_supported, verdicts_for
+from analysis.core.precision import CHOICES, TOLERANCE, bf16_supported, verdicts_for
 from analysis.models import backbone as backbone_module  # by module: tests replace load_backbone
 from analysis.models.backbone import BUILTIN, DEVICES, builtin
 from ui.text import md
@@ -237,23 +237,24 @@ def _choose_model() -> None:
                      help="auto (default): each method in bfloat16 where this machine has bfloat16 units and the "
                           "model's dtype record measured its scores unmoved, float32 otherwise; float32: exact "
                           "everywhere; bfloat16 halves the memory. Results are cached separately per precision.")
-    st.caption(precision_line(st.session_state.get(DTYPE_KEY, "auto")))
 
 
-def precision_line(requested: str) -> str:
-    """The sidebar's one line on the precision in use and why (the model's dtype record decides auto)."""
+def precision_line(requested: str, backbone) -> str:
+    """The sidebar's one line on the precision the methods run in and why: under auto, what this model's dtype record
+    (`analysis.core.precision`) says, read by identity, so the model is not loaded to say it."""
     if requested != "auto":
-        return f"Precision: {requested}, as chosen."
-    if not bf16_supported():
-        return "Precision: float32 (auto: this machine has no bfloat16 units)."
-    backbone = get_backbone()
+        return f"Precision: {requested} for every method, as chosen."
+    if not bf16_supported(backbone.facts.device):
+        return "Precision: auto, so float32 for every method: this machine has no bfloat16 units."
     verdicts = verdicts_for(backbone.identity)
     if verdicts is None:
-        return "Precision: float32 (auto: no bfloat16 evidence for this model yet: `python -m analysis measure dtype`)."
-    fast = sorted(n for n, v in verdicts.items() if v["dtype"] == "bfloat16" and not n.startswith("view:"))
-    kept = sorted(n for n, v in verdicts.items() if v["dtype"] != "bfloat16")
-    return (f"Precision: auto, bfloat16 for {', '.join(fast) or 'no method'} (measured unmoved on this model); "
-            f"float32 for {', '.join(kept) or 'nothing'}.")
+        return ("Precision: auto, so float32 for every method: no bfloat16 evidence for this model yet "
+                "(`python -m analysis measure dtype`).")
+    named = {n: n.removeprefix("view:") + " view" if n.startswith("view:") else n for n in verdicts}
+    fast = md(", ".join(sorted(named[n] for n, v in verdicts.items() if v["dtype"] == "bfloat16")) or "nothing")
+    kept = md(", ".join(sorted(named[n] for n, v in verdicts.items() if v["dtype"] != "bfloat16")) or "nothing")
+    return (f"Precision: auto, so bfloat16 for {fast} (this model's dtype record found them unmoved: scores within "
+            f"±{TOLERANCE}, views within their tolerance); float32 for {kept} (moved more) and anything unmeasured.")
 
 
 def cache_sizes(s: cache.Store) -> tuple[int, int]:
@@ -308,3 +309,4 @@ def sidebar() -> None:
                       + (f" · sliding window {f.sliding_window:,} in {f.n_sliding} layers" if f.sliding_window else "")
                       + (f" · {f.dtype} on {f.device}" if (f.dtype, f.device) != ("float32", "cpu") else "")
                       + (f" · licence: {f.licence}" if f.licence and f.name != "default" else ""))
+    facts_box.caption(precision_line(hardware()[1], backbone))

@@ -40,9 +40,13 @@ class Direct:
         return False
 
     def window(self, backbone, *, compute=True):
-        return auto_trajectory(backbone, get_method("kv_embedding", **KV_BASE).prompt_only()) if compute else None
+        if not compute:
+            return None
+        backbone, _ = precision.for_method(backbone, "kv_embedding")  # --dtype auto: as `cache.auto_window`
+        return auto_trajectory(backbone, get_method("kv_embedding", **KV_BASE).prompt_only())
 
     def sweep(self, backbone, data, cells, progress=None, should_stop=None):
+        backbone, _ = precision.for_method(backbone, "kv_embedding")  # --dtype auto: as `cache.cached_sweep`
         run = runner.SweepRun()
 
         def on_cell(result):
@@ -59,6 +63,7 @@ class Direct:
         return run
 
     def soft_curve(self, backbone, pairs, ks):
+        backbone, _ = precision.for_method(backbone, "soft_tokens")  # --dtype auto: as `cache.soft_scaling`
         return scaling_curve(backbone, pairs, ks, batch_size=self.batch_size)
 
     def compress_predict(self, system, items, mode, ids=False):

@@ -11,6 +11,7 @@ cache never mixes results of the two.
     bf16_supported()                          # AVX-512 BF16 / AMX on this CPU, or a bf16-capable GPU
     choose(verdicts, "prompteol")             # Choice("bfloat16", "bfloat16: did not move its scores ...")
     backbone, choice = for_method(backbone, "prompteol")   # the model in the dtype to run it in (the cache's door)
+    ran(backbone)                             # {"prompteol": Choice(...)}: what the command line reports
 """
 
 from __future__ import annotations
@@ -70,11 +71,21 @@ def choose(verdicts: dict | None, method: str, *, requested: str = "auto", devic
 
 def for_method(backbone, name: str):
     """(backbone in the dtype `name` runs in, Choice): a method's name, or "view:<name>" for an inspection view. A
-    backbone not loaded with `auto` runs everything in its own dtype."""
-    if not getattr(backbone, "auto", False):
-        return backbone, Choice(backbone.facts.dtype, f"{backbone.facts.dtype}, as loaded")
-    choice = choose(verdicts_for(backbone.identity), name, device=backbone.facts.device)
-    return backbone.in_dtype(choice.dtype), choice
+    backbone not loaded with `auto` runs everything in its own dtype and never reads a record. The choice is noted
+    on the backbone (`ran`), so the command line can say what each method ran in."""
+    auto = getattr(backbone, "auto", False)
+    dtype = getattr(getattr(backbone, "facts", None), "dtype", "float32")  # a test's stand-in may have no facts
+    choice = (choose(verdicts_for(backbone.identity), name, device=backbone.facts.device) if auto
+              else Choice(dtype, f"{dtype}: loaded in {dtype}, not auto"))
+    noted = getattr(backbone, "_ran", None)  # a lazy handle or a stand-in has none (and must not load to say so)
+    if isinstance(noted, dict):
+        noted[name] = choice
+    return (backbone.in_dtype(choice.dtype) if auto else backbone), choice
+
+
+def ran(backbone) -> dict:
+    """{method or view: Choice} of what ran, or was read from the cache, on this model (`for_method` notes each)."""
+    return dict(getattr(backbone, "_ran", None) or {})
 
 
 def verdicts_for(identity: str) -> dict | None:
@@ -95,11 +106,3 @@ def _verdicts(identity: str, records: tuple) -> dict | None:
             return (record.get("extra") or {}).get("verdicts")
     return None
 
-
-def summary(backbone, names) -> dict:
-    """{name: Choice} for the methods `names` on this backbone, without loading a twin (what the sidebar and the
-    command line say)."""
-    if not getattr(backbone, "auto", False):
-        return {n: Choice(backbone.facts.dtype, f"{backbone.facts.dtype}, as loaded") for n in names}
-    verdicts = verdicts_for(backbone.identity)
-    return {n: choose(verdicts, n, device=backbone.facts.device) for n in names}

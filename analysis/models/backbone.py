@@ -136,6 +136,7 @@ class Backbone:
     auto: bool = False
     reload: Callable | None = field(default=None, repr=False)
     _twins: dict = field(default_factory=dict, repr=False)
+    _ran: dict = field(default_factory=dict, repr=False)  # {method or view: Choice} it ran in (`precision.ran`)
 
     def in_dtype(self, dtype: str) -> Backbone:
         """This model in `dtype`: itself, or its twin, loaded on first use and kept. Its identity carries the dtype,
@@ -145,7 +146,8 @@ class Backbone:
         with self.lock:
             if dtype not in self._twins:
                 if self.reload is None:
-                    raise UserError(f"{self.facts.name} cannot be loaded again in {dtype}: load it with --dtype {dtype}.")
+                    raise UserError(f"{self.facts.name} cannot be loaded again in {dtype}: "
+                                    f"load it with --dtype {dtype}.")
                 self._twins[dtype] = self.reload(dtype=dtype)
         return self._twins[dtype]
 
@@ -210,11 +212,8 @@ def load_backbone(name: str = DEFAULT_NAME, *, attn_implementation: str = "sdpa"
         UserError: the model cannot be found offline or is not a causal LM, or the device/dtype is unknown.
     """
     if dtype == "auto":
-        again = functools.partial(load_backbone, name, attn_implementation=attn_implementation, device=device,
-                                  device_map=device_map, offload_folder=offload_folder)
-        backbone = again(dtype="float32")
-        backbone.auto, backbone.reload = True, again
-        return backbone
+        return _auto(functools.partial(load_backbone, name, attn_implementation=attn_implementation, device=device,
+                                       device_map=device_map, offload_folder=offload_folder))
     # lazy: keeps torch, transformers off the pages' and the command line's start
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -285,6 +284,14 @@ def load_backbone(name: str = DEFAULT_NAME, *, attn_implementation: str = "sdpa"
     facts = facts.__class__(**{**facts.__dict__, "title": entry.title if entry else "",
                                "licence": entry.licence if entry else "", "dtype": dtype, "device": placed})
     return Backbone(model, tokenizer, facts, identity)
+
+
+def _auto(load: Callable) -> Backbone:
+    """`--dtype auto`: the float32 model (its identity, so float32's cache entries and records stay its own), able to
+    load its twin in another dtype when a method's record allows it (`Backbone.in_dtype`)."""
+    backbone = load(dtype="float32")
+    backbone.auto, backbone.reload = True, load
+    return backbone
 
 
 def _need_accelerate() -> None:

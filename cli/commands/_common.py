@@ -223,25 +223,24 @@ def load_model(name_or_args, name: str | None = None):
 
     hf_logging.disable_progress_bar()  # stdout carries one JSON line; keep stderr for messages
     if isinstance(name_or_args, str):
-        return backbone_module.load_backbone(name_or_args)
-    args = name_or_args
-    backbone = backbone_module.load_backbone(name or args.model, device=getattr(args, "device", "cpu"),
-                                             dtype=getattr(args, "dtype", "float32"))
+        backbone = backbone_module.load_backbone(name_or_args)
+    else:
+        args = name_or_args
+        backbone = backbone_module.load_backbone(name or args.model, device=getattr(args, "device", "cpu"),
+                                                 dtype=getattr(args, "dtype", "float32"))
     LOADED.append(backbone)
     return backbone
 
 
-LOADED: list = []  # the models this command loaded: its output says in which precision each method ran
+LOADED: list = []  # the models this command loaded (`cli.main` empties it): its output says what each method ran in
 
 
-def precision_note(args) -> dict | None:
-    """{method: {"dtype", "reason"}} for the methods this command ran on the model it loaded (None: no model)."""
-    if not LOADED:
-        return None
-    names = [args.method] if getattr(args, "method", None) else \
-        [m.name for m in configure_methods(args.methods, getattr(args, "param", []) or []).values()] \
-        if getattr(args, "methods", None) else []
-    return {n: {"dtype": c.dtype, "reason": c.reason} for n, c in precision.summary(LOADED[-1], names).items()}
+def precision_note() -> dict:
+    """{method or view: "<dtype>: <why>"} of what this command ran (`precision.ran`), one line each; keyed by model
+    first when it loaded several. Empty when it loaded none."""
+    notes = {b.facts.name: {n: c.reason for n, c in precision.ran(b).items()} for b in LOADED}
+    notes = {model: said for model, said in notes.items() if said}
+    return next(iter(notes.values())) if len(notes) == 1 else notes
 
 
 def ready(args, backbone, method):
@@ -257,7 +256,8 @@ def params_dict(method) -> dict:
 
 
 def encode(args, backbone, method, texts: list[str]) -> tuple[np.ndarray, dict]:
-    """Embed `texts`; returns (emb (n, d) float32, {"seconds", "cached", "warnings"}).
+    """Embed `texts`; returns (emb (n, d) float32, {"seconds", "cached", "warnings", "model", "precision"}): "model"
+    is the identity that computed them (under --dtype auto, a bfloat16 twin's where the record allows it).
 
     `seconds` is the time the embeddings took to compute; on a cache hit, the time recorded when they were
     computed (the lookup itself is in `lookup_seconds`). The batch size is not in the cache key (results do not
@@ -274,8 +274,9 @@ def encode(args, backbone, method, texts: list[str]) -> tuple[np.ndarray, dict]:
     messages = list(dict.fromkeys([str(w.message) for w in caught] + list(meta.get("warnings") or [])))
     for m in messages:
         print(f"warning: {m}", file=sys.stderr)
+    ran_on, choice = precision.for_method(backbone, method.name)  # --dtype auto: the twin it ran on, or the model
     info = {"seconds": float(meta.get("seconds", wall)), "cached": hit, "warnings": messages,
-            "precision": precision.for_method(backbone, method.name)[1].reason}
+            "model": ran_on.identity, "precision": choice.reason}
     if hit:
         info["lookup_seconds"] = wall
     return np.asarray(emb, dtype=np.float32), info

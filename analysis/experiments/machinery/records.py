@@ -18,8 +18,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from analysis.core.paths import records_folder
 from analysis.core.errors import UserError
+from analysis.core.paths import records_folder
 
 SCHEMA = 2
 
