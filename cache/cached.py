@@ -19,8 +19,7 @@ from analysis.methods import get_method
 from analysis.models.backbone import load_backbone
 from cache import keys
 from cache.claims import report_summary
-from cache.compute import (auto_window, cached_compress_predict, cached_encode, computed, encoded_stored,
-                           soft_scaling)
+from cache.compute import auto_window, cached_compress_predict, cached_encode, computed, encoded_stored, soft_scaling
 from cache.sweep import cached_sweep
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from analysis.core import precision
 from analysis.core.errors import TruncationWarning
 from analysis.eval.tasks import score_from_record, score_record, score_task
 from analysis.inspect import geometry as G
@@ -87,6 +88,7 @@ def cached_encode(store, backbone, method, texts: list[str], *, namespace: str =
     The list's entry (`encode_parts`, the key pages have always used) is a thin index: on a miss the vectors come
     from `encode_documents`, which computes only the documents no earlier list or corpus had.
     """
+    backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     texts = list(texts)
     per_document = set(encode_kwargs) <= {"normalize"}  # what the vector store keys; anything else: one encode
 
@@ -111,6 +113,7 @@ def encoded_stored(store, backbone, method, texts: list[str]) -> bool:
     """Whether `cached_encode(store, backbone, method, texts)` would compute nothing: the list is stored, or every
     document of it is. Nothing is computed to answer, so a method still choosing its `layers=auto` window is
     resolved only from a stored window (else False)."""
+    backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     if store is None:
         return False
     if needs_window(method, backbone):
@@ -140,6 +143,7 @@ def encode_documents(store, backbone, method, texts: list[str], *, normalize: bo
         "cached", "tokens", "seconds" (what these vectors cost when computed), "warnings" (a truncation warning
         counts every text, stored or computed); hit: nothing was computed.
     """
+    backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     # lazy: keeps torch off the pages' and the command line's start
     from analysis.core.tokens import check_texts, truncation_message
 
@@ -218,6 +222,7 @@ def auto_window(store, backbone, method, progress: Progress | None = None, *, co
     hand-edited) is removed and recomputed. With compute=False, None when it has not been computed yet; with store
     None, computed in memory.
     """
+    backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     from analysis.inspect import intrinsic_dim as idm  # lazy: keeps torch off the pages' and the command line's start
 
     prompt = method.prompt_only()
@@ -254,6 +259,7 @@ def resolve_method(store, backbone, method, progress: Progress | None = None):
 def trajectory(store, backbone, method, texts: list[str], readout: str, bootstrap: int, seed: int = 0, *,
                batch_size: int = 16, progress: Progress | None = None):
     """(DataFrame, meta, hit): `analysis.inspect.intrinsic_dim.trajectory` of `texts`, one row per hidden state."""
+    backbone, _ = precision.for_method(backbone, "view:intrinsic dimension")  # --dtype auto: this view's dtype
     from analysis.inspect import intrinsic_dim as idm  # lazy: keeps torch off the pages' and the command line's start
 
     def compute(progress):
@@ -268,6 +274,7 @@ def trajectory(store, backbone, method, texts: list[str], readout: str, bootstra
 
 def stored_trajectory(store, backbone, method, texts: list[str], readout: str, bootstrap: int, seed: int = 0):
     """The stored trajectory (a DataFrame), or None when it has not been computed."""
+    backbone, _ = precision.for_method(backbone, "view:intrinsic dimension")  # --dtype auto: this view's dtype
     from analysis.inspect import intrinsic_dim as idm  # lazy: keeps torch off the pages' and the command line's start
 
     parts = keys.trajectory_parts(backbone, method, texts, readout, bootstrap, seed)
@@ -279,6 +286,7 @@ def stored_trajectory(store, backbone, method, texts: list[str], readout: str, b
 def sts_score(store, backbone, pairs, method, *, batch_size: int = 16,
               progress: Progress | None = None) -> tuple[float, dict, bool]:
     """(Spearman of cosine similarity against the gold scores, meta, hit), each distinct text encoded once."""
+    backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     def compute(progress):
         rho = spearman_of(backbone, method, pairs, counting(progress, "texts"), batch_size=batch_size)
         return {"spearman": np.array([rho])}, {}
@@ -291,6 +299,7 @@ def sts_score(store, backbone, pairs, method, *, batch_size: int = 16,
 def stored_cell_score(store, backbone, data, method) -> float | None:
     """The stored score of `method` on `data` (pairs: Spearman; a retrieval task: nDCG@10, `keys.cell_score_parts`),
     or None."""
+    backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     if store is None:
         return None
     entry = store.get(make_key(keys.cell_score_parts(backbone, data, method)), keys.STS_SCORE)
@@ -300,6 +309,7 @@ def stored_cell_score(store, backbone, data, method) -> float | None:
 def put_cell_score(store, backbone, data, method, value: float, seconds: float) -> None:
     """Store a score computed elsewhere: a sweep's cell, scored by the sweep runner (`cache.sweep`). (The array keeps
     its first name, "spearman", on retrieval too: the entries the Layer explorer has always read.)"""
+    backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     if store is not None:
         parts = keys.cell_score_parts(backbone, data, method)
         store.put(make_key(parts), {"spearman": np.array([value])}, {"seconds": seconds, "warnings": []}, parts=parts,
@@ -315,6 +325,7 @@ def bench_cell(store, backbone, method, task, *, n_boot: int, seed: int = 0, emb
     everything else as documents), so a method whose paper embeds queries differently is scored that way and its two
     sides are stored apart. `embed(side_method, texts) -> (emb, seconds)` embeds (the command line's, which prints its
     warnings); by default `cached_encode` through the same store."""
+    backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     def compute(progress):
         seconds = []
 
@@ -339,6 +350,7 @@ def bench_cell(store, backbone, method, task, *, n_boot: int, seed: int = 0, emb
 def bench_cell_stored(store, backbone, method, task, *, n_boot: int, seed: int = 0) -> bool:
     """Whether `bench_cell` with these arguments would be read from `store` (no computing): a page asks before it
     starts work that takes minutes."""
+    backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     if store is None:
         return False
     parts = keys.bench_parts(backbone.identity, method, task, n_boot=n_boot, seed=seed)
@@ -348,6 +360,7 @@ def bench_cell_stored(store, backbone, method, task, *, n_boot: int, seed: int =
 def put_bench_cell(store, backbone, method, task, arrays: dict, meta: dict, *, n_boot: int, seed: int = 0):
     """Store a benchmark cell computed elsewhere (a Ray worker of the benchmark grid: `score_record`'s arrays and meta
     with "encode_seconds"), under the key `bench_cell` reads; returns its Score."""
+    backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     if store is not None:
         parts = keys.bench_parts(backbone.identity, method, task, n_boot=n_boot, seed=seed)
         store.put(make_key(parts), arrays, {**meta, "warnings": list(meta.get("warnings", []))}, parts=parts,
@@ -357,6 +370,7 @@ def put_bench_cell(store, backbone, method, task, arrays: dict, meta: dict, *, n
 
 def stored_bench_cell(store, backbone, method, task, *, n_boot: int, seed: int = 0):
     """(Score, meta) of a stored benchmark cell, or None. `backbone` only needs its `identity`."""
+    backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     entry = store.get(make_key(keys.bench_parts(backbone.identity, method, task, n_boot=n_boot, seed=seed)),
                       keys.BENCH)
     return None if entry is None else (score_from_record(entry.arrays, entry.meta), entry.meta)
@@ -403,6 +417,7 @@ def pool_attention(store, system, item: dict, mode: str = "sentence", ids: bool 
 def attention_maps(store, backbone, method, text: str, progress: Progress | None = None):
     """(arrays, meta, hit) of one text's attention: tokens, the final token's rows "final" (L, H, S), KV-Embedding's
     prefix mass "mass" (L, H, T), TP/HTP "placeholders" (T,), Causal2Vec's "contextual" (L, H) and "c_index"."""
+    backbone, _ = precision.for_method(backbone, "view:attention")  # --dtype auto: this view's dtype
     # lazy: keeps torch off the pages' and the command line's start
     from analysis.inspect.attention import contextual_mass
 
@@ -427,6 +442,7 @@ def jacobians(store, backbone, method, text: str, layer: int, probes: int, exact
               progress: Progress | None = None):
     """(arrays, meta, hit): Jacobian norms of both readouts and the attention-product bound for one text; meta has
     the tokens, the layer, the bound's agreement, the decay and the sensitivity's own seconds."""
+    backbone, _ = precision.for_method(backbone, "view:sensitivity")  # --dtype auto: this view's dtype
     from analysis.inspect import sensitivity as S  # lazy: keeps torch off the pages' and the command line's start
 
     def compute(progress):
@@ -445,6 +461,7 @@ def jacobians(store, backbone, method, text: str, layer: int, probes: int, exact
 def jacobians_stored(store, backbone, method, text: str, layer: int, probes: int, exact: bool) -> bool:
     """Whether `jacobians(...)` would compute nothing. A stored result passed the token budget when it was computed,
     so a page checks the budget (which tokenizes) only before real work."""
+    backbone, _ = precision.for_method(backbone, "view:sensitivity")  # --dtype auto: this view's dtype
     parts = keys.sensitivity_parts(backbone, method, text, layer, probes, exact)
     return store is not None and store.contains(make_key(parts), keys.SENSITIVITY)
 
@@ -454,6 +471,7 @@ def geometry(store, backbone, method, positives, n_boot: int, *, batch_size: int
              progress: Progress | None = None):
     """(values, meta, hit): alignment, its interval, uniformity, its interval, anisotropy, its interval (9 floats)
     of `method` over `positives` (`analysis.inspect.geometry.PositivePairs`); meta has n_texts and n_pairs."""
+    backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     def compute(progress):
         emb, _, _ = cached_encode(store, backbone, method, positives.texts, batch_size=batch_size, progress=progress)
         g = G.measure(emb, positives.left_index, positives.right_index, n_boot=n_boot, seed=0)
@@ -467,6 +485,7 @@ def geometry(store, backbone, method, positives, n_boot: int, *, batch_size: int
 
 def anisotropy(store, backbone, method, texts: list[str], progress: Progress | None = None):
     """(anisotropy at every hidden state (L+1,), meta, hit)."""
+    backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     def compute(progress):
         return {"curve": G.anisotropy_by_layer(backbone, method, texts, progress=counting(progress, "texts"))}, {}
 
@@ -478,6 +497,7 @@ def anisotropy(store, backbone, method, texts: list[str], progress: Progress | N
 def embedding_map(store, backbone, method, texts: list[str], kind: str, seed: int, *, batch_size: int = 16,
                   progress: Progress | None = None):
     """((n, 2) PCA or UMAP map of the method's embeddings of `texts`, meta, hit)."""
+    backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     def compute(progress):
         emb, _, _ = cached_encode(store, backbone, method, texts, batch_size=batch_size, progress=progress)
         return {"xy": G.embedding_map(emb, kind, seed=seed)}, {}
@@ -492,6 +512,7 @@ def soft_generation(store, backbone, text: str, instruction: str, progress: Prog
     """(report, meta, hit): `generate_soft_tokens`'s report for one text, its arrays stored as arrays and the rest
     as JSON, so a stored report is read back without loading the adapter. Settings left out and settings given at
     their defaults read the same entry."""
+    backbone, _ = precision.for_method(backbone, "soft_tokens")  # --dtype auto: this method's dtype
     from analysis.inspect import generation  # lazy: keeps torch off the pages' and the command line's start
     settings = soft_settings(**settings)
     adapter = settings.pop("adapter")
@@ -524,6 +545,7 @@ def soft_scaling(store, backbone, pairs, ks: list[int], params: dict, *, batch_s
                  progress: Progress | None = None):
     """(arrays ks, spearman, ci (m, 2), ..., meta, hit): STS Spearman of soft-token embeddings at every K in `ks`
     (`scaling_curve`, one generation of max K tokens); `params` are its settings (the adapter among them)."""
+    backbone, _ = precision.for_method(backbone, "soft_tokens")  # --dtype auto: this method's dtype
     # lazy: keeps torch off the pages' and the command line's start
     from analysis.inspect.generation import scaling_curve
     ks = sorted(ks)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from analysis.core import budgets
+from analysis.core import budgets, precision
 from analysis.core.errors import UserError
 from analysis.methods import get_method
 from analysis.sweep import runner, windows
@@ -40,6 +40,8 @@ def cached_sweep(store, backbone, data, cells, *, base: dict | None = None, exec
         progress: progress(done, total, message) after every cell, cached ones included: the cell's label, its
             score, "cached" or its seconds, and the time left once a cell was computed.
     """
+    if executor == "local":  # --dtype auto: KV-Embedding's dtype (a Ray worker loads its model in float32)
+        backbone, _ = precision.for_method(backbone, "kv_embedding")
     began = time.perf_counter()
     base = dict(base or {})
     L = backbone.facts.n_layers

@@ -19,6 +19,7 @@ from analysis.core.errors import UserError
 from analysis.core.finite import finite
 from analysis.core.paths import cache_root
 from cli import commands
+from cli.commands import _common
 
 
 def main(argv=None) -> int:
@@ -43,9 +44,12 @@ def main(argv=None) -> int:
     # config into the user's home on first import: keep them under the tool's own cache unless the user chose a place
     os.environ.setdefault("MPLCONFIGDIR", str(cache_root() / ".matplotlib"))
     shown, warnings.showwarning = warnings.showwarning, _warning_line  # one sentence per warning, like errors
+    _common.LOADED.clear()  # a fresh account of the models this run loads (tests run many commands in one process)
     try:
         with budgets.lifted() if args.no_budgets else contextlib.nullcontext():
             result = runners[args.command](args)
+        if isinstance(result, dict) and (note := _common.precision_note()):
+            result.setdefault("precision", note)  # the dtype each method ran in and why, one line each
         text = None if result is None else to_json(result)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -5,6 +5,9 @@ import os
 # MKL may change its thread count with the machine's load (MKL_DYNAMIC), and with it the order of float
 # reductions; the bit-for-bit tests compare two passes in one process, so pin it before torch is imported.
 os.environ.setdefault("MKL_DYNAMIC", "FALSE")
+# `--dtype auto` would run a method in bfloat16 on a CPU with bfloat16 units once its model's dtype record allows it:
+# tests compare against float32, so they behave as a machine without the units unless one forces them on itself
+os.environ.setdefault("EMBEDSCOPE_BF16", "0")
 
 import pytest  # noqa: E402
 

@@ -54,6 +54,7 @@ def test_app_home_and_sidebar():
     sidebar = " ".join(c.value for c in at.sidebar.caption)
     assert "30 layers" in sidebar and "d=576" in sidebar  # the loaded model's facts
     assert "decoder layer ℓ produces hidden state ℓ+1" in sidebar
+    assert "Precision: auto, so float32 for every method" in sidebar  # which precision runs, and why (#53)
     assert at.sidebar.button(key="ui_clear_cache").label == "Clear cache"
     assert any("Cache" in m.value for m in at.sidebar.markdown)
     assert at.title[0].value == "embedscope"  # the home page is the default

@@ -9,8 +9,9 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import cache
 from analysis.core.errors import UserError
+from analysis.core.precision import CHOICES, TOLERANCE, bf16_supported, verdicts_for
 from analysis.models import backbone as backbone_module  # by module: tests replace load_backbone
-from analysis.models.backbone import BUILTIN, DEVICES, DTYPES, builtin
+from analysis.models.backbone import BUILTIN, DEVICES, builtin
 from ui.text import md
 
 MODEL_KEY = "embedscope_model"  # session-state key of the chosen model name ("default", an HF id or a path)
@@ -29,8 +30,9 @@ def store() -> cache.Store:
 
 
 def hardware() -> tuple[str, str]:
-    """(device, dtype) chosen in the sidebar: cpu and float32 unless changed."""
-    return st.session_state.get(DEVICE_KEY, "cpu"), st.session_state.get(DTYPE_KEY, "float32")
+    """(device, dtype) chosen in the sidebar: cpu and auto (each method in the precision its evidence allows,
+    `analysis.core.precision`) unless changed."""
+    return st.session_state.get(DEVICE_KEY, "cpu"), st.session_state.get(DTYPE_KEY, "auto")
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)  # Compare models holds two models at once
@@ -96,11 +98,16 @@ class LazyBackbone:
     never pays the seconds of importing transformers and loading the model (issue 38's profile: most of a fresh
     page's 10 s)."""
 
-    def __init__(self, described, load):
+    def __init__(self, described, load, *, auto: bool = False, twin=None):
         self.identity, self.facts = described.identity, described.facts
+        self.auto, self._twin = auto, twin  # --dtype auto: `in_dtype` hands out the twin, itself lazy
         self._described = described
         self._load, self._loaded, self._tokenizer = load, None, None
         self._loading = threading.Lock()
+
+    def in_dtype(self, dtype: str):
+        """This model in `dtype` without loading it: itself, or its lazy twin (`_lazy` in that dtype)."""
+        return self if dtype == self.facts.dtype else self._twin(dtype)
 
     @property
     def is_loaded(self) -> bool:
@@ -135,7 +142,10 @@ def _lazy(name: str, device: str, dtype: str) -> LazyBackbone | None:
     """One handle per model and process, shared by every session as the loaded model is (so what the library memoises
     per backbone, merged adapter copies, is made once); None when only a load can describe the model."""
     found = _describe(name, device, dtype)
-    return None if found is None else LazyBackbone(found, lambda: _load_shown(name, device, dtype))
+    if found is None:
+        return None
+    return LazyBackbone(found, lambda: _load_shown(name, device, dtype), auto=dtype == "auto",
+                        twin=lambda other: _lazy(name, device, other) or _load(name, device, other))
 
 
 def _load_shown(name: str, device: str, dtype: str):
@@ -223,9 +233,28 @@ def _choose_model() -> None:
         st.selectbox("Device", DEVICES, key=DEVICE_KEY,
                      help="cpu (default), cuda, mps, or auto: the best available; on CUDA a model too large for one "
                           "GPU is split over the GPUs and the CPU (accelerate, device_map=auto).")
-        st.selectbox("Precision", DTYPES, key=DTYPE_KEY,
-                     help="float32 (default, exact); bfloat16 halves the memory and is faster on hardware with "
-                          "bfloat16 units. Results are cached separately per precision.")
+        st.selectbox("Precision", CHOICES, key=DTYPE_KEY,
+                     help="auto (default): each method in bfloat16 where this machine has bfloat16 units and the "
+                          "model's dtype record measured its scores unmoved, float32 otherwise; float32: exact "
+                          "everywhere; bfloat16 halves the memory. Results are cached separately per precision.")
+
+
+def precision_line(requested: str, backbone) -> str:
+    """The sidebar's one line on the precision the methods run in and why: under auto, what this model's dtype record
+    (`analysis.core.precision`) says, read by identity, so the model is not loaded to say it."""
+    if requested != "auto":
+        return f"Precision: {requested} for every method, as chosen."
+    if not bf16_supported(backbone.facts.device):
+        return "Precision: auto, so float32 for every method: this machine has no bfloat16 units."
+    verdicts = verdicts_for(backbone.identity)
+    if verdicts is None:
+        return ("Precision: auto, so float32 for every method: no bfloat16 evidence for this model yet "
+                "(`python -m analysis measure dtype`).")
+    named = {n: n.removeprefix("view:") + " view" if n.startswith("view:") else n for n in verdicts}
+    fast = md(", ".join(sorted(named[n] for n, v in verdicts.items() if v["dtype"] == "bfloat16")) or "nothing")
+    kept = md(", ".join(sorted(named[n] for n, v in verdicts.items() if v["dtype"] != "bfloat16")) or "nothing")
+    return (f"Precision: auto, so bfloat16 for {fast} (this model's dtype record found them unmoved: scores within "
+            f"±{TOLERANCE}, views within their tolerance); float32 for {kept} (moved more) and anything unmeasured.")
 
 
 def cache_sizes(s: cache.Store) -> tuple[int, int]:
@@ -280,3 +309,4 @@ def sidebar() -> None:
                       + (f" · sliding window {f.sliding_window:,} in {f.n_sliding} layers" if f.sliding_window else "")
                       + (f" · {f.dtype} on {f.device}" if (f.dtype, f.device) != ("float32", "cpu") else "")
                       + (f" · licence: {f.licence}" if f.licence and f.name != "default" else ""))
+    facts_box.caption(precision_line(hardware()[1], backbone))

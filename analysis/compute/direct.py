@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from analysis.compute import KV_BASE, Encoded
+from analysis.core import precision
 from analysis.inspect.generation import scaling_curve
 from analysis.inspect.intrinsic_dim import auto_trajectory
 from analysis.methods import get_method
@@ -32,15 +33,20 @@ class Direct:
         return backbone if backbone.facts.dtype == dtype else self._backbones(backbone.facts.name, dtype=dtype)
 
     def encode(self, backbone, method, texts):
+        backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
         return timed_encode(backbone, method, texts, self.batch_size)
 
     def is_stored(self, backbone, method, texts):
         return False
 
     def window(self, backbone, *, compute=True):
-        return auto_trajectory(backbone, get_method("kv_embedding", **KV_BASE).prompt_only()) if compute else None
+        if not compute:
+            return None
+        backbone, _ = precision.for_method(backbone, "kv_embedding")  # --dtype auto: as `cache.auto_window`
+        return auto_trajectory(backbone, get_method("kv_embedding", **KV_BASE).prompt_only())
 
     def sweep(self, backbone, data, cells, progress=None, should_stop=None):
+        backbone, _ = precision.for_method(backbone, "kv_embedding")  # --dtype auto: as `cache.cached_sweep`
         run = runner.SweepRun()
 
         def on_cell(result):
@@ -57,6 +63,7 @@ class Direct:
         return run
 
     def soft_curve(self, backbone, pairs, ks):
+        backbone, _ = precision.for_method(backbone, "soft_tokens")  # --dtype auto: as `cache.soft_scaling`
         return scaling_curve(backbone, pairs, ks, batch_size=self.batch_size)
 
     def compress_predict(self, system, items, mode, ids=False):

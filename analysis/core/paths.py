@@ -29,6 +29,13 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "embedscope"
 
 
+def records_folder() -> Path:
+    """Where the published records are: `docs/results` in a checkout; in an installed wheel, the copy that travels
+    as package data (`analysis/experiments/recorded/`, made by the build)."""
+    checkout = REPO / "docs" / "results"
+    return checkout if checkout.is_dir() else PACKAGE / "experiments" / "recorded"
+
+
 def data_dir() -> Path:
     """The data folder, where the public data sets live (`analysis.data.fetch` stores and finds them there):
     EMBEDSCOPE_DATA; else EMBEDSCOPE_SHARED_DATA, its older name, still read so existing set-ups keep working;

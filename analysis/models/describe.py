@@ -35,6 +35,8 @@ def describe(name: str, *, device: str = "cpu", dtype: str = "float32") -> Descr
     entry = builtin(name)
     if entry is None or resolve_device(device) != "cpu":
         return None
+    if dtype == "auto":  # auto's backbone is the float32 one (its twins are described on their own)
+        dtype = "float32"
     _torch_dtype(dtype)  # an unknown dtype: the same sentence as load_backbone's
     _, tag, _ = entry.gguf(None)
     if not (cache_root() / "models" / f"{entry.folder_prefix}-{tag}" / "embedscope.json").is_file():

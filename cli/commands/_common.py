@@ -19,11 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.core import budgets, intake
+from analysis.core import budgets, intake, precision
 from analysis.core.errors import UserError
+from analysis.core.precision import CHOICES
 from analysis.data.samples import select
 from analysis.models import backbone as backbone_module  # by module: tests replace load_backbone
-from analysis.models.backbone import DEVICES, DTYPES
+from analysis.models.backbone import DEVICES
 from cache import cached_encode, default_store, resolve_method
 
 
@@ -189,8 +190,9 @@ MODEL_HELP = ("a built-in model (default = smollm2-135m, gemma3-270m), a Hugging
               "model folder, or a .gguf file (converted once)")
 
 
-def add_model_arguments(parser, *, many: bool = False) -> None:
-    """--model (or --models for commands that compare several), --device and --dtype."""
+def add_model_arguments(parser, *, many: bool = False, dtype: str = "auto") -> None:
+    """--model (or --models for commands that compare several), --device and --dtype (default auto; commands that
+    publish a board or a report default to float32, so what they publish compares across machines)."""
     if many:
         parser.add_argument("--models", default="default", help="comma-separated models, each " + MODEL_HELP)
     else:
@@ -198,9 +200,10 @@ def add_model_arguments(parser, *, many: bool = False) -> None:
     parser.add_argument("--device", default="cpu", choices=DEVICES,
                         help="where the model runs (default cpu); auto = CUDA, else MPS, else CPU, and a model too "
                              "large for one GPU is split over the GPUs and the CPU by accelerate (device_map=auto)")
-    parser.add_argument("--dtype", default="float32", choices=DTYPES,
-                        help="weights and activations (default float32: exact, what every published number here "
-                             "uses); bfloat16 halves memory and is faster on hardware with bfloat16 units")
+    parser.add_argument("--dtype", default=dtype, choices=CHOICES,
+                        help=f"weights and activations (default {dtype}); auto: each method in bfloat16 where this "
+                             "machine has bfloat16 units and the model's dtype record measured its scores unmoved "
+                             "(`measure dtype`), float32 otherwise; the output's `precision` says which ran and why")
 
 
 def method_from_args(args):
@@ -220,10 +223,24 @@ def load_model(name_or_args, name: str | None = None):
 
     hf_logging.disable_progress_bar()  # stdout carries one JSON line; keep stderr for messages
     if isinstance(name_or_args, str):
-        return backbone_module.load_backbone(name_or_args)
-    args = name_or_args
-    return backbone_module.load_backbone(name or args.model, device=getattr(args, "device", "cpu"),
-                         dtype=getattr(args, "dtype", "float32"))
+        backbone = backbone_module.load_backbone(name_or_args)
+    else:
+        args = name_or_args
+        backbone = backbone_module.load_backbone(name or args.model, device=getattr(args, "device", "cpu"),
+                                                 dtype=getattr(args, "dtype", "float32"))
+    LOADED.append(backbone)
+    return backbone
+
+
+LOADED: list = []  # the models this command loaded (`cli.main` empties it): its output says what each method ran in
+
+
+def precision_note() -> dict:
+    """{method or view: "<dtype>: <why>"} of what this command ran (`precision.ran`), one line each; keyed by model
+    first when it loaded several. Empty when it loaded none."""
+    notes = {b.facts.name: {n: c.reason for n, c in precision.ran(b).items()} for b in LOADED}
+    notes = {model: said for model, said in notes.items() if said}
+    return next(iter(notes.values())) if len(notes) == 1 else notes
 
 
 def ready(args, backbone, method):
@@ -239,7 +256,8 @@ def params_dict(method) -> dict:
 
 
 def encode(args, backbone, method, texts: list[str]) -> tuple[np.ndarray, dict]:
-    """Embed `texts`; returns (emb (n, d) float32, {"seconds", "cached", "warnings"}).
+    """Embed `texts`; returns (emb (n, d) float32, {"seconds", "cached", "warnings", "model", "precision"}): "model"
+    is the identity that computed them (under --dtype auto, a bfloat16 twin's where the record allows it).
 
     `seconds` is the time the embeddings took to compute; on a cache hit, the time recorded when they were
     computed (the lookup itself is in `lookup_seconds`). The batch size is not in the cache key (results do not
@@ -256,7 +274,9 @@ def encode(args, backbone, method, texts: list[str]) -> tuple[np.ndarray, dict]:
     messages = list(dict.fromkeys([str(w.message) for w in caught] + list(meta.get("warnings") or [])))
     for m in messages:
         print(f"warning: {m}", file=sys.stderr)
-    info = {"seconds": float(meta.get("seconds", wall)), "cached": hit, "warnings": messages}
+    ran_on, choice = precision.for_method(backbone, method.name)  # --dtype auto: the twin it ran on, or the model
+    info = {"seconds": float(meta.get("seconds", wall)), "cached": hit, "warnings": messages,
+            "model": ran_on.identity, "precision": choice.reason}
     if hit:
         info["lookup_seconds"] = wall
     return np.asarray(emb, dtype=np.float32), info

@@ -37,7 +37,7 @@ def add_arguments(parser) -> None:
                         help="load plotly.js from plotly.gz.js beside the HTML instead of embedding it")
     parser.add_argument("--no-cache", action="store_true", help="compute everything; read and store nothing")
     add_options(parser, Settings)
-    add_model_arguments(parser)
+    add_model_arguments(parser, dtype="float32")  # a published board compares across machines
 
 
 def check_flags(args) -> tuple[Path, list]:

@@ -52,7 +52,7 @@ def run(args) -> dict:
     return {
         "method": method.name,
         "params": params_dict(method),
-        "model": backbone.identity,
+        "model": info["model"],  # the weights that computed them: under --dtype auto, maybe the bfloat16 twin's
         "n": int(emb.shape[0]),
         "dim": int(emb.shape[1]),
         "seconds": round(info["seconds"], 3),

@@ -61,7 +61,7 @@ def add_arguments(parser) -> None:
                         help="load plotly.js from plotly.gz.js beside the HTML (written there, 1.9 MB once) instead "
                              "of embedding it: for a folder of several reports (each then about 0.1 MB)")
     add_boot_argument(parser)
-    add_model_arguments(parser)
+    add_model_arguments(parser, dtype="float32")  # a published report compares across machines
     add_run_arguments(parser)
 
 

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from analysis.core.errors import UserError
+from analysis.core.paths import records_folder
 
 SCHEMA = 2
 
@@ -269,11 +270,8 @@ def validate(record: Record) -> Record:
 # --- where records live ----------------------------------------------------------------------------------------
 
 def folder() -> Path:
-    """Where the published records are: `docs/results` in a checkout; in an installed wheel, the copy that travels
-    as package data (`analysis/experiments/recorded/`, made by the build)."""
-    experiments = Path(__file__).resolve().parents[1]  # analysis/experiments
-    checkout = experiments.parents[1] / "docs" / "results"
-    return checkout if checkout.is_dir() else experiments / "recorded"
+    """Where the published records are (`analysis.core.paths.records_folder`)."""
+    return records_folder()
 
 
 def reports_folder() -> Path:
