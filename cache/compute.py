@@ -449,6 +449,74 @@ def jacobians_stored(store, backbone, method, text: str, layer: int, probes: int
     return store is not None and store.contains(make_key(parts), keys.SENSITIVITY)
 
 
+# ---- why two texts are similar: attributions (EXPLAIN), their curves (EXPLAIN_CURVES), the logit lens (LOGIT_LENS) --
+def explain_settings(**settings) -> dict:
+    """`explain_pair`'s keywords with every default filled in (what a key holds, so every caller shares entries)."""
+    from analysis.inspect import attribution as A
+
+    defaults = {k: p.default for k, p in inspect.signature(A.explain_pair).parameters.items()
+                if p.kind is p.KEYWORD_ONLY and k != "progress"}
+    unknown = set(settings) - set(defaults)
+    if unknown:
+        raise TypeError(f"explain_pair takes no {sorted(unknown)}")
+    return {**defaults, **settings}
+
+
+def explanation(store, backbone, method, text_a: str, text_b: str, progress: Progress | None = None, **settings):
+    """(Explanation, meta, hit): `analysis.inspect.attribution.explain_pair` through the cache. The budgets are
+    checked before any work on a miss (a stored entry passed them when it was computed)."""
+    from analysis.inspect import attribution as A
+
+    settings = explain_settings(**settings)
+
+    def compute(progress):
+        ex = A.explain_pair(backbone, method, text_a, text_b, progress=counting(progress, "path nodes"), **settings)
+        return ex.stored()
+
+    parts = keys.explain_parts(backbone, method, text_a, text_b, settings)
+    arrays, meta, hit = computed(store, keys.EXPLAIN, parts, compute, progress)
+    return A.Explanation.restore(arrays, meta), meta, hit
+
+
+def explanation_stored(store, backbone, method, text_a: str, text_b: str, **settings) -> bool:
+    """Whether `explanation(...)` would compute nothing."""
+    parts = keys.explain_parts(backbone, method, text_a, text_b, explain_settings(**settings))
+    return store is not None and store.contains(make_key(parts), keys.EXPLAIN)
+
+
+def explanation_curves(store, backbone, method, text_a: str, text_b: str, *, fractions=None, randoms: int | None = None,
+                       curve_seed: int = 0, progress: Progress | None = None, **settings):
+    """(Curves, meta, hit): the deletion and insertion curves of the (cached) explanation of the pair."""
+    from analysis.inspect import faithfulness as F
+
+    settings = explain_settings(**settings)
+    curves = {"fractions": [float(f) for f in (F.FRACTIONS if fractions is None else fractions)],
+              "randoms": int(F.RANDOMS if randoms is None else randoms), "seed": int(curve_seed)}
+
+    def compute(progress):
+        ex, _, _ = explanation(store, backbone, method, text_a, text_b, progress, **settings)
+        c = F.pair_curves(backbone, method, ex, fractions=curves["fractions"], randoms=curves["randoms"],
+                          seed=curves["seed"], hold_first=settings["hold_first"],
+                          through_generation=settings["through_generation"])
+        return c.stored()
+
+    parts = keys.explain_curves_parts(backbone, method, text_a, text_b, settings, curves)
+    arrays, meta, hit = computed(store, keys.EXPLAIN_CURVES, parts, compute, progress)
+    return F.Curves.restore(arrays, meta), meta, hit
+
+
+def logit_lens(store, backbone, method, text: str, top: int = 5, progress: Progress | None = None):
+    """(Lens, meta, hit): `analysis.inspect.logit_lens.decode` through the cache."""
+    from analysis.inspect import logit_lens as LL
+
+    def compute(progress):
+        return LL.stored(LL.decode(backbone, method, text, top=top))
+
+    arrays, meta, hit = computed(store, keys.LOGIT_LENS, keys.logit_lens_parts(backbone, method, text, top), compute,
+                                 progress)
+    return LL.restore(arrays, meta), meta, hit
+
+
 # ---- geometry: alignment and uniformity (GEOMETRY), anisotropy by layer (ANISOTROPY), maps (EMBEDDING_MAP) ------
 def geometry(store, backbone, method, positives, n_boot: int, *, batch_size: int = 16,
              progress: Progress | None = None):
