@@ -405,6 +405,36 @@ def output_directions(dg_a: torch.Tensor, dg_b: torch.Tensor, directions: int | 
     return torch.stack(basis).float(), p
 
 
+# ---- reading an explanation ------------------------------------------------------------------------------------
+def word_groups(side) -> list[tuple[str, list[int]]]:
+    """(token, positions) for each token of the text, in order, with its positions in every copy of the text (Echo
+    reads it twice: the copies' attributions are one word's), for views that show each token once. Copies that do
+    not tokenize alike (a merge across a template boundary) are listed as they are."""
+    copies = sorted(int(k) for k in set(side.copy[side.copy > 0].tolist()))
+    per = [np.flatnonzero(side.copy == k) for k in copies]
+    if len(per) > 1 and len({len(p) for p in per}) == 1:
+        return [(side.tokens[per[0][j]], [int(p[j]) for p in per]) for j in range(len(per[0]))]
+    return [(side.tokens[i], [int(i)]) for i in np.flatnonzero(side.copy > 0)]
+
+
+def added_positions(side) -> list[int]:
+    """Positions the method adds (prompt, special tokens, placeholders, the contextual token, soft tokens)."""
+    return [int(i) for i in np.flatnonzero(side.copy == 0)]
+
+
+def grouped_pairs(ex) -> tuple[list[str], list[str], np.ndarray]:
+    """(row labels, column labels, matrix) of the pair matrix with each word once (copies summed) and every token
+    the method adds summed into one last row and column, so the matrix still sums to the interaction."""
+    groups = []
+    for side in ex.sides():
+        words = word_groups(side)
+        groups.append(([t for t, _ in words] + ["(added by the method)"],
+                       [idx for _, idx in words] + [added_positions(side)]))
+    (ra, ia), (rb, ib) = groups
+    M = np.array([[ex.pairs[np.ix_(i, j)].sum() if i and j else 0.0 for j in ib] for i in ia])
+    return ra, rb, M
+
+
 # ---- the explanation -------------------------------------------------------------------------------------------
 @dataclass
 class Side:
@@ -485,19 +515,24 @@ def count_positions(backbone, method, text: str) -> int:
     return int(method.collate(backbone, method.prepare(backbone, [text]), "right").attention_mask.sum())
 
 
-def check_request(backbone, method, texts, steps: int, directions: int) -> list[int]:
-    """Every limit of one explanation, before any forward pass; returns the texts' position counts."""
-    if not isinstance(steps, int) or steps < 2:
-        raise UserError(f"Use at least 2 steps along the path, not {steps}.")
+def check_settings(steps: int, directions: int) -> None:
+    """The limits that need no model: steps and output directions (an exact matrix is checked with the model)."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 3:
+        raise UserError(f"Use at least 3 steps along the path (one Simpson panel), not {steps}.")
     budgets.check("explain_steps", steps, "the number of steps along the attribution path")
-    if not isinstance(directions, int) or directions < 0:
+    if isinstance(directions, bool) or not isinstance(directions, int) or directions < 0:
         raise UserError("Give the output directions as 1 (token attributions only), 2 (and the pair matrix in the "
                         "plane of the two changes), more (the full matrix, estimated) or 0 (the full matrix, exact).")
-    if directions != 1:
-        width = method.output_dim(backbone) if directions == 0 else directions
-        budgets.check("explain_directions", width, "output directions of the pair matrix (all of them, the "
-                      "embedding's width, for an exact one)" if directions == 0 else "output directions of the "
-                      "pair matrix")
+    if directions > 2:
+        budgets.check("explain_directions", directions, "output directions of the pair matrix")
+
+
+def check_request(backbone, method, texts, steps: int, directions: int) -> list[int]:
+    """Every limit of one explanation, before any forward pass; returns the texts' position counts."""
+    check_settings(steps, directions)
+    if directions == 0:
+        budgets.check("explain_directions", method.output_dim(backbone), "output directions of an exact pair "
+                      "matrix (all of them: the embedding's width)")
     counts = [count_positions(backbone, method, t) for t in texts]
     for n in counts:
         budgets.check("explain_tokens", n, "the positions one explanation attributes in a text (the method's "
