@@ -115,8 +115,11 @@ def pair_heatmap(ex, title: str) -> tuple[go.Figure, pd.DataFrame]:
     """A's tokens (rows) x B's tokens (columns), each word once, the method's own tokens summed into the last row and
     column; diverging colours on one symmetric scale."""
     rows, cols, M = grouped_pairs(ex)
-    ys = [f"{i}:{label(clean(t))}" for i, t in enumerate(rows)]
-    xs = [f"{j}:{label(clean(t))}" for j, t in enumerate(cols)]
+    held = [bool(side.held[idx].all()) for side in ex.sides() for _, idx in word_groups(side)]
+    names = [f"{i}:{label(clean(t))}" for i, t in enumerate(rows[:-1] + cols[:-1])]
+    names = [n + (" (held)" if h else "") for n, h in zip(names, held)]
+    ys = names[:len(rows) - 1] + ["(added)"]
+    xs = names[len(rows) - 1:] + ["(added)"]
     top = float(np.abs(M).max()) or 1.0
     fig = go.Figure(go.Heatmap(z=M, x=xs, y=ys, zmin=-top, zmax=top, colorscale="RdBu", reversescale=True,
                                colorbar=dict(title="share", thickness=12),
@@ -125,8 +128,10 @@ def pair_heatmap(ex, title: str) -> tuple[go.Figure, pd.DataFrame]:
     fig.update_xaxes(tickangle=-60, tickfont=dict(size=9), automargin=True)
     kind = {"plane": "in the plane of the two embedding changes", "estimated": "estimated in the full space",
             "exact": "exact"}.get(ex.pairs_kind, "")
-    fig.update_layout(title=dict(text=f"{title}: token pairs ({kind})", font=dict(size=13)), height=HEIGHT + 60,
-                      margin=dict(l=10, r=10, t=50, b=10))
+    # a short title on the left, the rest below it: the always-visible toolbar sits at the top right
+    fig.update_layout(title=dict(text=f"{title}: token pairs", subtitle=dict(text=f"A (rows) x B (columns), {kind}; "
+                                                                                   "(added): the method's own tokens"),
+                                 font=dict(size=13), x=0.01), height=HEIGHT + 80, margin=dict(l=10, r=10, t=70, b=10))
     frame = pd.DataFrame([{"a": r, "b": c, "share": float(M[i, j])} for i, r in enumerate(rows)
                           for j, c in enumerate(cols)])
     return fig, frame
@@ -140,16 +145,18 @@ def curves_figure(c, title: str) -> tuple[go.Figure, pd.DataFrame]:
     for curve, dash in (("deletion", "solid"), ("insertion", "dot")):
         rand = getattr(c, f"random_{curve}")
         fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=np.r_[rand.max(0), rand.min(0)[::-1]], fill="toself",
-                                 fillcolor="rgba(127,127,127,0.15)", line=dict(width=0), hoverinfo="skip",
-                                 showlegend=False))
+                                 mode="lines", fillcolor="rgba(127,127,127,0.15)", line=dict(width=0),
+                                 hoverinfo="skip", showlegend=False))
         for order in ORDERS:
             fig.add_trace(go.Scatter(x=x, y=getattr(c, curve)[order], mode="lines+markers", name=f"{curve}, "
                                      f"{ORDER_NAMES[order]}", line=dict(color=ORDER_COLOURS[order], dash=dash)))
     g = c.gains
-    fig.update_layout(title=dict(text=f"{title}: deletion gain vs random {g['deletion_vs_random']:+.3f}, vs "
-                                      f"attention {g['deletion_vs_attention']:+.3f}", font=dict(size=13)),
+    fig.update_layout(title=dict(text=f"{title}: deletion and insertion", x=0.01, font=dict(size=13),
+                                 subtitle=dict(text=f"deletion gain vs random {g['deletion_vs_random']:+.3f}, vs "
+                                                    f"attention {g['deletion_vs_attention']:+.3f} (> 0: the "
+                                                    "attribution order is better)")),
                       xaxis_title="fraction of the words moved (both texts, ranked together)",
-                      yaxis_title="interaction", height=HEIGHT, margin=dict(l=10, r=10, t=50, b=10),
+                      yaxis_title="interaction", height=HEIGHT, margin=dict(l=10, r=10, t=70, b=10),
                       legend=dict(orientation="h", y=-0.25, font=dict(size=10)))
     frame = pd.DataFrame([{"curve": cv, "order": o, "fraction": float(f), "interaction": float(v)}
                           for cv in ("deletion", "insertion") for o in ORDERS

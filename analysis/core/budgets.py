@@ -50,9 +50,9 @@ class Budgets:
     # One pool per sentence, each a decoder position: the scaling curve stops at 100 pools and the largest reported
     # run at 1,000; 10,000 sentences took 1.7 GB and minutes before this limit
     context_sentences: int = 1000
-    # Pair attribution (analysis/inspect/attribution.py) keeps the autograd graph of `steps` path rows of a text
-    # (in chunks of 1,024 row-positions) and costs one backward pass per node and output direction: two 30-token
-    # sentences with the default 8 steps and 8 directions take about 15 s on SmolLM2 (docs/BUDGETS.md)
+    # Pair attribution (analysis/inspect/attribution.py) keeps the autograd graph of a text's path rows (in chunks
+    # of 1,024 row-positions) and costs one forward pass per node and a backward pass per node and output direction:
+    # time grows with positions x nodes x directions (the measured pair in docs/BUDGETS.md)
     explain_tokens: int = 160  # positions per text, the method's prompt and added tokens included
     explain_steps: int = 64  # Gauss-Legendre nodes per path
     explain_directions: int = 64  # output directions of the pair matrix (an exact one takes the embedding's width)

@@ -77,7 +77,7 @@ from analysis.methods.causal2vec import CONTEXTUAL
 from analysis.methods.soft_tokens import GENERATED, token_text
 
 BASELINES = ("mean", "pad")  # the same vector at every position: the mean token vector, or the padding token's
-STEPS = 32  # at most this many path nodes per text (the adaptive rule stops earlier when the parts add up)
+STEPS = 16  # at most this many path nodes per text by default: the time budget's (docs/BUDGETS.md); more, a smaller gap
 TOLERANCE = 1e-3  # stop refining when the panels' errors sum to 0.1% of the path's total variation
 FIRST_NODES = 9  # the uniform grid the adaptive rule starts from: four Simpson panels
 DIRECTIONS = 2  # the pair matrix in the plane of the two embedding changes: exact, two backward passes per node
