@@ -48,12 +48,17 @@ def settings() -> dict:
         directions = c3.selectbox("Token pairs", list(DIRECTIONS), format_func=DIRECTIONS.get, key="explain_dirs",
                                   help="The plane holds the similarity and is exact; the full space needs the "
                                        "embedding's width in backward passes, so it is estimated.")
-    return dict(steps=steps, baseline_kind=baseline, directions=directions)
+        through = st.checkbox("Soft tokens: differentiate through the generation", key="explain_through",
+                              help="By default the generated soft-token inputs are held as inputs of their own, so "
+                                   "they get shares beside the words; through the generation, their effect is "
+                                   "credited to the words that caused it instead.")
+    return dict(steps=steps, baseline_kind=baseline, directions=directions, through_generation=through)
 
 
 def column(method, a: str, b: str, chosen: dict) -> None:
     """One method's explanation: scores, tokens, token pairs, curves, decoded tokens."""
     st.subheader(method.title)
+    chosen = {**chosen, "through_generation": chosen["through_generation"] and method.name == "soft_tokens"}
     ex, _ = X.explained(method, a, b, **chosen)
     st.markdown(X.sentence(ex))
     if warning := X.gap_warning(ex):

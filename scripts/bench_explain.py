@@ -3,7 +3,9 @@ default settings, instant when cached), and what its parts cost.
 
     python scripts/bench_explain.py [--model default] [--method prompteol] [--steps 32] [--directions 2] [--rounds 2]
 
-Prints one JSON line: the wall time of each round of `explain_pair` (the minimum is the least disturbed), the
+Prints one JSON line: the wall time of each round of `explain_pair` (the minimum is the least disturbed), the time
+of plain forward passes of the same two prompts, once per path node (`encode`, no gradients: the load's yardstick,
+so the ratio between the two holds on a machine of any speed and load), the
 deletion/insertion curves and the logit lens of both texts timed once, the path nodes used, the completeness gap,
 the time of a second call through the cache (a fresh temporary store: the first call computes, the second reads), the
 tokens of each text with the method's prompt, torch's threads, the process's CPU seconds per round (on a busy
@@ -62,6 +64,9 @@ def main(argv=None) -> dict:
     for text in (A, B):
         logit_lens.decode(bb, m, text)
     lens_seconds = time.perf_counter() - began
+    began = time.perf_counter()  # the load's yardstick: plain forward passes of the same prompts, as many as the nodes
+    m.encode(bb, [A, B] * max(ex.nodes), batch_size=16)
+    forward_seconds = time.perf_counter() - began
     with tempfile.TemporaryDirectory() as folder:
         store = Store(folder)
         compute.explanation(store, bb, m, A, B, **settings)
@@ -75,6 +80,8 @@ def main(argv=None) -> dict:
            "cpu_seconds": [round(s, 2) for s in cpu],
            "curves_seconds": round(curves_seconds, 2), "lens_seconds": round(lens_seconds, 2),
            "cached_seconds": round(cached, 4), "cache_hit": hit, "gap_relative": round(ex.gap["relative"], 4),
+           "plain_forward_seconds": round(forward_seconds, 2),
+           "explanation_per_plain_forward": round(min(rounds) / forward_seconds, 1),
            "torch_threads": torch.get_num_threads(), "load_before": round(load_before, 2),
            "load_after": round(os.getloadavg()[0], 2)}
     print(json.dumps(out))

@@ -6,12 +6,16 @@ order, worse, or no better.
 Data: a seeded sample of the STS-B dev report part stratified by genre (selection never saw it). Every method at its
 defaults; soft tokens with the adapter shipped for the model (the frozen model where none is, and the row says so);
 Causal2Vec with its shipped bridge, its seeded untrained bridge where none was trained for the model (said in the
-row). Per pair: token attributions (`directions=1`, `steps` path nodes at most per text), then the curves.
+row). Per pair: token attributions (`directions=1`, `steps` path nodes at most per text; the completeness gap is in the
+cost table), then the curves.
 
-Size. One pair of STS-B sentences (about 12 tokens each) costs one method a few seconds on two cores (the pair's
-`seconds` are in the record); the default sample is chosen so that the ten methods on SmolLM2 finish within the hour
-(`extra["seconds_per_pair"]` says what it took). Each pair's numbers are kept through `hooks.remember`, so an
-interrupted run resumes.
+Size, estimated before any record (2026-11-27, SmolLM2, two cores shared with other jobs, load 4.5-7.4): one pair
+("A man is erasing a chalk board." against "The man is erasing the chalk board.") took the ten methods 1,294 s at
+16 path nodes, soft tokens 623 s of it (they generate for every path row and every deleted variant), while plain
+forward passes ran at 114 tokens/s (a quiet machine runs them about five times faster). At 9 nodes (the first grid
+only: the words' order needs no more) that is about 2.5 to 3 minutes a pair on a quiet machine, so the default 20
+pairs take about an hour per model; `extra["seconds_per_pair"]` records what each method took. Each pair's numbers
+are kept through `hooks.remember`, so an interrupted run resumes.
 """
 
 from __future__ import annotations
@@ -37,9 +41,10 @@ GAIN_NAMES = {"deletion_vs_random": "deletion vs random", "insertion_vs_random":
 class Config:
     model: str = option("default", "the model (a built-in name or a folder)")
     methods: tuple = option(METHODS, "methods at their defaults, comma-separated")
-    sample: int = option(40, "STS-B dev report-part pairs, stratified by genre (0 = all 1,200)", min=0)
+    sample: int = option(20, "STS-B dev report-part pairs, stratified by genre (0 = all 1,200)", min=0)
     seed: int = option(0, "seed of the sample, the random orders and the bootstrap", min=0)
-    steps: int = option(16, "path nodes per text at most (the adaptive rule's budget)", min=3, limit=64)
+    steps: int = option(9, "path nodes per text at most (9: the adaptive rule's first grid, enough to rank the words)",
+                        min=3, limit=64)
     randoms: int = option(2, "random orders per pair", min=1, max=16)
     n_boot: int = option(1000, "bootstrap resamples", min=0, limit=10_000)
 

@@ -307,6 +307,8 @@ class Path:
 
 def _vjps(g: torch.Tensor, X: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
     """(k, *X.shape): the gradient of Σ G[j] · g with respect to X for each j, batched when the graph allows it."""
+    if G.shape[0] == 1:  # one direction (token attributions only): a plain backward pass, no batching machinery
+        return torch.autograd.grad(g, X, grad_outputs=G[0], retain_graph=True)[0][None]
     try:
         return torch.autograd.grad(g, X, grad_outputs=G, retain_graph=True, is_grads_batched=True)[0]
     except RuntimeError:  # an op without a batching rule: one ordinary backward pass per direction
@@ -346,7 +348,7 @@ def contributions(prep: Prepared, r: torch.Tensor, U: torch.Tensor, steps: int, 
     the panels' errors sum to less than `tolerance` x the path's total variation, or the nodes run out.
     `progress(nodes used)`."""
     delta = (prep.x - r).float()  # (P, d)
-    first = max(3, min(steps, FIRST_NODES)) // 2 * 2 + 1  # odd: panels of three nodes
+    first = max(3, min(steps, FIRST_NODES) - (min(steps, FIRST_NODES) + 1) % 2)  # odd: panels of three nodes
     alphas = list(np.linspace(0.0, 1.0, first))
     F, G = _at(prep, r, delta, U, alphas)
     node = {a: (F[i], G[i]) for i, a in enumerate(alphas)}  # α -> (F (K,), G (K, P)); dyadic α are exact floats

@@ -15,8 +15,12 @@ any work (`--no-budgets` lifts them).
 
 from __future__ import annotations
 
+from analysis.core.intake import check_sizes
 from analysis.inspect import attribution as A
 from analysis.inspect.faithfulness import FRACTIONS, ORDERS, RANDOMS
+from analysis.methods import get_method, parse_params
+from cache import compute as C
+from cache import default_store
 from cli.commands._common import add_model_arguments, load_model, ready
 
 HELP = ("Why are two texts similar? Token and token-pair attribution of their cosine under one method (integrated "
@@ -55,15 +59,11 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> dict:
-    from analysis.methods import get_method, parse_params
-
     method = get_method(args.method, **parse_params(args.method, args.param))  # typos fail before the model loads
     A.check_settings(args.steps, args.directions)  # before the model loads, too
+    check_sizes([args.a, args.b], "--a and --b")
     backbone = load_model(args)
     method = ready(args, backbone, method)
-    from cache import compute as C
-    from cache import default_store
-
     store = None if args.no_cache else default_store()
     settings = dict(steps=args.steps, baseline_kind=args.baseline, directions=args.directions, seed=args.seed,
                     through_generation=args.through_generation)
