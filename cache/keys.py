@@ -45,9 +45,6 @@ SOFT_SCALING = "soft_scaling_ci"  # soft_scaling_parts
 SOFT_GENERATION = "soft_generation"  # soft_generation_parts
 VALUES = "values"  # value_parts: a JSON value `Compute.remember` keeps (a timing, a count: what vectors cannot redo)
 CLAIMS_BOARD = "claims_board"  # claims_board_key: every claims board of a model (the newest is read)
-EXPLAIN = "explain_pair"  # explain_parts: a pair's token and token-pair attributions
-EXPLAIN_CURVES = "explain_curves"  # explain_curves_parts: its deletion and insertion curves
-LOGIT_LENS = "logit_lens"  # logit_lens_parts: one text's embedding read through the LM head, per layer
 
 
 def jsonable(obj):
@@ -205,25 +202,6 @@ def sensitivity_parts(backbone, method, text: str, layer: int, probes: int, exac
 def attention_parts(backbone, method, text: str) -> dict:
     """One text's attention maps and prefix masses (ATTENTION): the Attention page."""
     return {**method_parts(backbone, method, "analysis.inspect.attention"), "text": text}
-
-
-def explain_parts(backbone, method, text_a: str, text_b: str, settings: dict) -> dict:
-    """Token and token-pair attributions of one pair's similarity (EXPLAIN): the Explain page, the `explain` command,
-    the lesson and the faithfulness experiment. `settings` are `explain_pair`'s keywords (steps, baseline_kind,
-    directions, seed, through_generation, hold_first), every one filled in, so callers share entries."""
-    return {**method_parts(backbone, method, "analysis.inspect.attribution"), "a": text_a, "b": text_b, **settings}
-
-
-def explain_curves_parts(backbone, method, text_a: str, text_b: str, settings: dict, curves: dict) -> dict:
-    """The deletion and insertion curves of one explanation (EXPLAIN_CURVES): its parts plus the curves' settings
-    (fractions, randoms, seed)."""
-    return {**explain_parts(backbone, method, text_a, text_b, settings), "curves": curves,
-            "code": code(type(method).__module__, "analysis.inspect.faithfulness")}
-
-
-def logit_lens_parts(backbone, method, text: str, top: int) -> dict:
-    """One text's embedding decoded by the LM head at every layer (LOGIT_LENS)."""
-    return {**method_parts(backbone, method, "analysis.inspect.logit_lens"), "text": text, "top": int(top)}
 
 
 def geometry_parts(backbone, method, texts: list[str], left, right, n_boot: int) -> dict:

@@ -4,11 +4,13 @@ Why are two texts similar? Each token's and each token pair's share of their sim
 Jacobians, the completeness gap shown), the deletion curve that tests it, and what each embedding decodes to.
 """
 
+import dataclasses
+
 import streamlit as st
 
 import ui
 from analysis.core import budgets
-from analysis.inspect import attribution as A
+from analysis.inspect.explain_settings import BASELINES, STEPS, Settings
 from analysis.methods import list_methods
 from ui import explain as X
 
@@ -35,13 +37,13 @@ def to_address(a: str, b: str, methods) -> None:
                             "method2": methods[1].name if len(methods) > 1 else "none"})
 
 
-def settings() -> dict:
+def settings() -> Settings:
     with st.expander("Settings: path, baseline, token pairs"):
         c1, c2, c3 = st.columns(3)
-        steps = int(c1.number_input("Path nodes per text (at most)", 3, budgets.limit("explain_steps"), A.STEPS,
+        steps = int(c1.number_input("Path nodes per text (at most)", 3, budgets.limit("explain_steps"), STEPS,
                                     key="explain_steps", help="The adaptive rule puts nodes where the path turns "
                                     "and stops once the parts add up; more nodes, a smaller completeness gap."))
-        baseline = c2.selectbox("Baseline", A.BASELINES, key="explain_baseline",
+        baseline = c2.selectbox("Baseline", BASELINES, key="explain_baseline",
                                 format_func={"mean": "average token vector", "pad": "padding token"}.get,
                                 help="What every input vector starts from (the first position keeps its own: the "
                                      "attention sink). The parts add up to the similarity beyond it.")
@@ -52,14 +54,15 @@ def settings() -> dict:
                               help="By default the generated soft-token inputs are held as inputs of their own, so "
                                    "they get shares beside the words; through the generation, their effect is "
                                    "credited to the words that caused it instead.")
-    return dict(steps=steps, baseline_kind=baseline, directions=directions, through_generation=through)
+    return Settings(steps=steps, baseline_kind=baseline, directions=directions, through_generation=through)
 
 
-def column(method, a: str, b: str, chosen: dict) -> None:
+def column(method, a: str, b: str, chosen: Settings) -> None:
     """One method's explanation: scores, tokens, token pairs, curves, decoded tokens."""
     st.subheader(method.title)
-    chosen = {**chosen, "through_generation": chosen["through_generation"] and method.name == "soft_tokens"}
-    ex, _ = X.explained(method, a, b, **chosen)
+    # the choice only matters to soft tokens: another method shares its entry whatever the box says
+    chosen = dataclasses.replace(chosen, through_generation=chosen.through_generation and method.name == "soft_tokens")
+    ex, _ = X.explained(method, a, b, chosen)
     st.markdown(X.sentence(ex))
     if warning := X.gap_warning(ex):
         st.warning(warning)
@@ -70,7 +73,7 @@ def column(method, a: str, b: str, chosen: dict) -> None:
     if ex.pairs is not None:
         fig, frame = X.pair_heatmap(ex, method.title)
         ui.show_figure(fig, frame, f"pairs_{method.name}")
-    c = X.curves(method, a, b, **chosen)
+    c = X.curves(method, a, b, chosen)
     fig, frame = X.curves_figure(c, method.title)
     ui.show_figure(fig, frame, f"curves_{method.name}")
     for name, text in (("A", a), ("B", b)):

@@ -24,10 +24,11 @@ import time
 import torch
 
 from analysis import load_backbone
-from analysis.inspect import attribution, logit_lens
+from analysis.inspect import attribution, explain, logit_lens
+from analysis.inspect.explain_settings import DIRECTIONS, STEPS, Settings
 from analysis.inspect.faithfulness import pair_curves
 from analysis.methods import get_method
-from cache import compute
+from cache.cached import Cached
 from cache.store import Store
 
 # Two sentences of about 30 tokens each on SmolLM2's tokenizer (29 each), written for this benchmark.
@@ -41,8 +42,8 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="default")
     ap.add_argument("--method", default="prompteol")
-    ap.add_argument("--steps", type=int, default=attribution.STEPS)
-    ap.add_argument("--directions", type=int, default=attribution.DIRECTIONS)
+    ap.add_argument("--steps", type=int, default=STEPS)
+    ap.add_argument("--directions", type=int, default=DIRECTIONS)
     ap.add_argument("--rounds", type=int, default=2, help="explanations timed (the minimum is reported)")
     args = ap.parse_args(argv)
 
@@ -68,10 +69,10 @@ def main(argv=None) -> dict:
     m.encode(bb, [A, B] * max(ex.nodes), batch_size=16)
     forward_seconds = time.perf_counter() - began
     with tempfile.TemporaryDirectory() as folder:
-        store = Store(folder)
-        compute.explanation(store, bb, m, A, B, **settings)
+        compute = Cached(Store(folder))  # the door the view and the command use
+        explain.explanation(compute, bb, m, A, B, Settings(**settings))
         began = time.perf_counter()
-        _, _, hit = compute.explanation(store, bb, m, A, B, **settings)
+        _, hit = explain.explanation(compute, bb, m, A, B, Settings(**settings))
         cached = time.perf_counter() - began
     out = {"model": bb.identity, "method": m.name, **settings, "tokens": [len(tok(A)["input_ids"]),
                                                                            len(tok(B)["input_ids"])],

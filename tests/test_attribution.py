@@ -5,19 +5,25 @@ captum's integrated gradients agree where both apply; tokens the method adds are
 before any work; the deletion curves start where the explanation does; the logit lens says where it does not apply;
 the command prints one JSON line; the cache makes a repeat instant."""
 
-import json
 import time
 
 import numpy as np
 import pytest
 import torch
 
+from analysis.compute.direct import Direct
 from analysis.core import budgets
 from analysis.core.errors import UserError
 from analysis.inspect import attribution as A
+from analysis.inspect import explain as X
 from analysis.inspect import faithfulness as F
 from analysis.inspect import logit_lens as LL
+from analysis.inspect.explain_settings import GAINS, Settings
+from analysis.methods import get_method
 from analysis.models.tiny import tiny_backbone
+from cache.cached import Cached
+from cache.store import Store
+from cli.commands import explain as cmd
 from conftest import run_cli, tiny_method
 
 TEXT_A = "The quick brown fox jumps over the lazy dog."
@@ -63,8 +69,6 @@ def test_the_parts_add_up_on_the_real_model(real):
 
 
 def A_method(name: str, **params):
-    from analysis.methods import get_method
-
     return get_method(name, **params)
 
 
@@ -183,7 +187,7 @@ def test_deletion_starts_at_the_interaction_and_orders_are_seeded(tiny_llama):
         assert c.deletion[order][-1] == pytest.approx(c.insertion[order][0], abs=1e-6)  # no word: the same input
     again = F.pair_curves(tiny_llama, m, ex, seed=1)
     assert np.array_equal(c.random_deletion, again.random_deletion) and c.random_deletion.shape == (F.RANDOMS, 8)
-    assert set(c.gains) == set(F.GAINS) and c.words == sum(
+    assert set(c.gains) == set(GAINS) and c.words == sum(
         k == "text" and not h for s in ex.sides() for k, h in zip(s.kinds, s.held))
 
 
@@ -206,8 +210,6 @@ def test_promptEOL_decodes_to_the_sentences_words(real):
 
 # ---- the command line and the cache ------------------------------------------------------------------------------
 def test_cli_prints_one_json_line(tiny_llama, monkeypatch, capsys, tmp_path):
-    from cli.commands import explain as cmd
-
     monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path))
     monkeypatch.setattr(cmd, "load_model", lambda args: tiny_llama)
     code, out, err = run_cli(capsys, "explain", "--a", TEXT_A, "--b", TEXT_B, "--method", "soft_tokens",
@@ -215,7 +217,7 @@ def test_cli_prints_one_json_line(tiny_llama, monkeypatch, capsys, tmp_path):
     assert code == 0, err
     assert len(out["a"]["tokens"]) == len(out["a"]["attribution"]) == len(out["pairs"])
     assert "soft" in out["a"]["kinds"] and out["pairs_kind"] == "plane" and not out["cached"]
-    assert set(out["curves"]["gains"]) == set(F.GAINS) and out["lens"]["a"]["applies"] == "approximate"
+    assert set(out["curves"]["gains"]) == set(GAINS) and out["lens"]["a"]["applies"] == "approximate"
     code, again, _ = run_cli(capsys, "explain", "--a", TEXT_A, "--b", TEXT_B, "--method", "soft_tokens", "--steps", "9")
     assert code == 0 and again["cached"] and again["a"]["attribution"] == out["a"]["attribution"]
     code, _, err = run_cli(capsys, "explain", "--a", TEXT_A, "--b", TEXT_B, "--steps", "100000")
@@ -225,14 +227,21 @@ def test_cli_prints_one_json_line(tiny_llama, monkeypatch, capsys, tmp_path):
 
 
 def test_the_cache_makes_a_repeat_instant(tiny_llama, tmp_path):
-    from cache import compute
-    from cache.store import Store
-
-    store, m = Store(tmp_path), method("htp")
-    ex, meta, hit = compute.explanation(store, tiny_llama, m, TEXT_A, TEXT_B, steps=9)
+    """Through the `Compute` door (`analysis.inspect.explain`): the cached door reads a repeat back, the same numbers
+    as computed; other settings are another entry; the direct door computes every time."""
+    compute, m, settings = Cached(Store(tmp_path)), method("htp"), Settings(steps=9)
+    ex, hit = X.explanation(compute, tiny_llama, m, TEXT_A, TEXT_B, settings)
     began = time.perf_counter()
-    again, _, hit2 = compute.explanation(store, tiny_llama, m, TEXT_A, TEXT_B, steps=9)
+    again, hit2 = X.explanation(compute, tiny_llama, m, TEXT_A, TEXT_B, settings)
     assert not hit and hit2 and time.perf_counter() - began < 1.0
     assert np.array_equal(ex.pairs, again.pairs) and again.a.tokens == ex.a.tokens and again.gap == ex.gap
-    assert compute.explanation_stored(store, tiny_llama, m, TEXT_A, TEXT_B, steps=9)
-    assert not compute.explanation_stored(store, tiny_llama, m, TEXT_A, TEXT_B, steps=10)
+    assert np.array_equal(ex.a.held, again.a.held) and again.a.held.dtype == bool
+    direct, hit3 = X.explanation(Direct(), tiny_llama, m, TEXT_A, TEXT_B, settings)
+    assert not hit3 and np.allclose(direct.pairs, ex.pairs, atol=1e-6)
+    c, _ = X.curves(compute, tiny_llama, m, TEXT_A, TEXT_B, settings)  # reads the explanation, adds the curves
+    c2, hit4 = X.curves(compute, tiny_llama, m, TEXT_A, TEXT_B, settings)
+    assert hit4 and c2.gains == c.gains and np.array_equal(c2.deletion["attribution"], c.deletion["attribution"])
+    lens, _ = X.logit_lens(compute, tiny_llama, m, TEXT_A)
+    assert X.logit_lens(compute, tiny_llama, m, TEXT_A)[0].tokens == lens.tokens
+    _, other = X.explanation(compute, tiny_llama, m, TEXT_A, TEXT_B, Settings(steps=10, directions=1))
+    assert not other

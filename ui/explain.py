@@ -1,5 +1,6 @@
 """The Explain view's pieces, shared with the "Why are these two similar?" lesson: explanations, their curves and the
-logit lens through the cache (`cache.compute`, with a progress bar), and the figures drawn from them: the pair
+logit lens through the cache's `Compute` door (`analysis.inspect.explain` over `cache.Cached`, with a progress bar),
+and the figures drawn from them: the pair
 heatmap, each text's tokens coloured by attribution (the method's own tokens apart), the deletion and insertion
 curves, the decoded tokens."""
 
@@ -11,9 +12,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from analysis.inspect import explain
 from analysis.inspect.attribution import added_positions, grouped_pairs, word_groups
-from analysis.inspect.faithfulness import ORDERS
-from cache import compute
+from analysis.inspect.explain_settings import DEFAULT, ORDERS, Settings
+from cache.cached import Cached
 from ui.compute import shown
 from ui.model import get_backbone, store
 from ui.text import label
@@ -31,27 +33,32 @@ def clean(token: str) -> str:
 
 
 # ---- through the cache ----------------------------------------------------------------------------------------
-def explained(method, text_a: str, text_b: str, **settings):
+def _through(label: str, call):
+    """`call(compute, progress) -> (value, hit)` with the cache's door and a progress bar: (value, meta)."""
+    def run(progress):
+        value, hit = call(Cached(store()), progress)
+        return value, {"seconds": getattr(value, "seconds", 0.0)}, hit
+
+    return shown(label, run, quiet=True)
+
+
+def explained(method, text_a: str, text_b: str, settings: Settings = DEFAULT):
     """(Explanation, meta) of the pair under `method`, through the cache with a progress bar."""
     backbone = get_backbone()
-    return shown(f"{method.title}: attributing the similarity",
-                 lambda progress: compute.explanation(store(), backbone, method, text_a, text_b, progress, **settings),
-                 quiet=True)
+    return _through(f"{method.title}: attributing the similarity", lambda compute, progress: explain.explanation(
+        compute, backbone, method, text_a, text_b, settings, progress))
 
 
-def curves(method, text_a: str, text_b: str, **settings):
+def curves(method, text_a: str, text_b: str, settings: Settings = DEFAULT):
     backbone = get_backbone()
-    value, _ = shown(f"{method.title}: deletion and insertion curves",
-                     lambda progress: compute.explanation_curves(store(), backbone, method, text_a, text_b,
-                                                                 progress=progress, **settings), quiet=True)
-    return value
+    return _through(f"{method.title}: deletion and insertion curves", lambda compute, progress: explain.curves(
+        compute, backbone, method, text_a, text_b, settings, progress=progress))[0]
 
 
 def lens(method, text: str):
     backbone = get_backbone()
-    value, _ = shown(f"{method.title}: decoding the embedding",
-                     lambda progress: compute.logit_lens(store(), backbone, method, text, progress=progress), quiet=True)
-    return value
+    return _through(f"{method.title}: decoding the embedding",
+                    lambda compute, progress: explain.logit_lens(compute, backbone, method, text))[0]
 
 
 # ---- words ------------------------------------------------------------------------------------------------------

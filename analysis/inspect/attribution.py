@@ -61,10 +61,9 @@ the same token attributions on a smooth tiny model when it is installed.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
@@ -73,14 +72,13 @@ from analysis.core import budgets
 from analysis.core.errors import UserError
 from analysis.core.forward import hooks, resolve_layer
 from analysis.core.tokens import check_texts
+from analysis.inspect.explain_settings import BASELINES, DIRECTIONS, STEPS, check_settings
 from analysis.methods.causal2vec import CONTEXTUAL
 from analysis.methods.soft_tokens import GENERATED, token_text
+from analysis.models import minilm  # by module: tests replace load_encoder
 
-BASELINES = ("mean", "pad")  # the same vector at every position: the mean token vector, or the padding token's
-STEPS = 16  # at most this many path nodes per text by default: the time budget's (docs/BUDGETS.md); more, a smaller gap
 TOLERANCE = 1e-3  # stop refining when the panels' errors sum to 0.1% of the path's total variation
 FIRST_NODES = 9  # the uniform grid the adaptive rule starts from: four Simpson panels
-DIRECTIONS = 2  # the pair matrix in the plane of the two embedding changes: exact, two backward passes per node
 ROW_TOKENS = 1024  # path rows x positions per forward pass: bounds the kept autograd graph
 CHUNK = 16  # output directions per batched backward pass
 KINDS = ("text", "template", "placeholder", "contextual", "soft")  # what an input position is
@@ -213,9 +211,7 @@ def prepare(backbone, method, text: str, *, layer: int | None = None, through_ge
 
 
 def _prepare_encoder(method, text: str) -> Prepared:
-    from analysis.models.minilm import load_encoder
-
-    enc = load_encoder()
+    enc = minilm.load_encoder()
     ids = enc.tokenizer([text], truncation=True, max_length=enc.max_tokens, return_tensors="pt")
     record: list = []
     with grad_mode(False), enc.lock, first_layer_inputs(enc.model.embeddings.word_embeddings, record=record):
@@ -477,28 +473,31 @@ class Explanation:
     def sides(self):
         return (self.a, self.b)
 
-    def stored(self) -> tuple[dict, dict]:
-        """(arrays, meta) for a store that keeps numpy arrays and JSON (`cache.compute.explanation`)."""
-        arrays = {f"{n}_{k}": np.asarray(getattr(s, k)) for n, s in (("a", self.a), ("b", self.b))
-                  for k in ("attribution", "copy", "held")}
-        if self.pairs is not None:
-            arrays["pairs"] = self.pairs
-        if self.pairs_se is not None:
-            arrays["pairs_se"] = self.pairs_se
-        meta = {k: getattr(self, k) for k in SCALARS}
-        meta.update(gap=self.gap, notes=self.notes, nodes=list(self.nodes), explain_seconds=self.seconds,
-                    **{f"{n}_{k}": getattr(s, k) for n, s in (("a", self.a), ("b", self.b))
-                       for k in ("text", "tokens", "kinds")})
-        return arrays, meta
+    def to_json(self) -> dict:
+        """Plain JSON (lists for arrays; float64 round-trips exactly): what `Compute.remember` keeps
+        (`analysis.inspect.explain`) and what the `explain` command prints."""
+        def side(s: Side) -> dict:
+            return {"text": s.text, "tokens": list(s.tokens), "kinds": list(s.kinds), "copy": s.copy.tolist(),
+                    "held": s.held.tolist(), "attribution": s.attribution.tolist()}
+
+        return {**{k: getattr(self, k) for k in SCALARS}, "a": side(self.a), "b": side(self.b),
+                "pairs": None if self.pairs is None else self.pairs.tolist(),
+                "pairs_se": None if self.pairs_se is None else self.pairs_se.tolist(), "gap": dict(self.gap),
+                "notes": list(self.notes), "nodes": list(self.nodes), "seconds": self.seconds}
 
     @classmethod
-    def restore(cls, arrays: dict, meta: dict) -> Explanation:
-        """The explanation `stored` wrote."""
-        sides = [Side(meta[f"{n}_text"], list(meta[f"{n}_tokens"]), list(meta[f"{n}_kinds"]), arrays[f"{n}_copy"],
-                      arrays[f"{n}_attribution"], arrays[f"{n}_held"].astype(bool)) for n in ("a", "b")]
-        return cls(**{k: meta[k] for k in SCALARS}, a=sides[0], b=sides[1], pairs=arrays.get("pairs"),
-                   pairs_se=arrays.get("pairs_se"), gap=dict(meta["gap"]), notes=list(meta["notes"]),
-                   nodes=tuple(meta["nodes"]), seconds=float(meta.get("explain_seconds", 0.0)))
+    def from_json(cls, value: dict) -> Explanation:
+        """The explanation `to_json` wrote."""
+        def side(s: dict) -> Side:
+            return Side(s["text"], list(s["tokens"]), list(s["kinds"]), np.asarray(s["copy"], dtype=np.int64),
+                        np.asarray(s["attribution"], dtype=np.float64), np.asarray(s["held"], dtype=bool))
+
+        def matrix(m):
+            return None if m is None else np.asarray(m, dtype=np.float64)
+
+        return cls(**{k: value[k] for k in SCALARS}, a=side(value["a"]), b=side(value["b"]),
+                   pairs=matrix(value["pairs"]), pairs_se=matrix(value["pairs_se"]), gap=dict(value["gap"]),
+                   notes=list(value["notes"]), nodes=tuple(value["nodes"]), seconds=float(value["seconds"]))
 
 
 SCALARS = ("method", "layer", "baseline", "steps", "pairs_kind", "dim", "score", "score_a", "score_b",
@@ -510,23 +509,9 @@ def count_positions(backbone, method, text: str) -> int:
     its placeholders, contextual token and soft tokens included; MiniLM's tokens for the sentence encoder."""
     text = check_texts([text])[0]
     if method.name == "sentence_encoder":
-        from analysis.models.minilm import load_encoder
-
-        enc = load_encoder()
+        enc = minilm.load_encoder()
         return len(enc.tokenizer(text, truncation=True, max_length=enc.max_tokens)["input_ids"])
     return int(method.collate(backbone, method.prepare(backbone, [text]), "right").attention_mask.sum())
-
-
-def check_settings(steps: int, directions: int) -> None:
-    """The limits that need no model: steps and output directions (an exact matrix is checked with the model)."""
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 3:
-        raise UserError(f"Use at least 3 steps along the path (one Simpson panel), not {steps}.")
-    budgets.check("explain_steps", steps, "the number of steps along the attribution path")
-    if isinstance(directions, bool) or not isinstance(directions, int) or directions < 0:
-        raise UserError("Give the output directions as 1 (token attributions only), 2 (and the pair matrix in the "
-                        "plane of the two changes), more (the full matrix, estimated) or 0 (the full matrix, exact).")
-    if directions > 2:
-        budgets.check("explain_directions", directions, "output directions of the pair matrix")
 
 
 def check_request(backbone, method, texts, steps: int, directions: int) -> list[int]:

@@ -31,18 +31,17 @@ are returned for each pair, so an experiment can bootstrap them over pairs (`exp
 from __future__ import annotations
 
 import contextlib
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from analysis.core.forward import attention_backend
-from analysis.inspect.attribution import Prepared, baseline, embed_rows, grad_mode, prepare
+from analysis.inspect.attribution import Prepared, baseline, embed_rows, explain_pair, grad_mode, prepare
+from analysis.inspect.explain_settings import FRACTIONS, ORDERS, RANDOMS
 from analysis.methods.soft_tokens import GENERATED
 
-FRACTIONS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.6, 0.8, 1.0)  # of the words moved; the first tenths decide most
-RANDOMS = 2  # random permutations per pair (each curve kept)
-ORDERS = ("attribution", "attention", "random")
 
 
 @dataclass
@@ -59,22 +58,26 @@ class Curves:
     gains: dict = field(default_factory=dict)  # "deletion_vs_random", ... (> 0: the attribution is better)
     cosine: dict = field(default_factory=dict)  # "deletion"/"insertion" -> order -> (F,) the method's cosine
 
-    def stored(self) -> tuple[dict, dict]:
-        """(arrays, meta) for the cache (`cache.compute.explanation_curves`)."""
-        arrays = {"fractions": self.fractions, "random_deletion": self.random_deletion,
-                  "random_insertion": self.random_insertion,
-                  **{f"{c}_{o}": getattr(self, c)[o] for c in ("deletion", "insertion") for o in ORDERS},
-                  **{f"cosine_{c}_{o}": v for c, d in self.cosine.items() for o, v in d.items()}}
-        return arrays, {"words": self.words, "areas": self.areas, "gains": self.gains}
+    def to_json(self) -> dict:
+        """Plain JSON: what `Compute.remember` keeps (`analysis.inspect.explain`) and the `explain` command prints."""
+        def lists(d: dict) -> dict:
+            return {o: np.asarray(v).tolist() for o, v in d.items()}
+
+        return {"fractions": self.fractions.tolist(), "words": self.words, "deletion": lists(self.deletion),
+                "insertion": lists(self.insertion), "random_deletion": self.random_deletion.tolist(),
+                "random_insertion": self.random_insertion.tolist(), "areas": dict(self.areas),
+                "gains": dict(self.gains), "cosine": {c: lists(d) for c, d in self.cosine.items()}}
 
     @classmethod
-    def restore(cls, arrays: dict, meta: dict) -> Curves:
-        curves = {c: {o: arrays[f"{c}_{o}"] for o in ORDERS} for c in ("deletion", "insertion")}
-        cosine = {c: {o: arrays[f"cosine_{c}_{o}"] for o in ORDERS if f"cosine_{c}_{o}" in arrays}
-                  for c in ("deletion", "insertion")}
-        return cls(arrays["fractions"], int(meta["words"]), curves["deletion"], curves["insertion"],
-                   arrays["random_deletion"], arrays["random_insertion"], dict(meta["areas"]), dict(meta["gains"]),
-                   cosine)
+    def from_json(cls, value: dict) -> Curves:
+        """The curves `to_json` wrote."""
+        def arrays(d: dict) -> dict:
+            return {o: np.asarray(v, dtype=np.float64) for o, v in d.items()}
+
+        return cls(np.asarray(value["fractions"], dtype=np.float64), int(value["words"]), arrays(value["deletion"]),
+                   arrays(value["insertion"]), np.asarray(value["random_deletion"], dtype=np.float64),
+                   np.asarray(value["random_insertion"], dtype=np.float64), dict(value["areas"]),
+                   dict(value["gains"]), {c: arrays(d) for c, d in value["cosine"].items()})
 
     @property
     def span(self) -> float:
@@ -97,8 +100,8 @@ def attention_weights(prep: Prepared) -> np.ndarray:
     with grad_mode(False), runner.lock, eager:
         cap = method.forward(runner, batch, [prep.layer], attention=True)
     S = batch.input_ids.shape[1]
-    layers = sorted(l for l in cap.attention if l < max(prep.layer, 1))
-    att = torch.stack([cap.attention[l][0].float().mean(0)[:, -S:] for l in layers]).mean(0)  # (S, S)
+    layers = sorted(k for k in cap.attention if k < max(prep.layer, 1))
+    att = torch.stack([cap.attention[k][0].float().mean(0)[:, -S:] for k in layers]).mean(0)  # (S, S)
     w = _readout_rows(method, batch, S)  # (S,)
     received = (w / w.sum()) @ att  # (S,)
     keep = batch.segments[0] != GENERATED  # the first call's positions, in order
@@ -202,19 +205,12 @@ def _assemble(fractions, n: int, orders: dict, plan: dict, cos: np.ndarray) -> C
     return out
 
 
-# ---- over many pairs (the faithfulness record) -------------------------------------------------------------------
-GAINS = ("deletion_vs_random", "insertion_vs_random", "deletion_vs_attention", "insertion_vs_attention")
-
-
+# ---- one pair of the faithfulness record (`experiments.explain_faithfulness`) ---------------------------------
 def pair_record(backbone, method, text_a: str, text_b: str, *, steps: int, randoms: int = RANDOMS, seed: int = 0,
                 fractions=FRACTIONS) -> dict:
     """One pair's numbers as JSON: the gains and areas, the span (how much the words move the interaction), the
     mean curves per order, the completeness gap and the nodes used, and the seconds it took (token attributions
     only: `directions=1`, the cheapest explanation that ranks the words)."""
-    import time
-
-    from analysis.inspect.attribution import explain_pair
-
     began = time.perf_counter()
     ex = explain_pair(backbone, method, text_a, text_b, steps=steps, directions=1)
     c = pair_curves(backbone, method, ex, fractions=fractions, randoms=randoms, seed=seed)
@@ -223,33 +219,3 @@ def pair_record(backbone, method, text_a: str, text_b: str, *, steps: int, rando
             "deletion": {o: c.deletion[o].tolist() for o in ORDERS},
             "insertion": {o: c.insertion[o].tolist() for o in ORDERS},
             "seconds": time.perf_counter() - began}
-
-
-def summarise(records: list[dict], *, n_boot: int, seed: int = 0) -> dict:
-    """Over pairs: each gain's mean with its 95% percentile-bootstrap interval, the same divided by the mean span (a
-    ratio of means, resampled jointly: comparable across methods whose interactions differ in size), the share of
-    pairs where the attribution order wins, and a verdict per gain: "better" (interval above 0), "worse" (below)
-    or "no better" (it holds 0)."""
-    from analysis.eval.stats import percentile_ci, resample_indices
-
-    span = np.array([r["span"] for r in records], dtype=float)
-    idx = resample_indices(len(records), n_boot, seed=seed)  # (B, n): the same pairs for every gain
-    out = {"pairs": len(records), "span": float(span.mean()),
-           "gap_median": float(np.median([r["gap"] for r in records])),
-           "seconds_median": float(np.median([r["seconds"] for r in records]))}
-    for g in GAINS:
-        v = np.array([r["gains"][g] for r in records], dtype=float)
-        ci = percentile_ci(v[idx].mean(1)) if n_boot else (float("nan"), float("nan"))
-        ratio = v.mean() / span.mean() if span.mean() else float("nan")
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rci = percentile_ci(v[idx].mean(1) / span[idx].mean(1)) if n_boot else (float("nan"), float("nan"))
-        verdict = "better" if ci[0] > 0 else "worse" if ci[1] < 0 else "no better"
-        out[g] = {"mean": float(v.mean()), "ci": list(ci), "relative": float(ratio), "relative_ci": list(rci),
-                  "wins": float((v > 0).mean()), "verdict": verdict}
-    return out
-
-
-def mean_curves(records: list[dict]) -> dict:
-    """{"deletion"/"insertion": {order: (F,) mean over pairs}} for a record's series."""
-    return {c: {o: np.mean([r[c][o] for r in records], axis=0).tolist() for o in ORDERS}
-            for c in ("deletion", "insertion")}

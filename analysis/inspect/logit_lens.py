@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from analysis.core.errors import UserError
 from analysis.core.tokens import check_texts
 from analysis.inspect.attribution import _runner, grad_mode
 from analysis.methods.soft_tokens import next_token_logits, token_text
@@ -47,17 +46,18 @@ class Lens:
     tokens: list[list[str]] = field(default_factory=list)  # (layers, TOP) most likely next tokens
     probs: np.ndarray | None = None  # (layers, TOP) their probabilities
 
+    def to_json(self) -> dict:
+        """Plain JSON: what `Compute.remember` keeps (`analysis.inspect.explain`) and the `explain` command prints."""
+        return {"method": self.method, "layer": self.layer, "applies": self.applies, "reason": self.reason,
+                "layers": list(self.layers), "tokens": [list(t) for t in self.tokens],
+                "probs": None if self.probs is None else np.asarray(self.probs, dtype=np.float64).tolist()}
 
-def stored(lens: Lens) -> tuple[dict, dict]:
-    """(arrays, meta) for the cache (`cache.compute.logit_lens`)."""
-    arrays = {} if lens.probs is None else {"probs": lens.probs}
-    return arrays, {"method": lens.method, "layer": lens.layer, "applies": lens.applies, "reason": lens.reason,
-                    "layers": lens.layers, "tokens": lens.tokens}
-
-
-def restore(arrays: dict, meta: dict) -> Lens:
-    return Lens(meta["method"], meta["layer"], meta["applies"], meta["reason"], list(meta["layers"]),
-                [list(t) for t in meta["tokens"]], arrays.get("probs"))
+    @classmethod
+    def from_json(cls, value: dict) -> Lens:
+        """The lens `to_json` wrote."""
+        probs = value["probs"]
+        return cls(value["method"], value["layer"], value["applies"], value["reason"], list(value["layers"]),
+                   [list(t) for t in value["tokens"]], None if probs is None else np.asarray(probs, dtype=np.float64))
 
 
 def applicability(method) -> tuple[str, str]:

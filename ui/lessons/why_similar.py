@@ -4,7 +4,6 @@ is computed when the step is drawn (the same cache entries as the Explain view).
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
