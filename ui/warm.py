@@ -18,7 +18,8 @@ from ui.nav import PAGES_DIR, page_files
 LESSONS_PAGE = "13_lessons.py"
 # Rough first-figure times of each page's default view on a fresh cache, two shared CPU cores (issue 28's
 # measurements, rounded up); a page not listed is counted at DEFAULT_SECONDS. Only the estimate uses them.
-PAGE_SECONDS = {"2_embed_compare.py": 30, "4_attention.py": 150, "6_sensitivity.py": 110, "8_benchmark.py": 60}
+PAGE_SECONDS = {"2_embed_compare.py": 30, "4_attention.py": 150, "6_sensitivity.py": 110, "8_benchmark.py": 60,
+                "16_explain.py": 90}
 DEFAULT_SECONDS = 30
 MODEL_KEY = "embedscope_model"  # ui.model.MODEL_KEY, repeated so this module does not start Streamlit's widgets
 # Pages whose default view draws only after a button (the computation is too long to start unasked on a cold

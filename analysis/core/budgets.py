@@ -50,6 +50,12 @@ class Budgets:
     # One pool per sentence, each a decoder position: the scaling curve stops at 100 pools and the largest reported
     # run at 1,000; 10,000 sentences took 1.7 GB and minutes before this limit
     context_sentences: int = 1000
+    # Pair attribution (analysis/inspect/attribution.py) keeps the autograd graph of a text's path rows (in chunks
+    # of 1,024 row-positions) and costs one forward pass per node and a backward pass per node and output direction:
+    # time grows with positions x nodes x directions (the measured pair in docs/BUDGETS.md)
+    explain_tokens: int = 160  # positions per text, the method's prompt and added tokens included
+    explain_steps: int = 64  # Gauss-Legendre nodes per path
+    explain_directions: int = 64  # output directions of the pair matrix (an exact one takes the embedding's width)
 
 
 APP = Budgets()
@@ -77,6 +83,9 @@ DESCRIPTIONS = {  # for the table in docs/BUDGETS.md and messages
     "matrix_texts": "texts per drawn similarity heatmap (more are embedded; the heatmap shows the first ones)",
     "qa_items": "questions answered per context-compression run",
     "context_sentences": "sentences (pools) per compressed context",
+    "explain_tokens": "positions per text of a pair explanation (prompt and added tokens included)",
+    "explain_steps": "steps along a pair explanation's path",
+    "explain_directions": "output directions of a pair explanation's token-pair matrix",
 }
 
 
