@@ -26,10 +26,11 @@ SEEDS_ROOT = Path(__file__).resolve().parent / "seeds"
 # (an intrinsic-dimension trajectory over 362 texts: 75% of the Attention page's first visit, 86 s), the pages'
 # default trajectories, maps, traces and scores, and the embeddings of the few texts a default view shows: quick to
 # compute, but computing them loads the model, which kept five lesson steps and Embed & compare over 10 s on a fresh
-# install (issue 38). Per-document vector shards are left out: large, and only corpora read them.
+# install (issue 38); the values experiments and views keep through `Compute.remember` (the Explain page's default
+# pair). Per-document vector shards are left out: large, and only corpora read them.
 NAMESPACES = (keys.AUTO_LAYERS, keys.ATTENTION, keys.SENSITIVITY, keys.GEOMETRY, keys.ANISOTROPY,
               keys.EMBEDDING_MAP, keys.BENCH, keys.STS_SCORE, keys.SOFT_SCALING, keys.SOFT_GENERATION,
-              keys.COMPRESSION, keys.POOL_ATTENTION, keys.INTRINSIC_DIM, keys.EMBEDDINGS)
+              keys.COMPRESSION, keys.POOL_ATTENTION, keys.INTRINSIC_DIM, keys.VALUES, keys.EMBEDDINGS)
 LAST = (keys.EMBEDDINGS,)  # seeded with the room the others leave: they are what a page computes for a minute
 MAX_ENTRY_BYTES = 2_000_000  # a larger entry is cheaper to recompute than to ship
 MAX_TOTAL_BYTES = 12_000_000  # the wheel carries them: a few MB at most
