@@ -13,6 +13,7 @@ import numpy as np
 
 from analysis.core.finite import finite
 from analysis.experiments.claims.context import short_name
+from analysis.experiments.claims.record import record_source, report_section
 from analysis.experiments.machinery.records import read
 from cache import keys
 
@@ -49,17 +50,10 @@ def stored_board(store, backbone) -> tuple[dict | None, str]:
         found.append((board, f"the newest board in this cache ({board['created']})"))
     rec = read("claims_" + short_name(backbone.facts).replace("-", "_"))
     if rec is not None and rec.extra.get("board", {}).get("model", {}).get("identity") == backbone.identity:
-        found.append((rec.extra["board"], f"the published record docs/results/{rec.id}.json ({rec.date}, "
-                                          f"`{rec.command}`)"))
+        found.append((rec.extra["board"], record_source(rec)))
     return max(found, key=lambda x: x[0]["created"], default=(None, ""))
 
 
 def report_summary(store, backbone) -> dict:
-    """The model report's Claims section: the stored board's verdicts ({source, created, counts, rows [{paper, id,
-    says, word, number}]}), rows empty and source None when the model has no board yet."""
-    board, where = stored_board(store, backbone)
-    if board is None:
-        return {"source": None, "created": None, "counts": {}, "rows": []}
-    return {"source": where, "created": board["created"], "counts": board["counts"],
-            "rows": [{"paper": board["papers"][c["paper"]]["title"], "id": c["id"], "says": c["says"],
-                      "word": c["verdict"]["word"], "number": c["verdict"]["number"]} for c in board["claims"]]}
+    """The model report's Claims section from the stored board (`analysis.experiments.claims.record.report_section`)."""
+    return report_section(*stored_board(store, backbone))

@@ -12,6 +12,8 @@ from analysis.experiments import EXPERIMENTS, experiment, run
 from analysis.experiments.machinery import provenance, records, render
 from analysis.experiments.machinery.records import Record, RecordError, Sample, Series, Table
 
+REPO = Path(__file__).resolve().parent.parent
+
 
 def small_record(**over) -> Record:
     base = dict(id="demo", experiment="methods_models", title="A demo", command="python -m analysis measure demo",
@@ -185,6 +187,45 @@ def test_results_check_names_a_damaged_record(tmp_path, capsys):
     assert main(["results", "--check", "--records", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "bad.json should be a JSON object" in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_a_report_citing_a_changed_record_is_stale_until_results_renews_it(tmp_path, capsys):
+    """A report copies its model's claims board from the published record; when the record is measured again,
+    `results --check` fails naming the report, and `results` rewrites its Claims section (JSON and HTML)."""
+    from analysis.experiments.claims.record import record_source, report_section
+    from analysis.experiments.machinery.records import read
+    from cli import main
+
+    records, reports = tmp_path / "records", tmp_path / "reports"
+    records.mkdir(), reports.mkdir()
+    source = REPO / "docs" / "results" / "claims_smollm2_135m.json"
+    if not source.exists():
+        pytest.skip("no published claims record to cite")
+    for p in (REPO / "docs" / "results").glob("*.json"):
+        (records / p.name).write_text(p.read_text())
+    rec = read("claims_smollm2_135m", records)
+    board = rec.extra["board"]
+    report = {"model": dict(board["model"]), "settings": {"command": "python -m analysis report"},
+              "claims": report_section(board, record_source(rec))}
+    (reports / "m.json").write_text(json.dumps(report))
+    args = ["results", "--check", "--records", str(records), "--reports", str(reports)]
+    capsys.readouterr()
+    main(args)  # RESULTS.md may differ for the copied records; the report is current
+    assert "m.json" not in capsys.readouterr().err
+    changed = json.loads(source.read_text())
+    changed["extra"]["board"]["created"] = "2099-01-01T00:00:00+00:00"  # measured again
+    changed["extra"]["board"]["claims"][0]["verdict"]["word"] = "holds here"
+    (records / source.name).write_text(json.dumps(changed))
+    assert main(args) == 2
+    assert "m.json differ from the records" in capsys.readouterr().err.replace(str(reports) + "/", "")
+    from cli.commands import results
+
+    renewed, broken = results._reports(reports, {r: read(r, records) for r in ["claims_smollm2_135m"]})
+    assert not broken and renewed[reports / "m.json"]["claims"]["created"] == "2099-01-01T00:00:00+00:00"
+    report["model"]["identity"] = "other weights"
+    (reports / "m.json").write_text(json.dumps(report))
+    assert main(args) == 2
+    assert "now measured on other weights: rebuild the report" in capsys.readouterr().err
 
 
 def test_the_training_runs_behind_a_record_are_one_table():

@@ -9,6 +9,7 @@ from contextvars import ContextVar
 import pandas as pd
 import streamlit as st
 
+from analysis.core.figure_layout import tidy
 from analysis.core.standalone import Document, heading, section
 from ui.text import md
 
@@ -36,6 +37,7 @@ def show_figure(fig, data, name: str) -> None:
     page's first figure also puts "Save this page's figures (HTML)" in the sidebar; the file is built on click
     from every figure the page drew."""
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "figure"
+    tidy(fig)  # one layout for every view: title, legend, subplot titles and colour bars never overlap
     st.plotly_chart(fig, key=f"fig_{slug}", config={
         "displayModeBar": True,  # always visible, not only on hover: the PNG button is the figure's export
         "displaylogo": False,

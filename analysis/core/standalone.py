@@ -26,6 +26,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from analysis.core.figure_layout import tidy
+
 SHARED_PLOTLY = "plotly.gz.js"
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;
 line-height:1.5}
@@ -132,10 +134,8 @@ class Document:
         """A place for one interactive figure (a plotly Figure or its dict), its element named `name` (a stable
         anchor a reader can link to) or numbered. Streamlit's theme does not travel with a figure, so the copy gets
         Plotly's white template and margins that grow to fit the labels."""
-        fig = go.Figure(fig)  # a copy: the caller's figure stays as drawn
+        fig = tidy(go.Figure(fig))  # a copy, laid out as the pages lay theirs out; the caller's stays as drawn
         fig.update_layout(template="plotly_white")
-        fig.update_xaxes(automargin=True)
-        fig.update_yaxes(automargin=True)
         name = name or f"figure-{len(self._figures)}"
         self._figures.append((name, fig.to_plotly_json()))
         return f'<div id="{name}" class="figure"></div>'

@@ -100,3 +100,19 @@ def headline(records: list) -> str:
                   f"`{r.command}`") for r in boards)
     return table_markdown(Table("claims", "Does the paper hold here? The five papers' claims per model",
                                 ("model", *words, "command"), rows)) + "\n\n"
+
+
+def record_source(rec) -> str:
+    """How a report names the published record a board comes from (and how `results` finds it again)."""
+    return f"the published record docs/results/{rec.id}.json ({rec.date}, `{rec.command}`)"
+
+
+def report_section(board: dict | None, where: str) -> dict:
+    """The model report's Claims section of `board` ({source, created, counts, rows [{paper, id, says, word,
+    number}]}); rows empty and source None when the model has no board yet."""
+    if board is None:
+        return {"source": None, "created": None, "counts": {}, "rows": []}
+    return {"source": where, "created": board["created"], "counts": board["counts"],
+            "rows": [{"paper": board["papers"][c["paper"]]["title"], "id": c["id"], "says": c["says"],
+                      "word": c["verdict"]["word"], "number": c["verdict"]["number"]} for c in board["claims"]]}
+

@@ -16,15 +16,16 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import subprocess
 import time
+from importlib import metadata
 from pathlib import Path
 
 from analysis.core.errors import UserError
 from analysis.core.options import flags
 from analysis.core.paths import REPO, file_sha256
 from analysis.experiments.machinery.records import Machine, Model
-from analysis.training.runs import runs_root
-from analysis.weights.artefacts import MANIFEST, WEIGHTS, model_folder_name, shipped_dir
+from analysis.weights.artefacts import MANIFEST, WEIGHTS, model_folder_name, runs_root, shipped_dir
 
 MEASURE = "python -m analysis measure"
 
@@ -87,7 +88,31 @@ class Clock:
         import torch  # lazy: keeps torch off the pages' and the command line's start
 
         return Machine(cores=os.cpu_count(), torch=torch.__version__, threads=torch.get_num_threads(),
-                       python=platform.python_version(), load_before=self.load_before, load_after=_load())
+                       python=platform.python_version(), load_before=self.load_before, load_after=_load(),
+                       transformers=_version("transformers"), mteb=_version("mteb"), git_commit=checkout_commit())
+
+
+def _version(package: str) -> str | None:
+    """An installed package's version without importing it (None when it is not installed)."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def checkout_commit(root: Path = REPO) -> str | None:
+    """The commit of the checkout the code runs from, "+modified" when a tracked file differs from it; None when
+    the code is not in a git checkout (a wheel) or git is missing."""
+    if not (root / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+modified" if dirty else head
 
 
 def _load() -> tuple:

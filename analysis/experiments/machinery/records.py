@@ -91,6 +91,9 @@ class Machine:
     python: str | None
     load_before: tuple = ()  # 1, 5 and 15 minute load averages when the measurement started
     load_after: tuple = ()  # ... and when it ended
+    transformers: str | None = None  # versions of the packages that computed it (None: not recorded at the time)
+    mteb: str | None = None
+    git_commit: str | None = None  # the checkout's commit, "+modified" when tracked files differed; None from a wheel
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,10 @@ def from_json(d, where: str = "record") -> Record:
                           threads=_need(machine, "threads", int, w, optional=True),
                           python=_need(machine, "python", str, w, optional=True),
                           load_before=tuple(_need(machine, "load_before", list, w, optional=True) or ()),
-                          load_after=tuple(_need(machine, "load_after", list, w, optional=True) or ()))
+                          load_after=tuple(_need(machine, "load_after", list, w, optional=True) or ()),
+                          transformers=_need(machine, "transformers", str, w, optional=True),
+                          mteb=_need(machine, "mteb", str, w, optional=True),
+                          git_commit=_need(machine, "git_commit", str, w, optional=True))
     tables = _need(d, "tables", list, where)
     series = _need(d, "series", list, where, optional=True) or []
     findings = _need(d, "findings", list, where, optional=True) or []

@@ -59,8 +59,11 @@ def provenance_lines(rec) -> list[str]:
     if m is not None:
         load = "/".join(str(x) for x in m.load_before)
         after = "/".join(str(x) for x in m.load_after)
-        when += (f" on {m.cores} cores (torch {m.torch}, {m.threads} thread(s); load average {load or '?'}"
+        packages = "".join(f", {name} {v}" for name, v in (("transformers", m.transformers), ("mteb", m.mteb)) if v)
+        when += (f" on {m.cores} cores (torch {m.torch}{packages}, {m.threads} thread(s); load average {load or '?'}"
                  + (f" before, {after} after" if after else "") + ")")
+        if m.git_commit:
+            when += f", from commit `{m.git_commit}`"
     how.append(when)
     how.append(f"Code version: `{rec.code_version}`" if rec.code_version else "Code version: unknown")
     if rec.unknown:
