@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-import json
-
 from analysis.core.errors import UserError
+from analysis.experiments.claims.record import refreshed
 from analysis.experiments.machinery.records import read_all
 from analysis.experiments.machinery.render import readme, render
-from analysis.report.refresh import refreshed
 
 HELP = ("Regenerate docs/RESULTS.md, the README's headline table and the published model reports' Claims sections "
         "(docs/reports/) from the results records in docs/results/ (each written by `python -m analysis measure "
@@ -45,7 +44,9 @@ def run(args) -> dict:
         return {"up_to_date": True, "records": sorted(records)}
     for path, text in targets.items():
         path.write_text(text, encoding="utf-8")
-    from analysis.report import html as report_html  # lazy: keeps plotly off the command line's start
+    from analysis.report import (
+        html as report_html,  # lazy: keeps plotly off the command line's start
+    )
 
     for path, report in reports.items():  # the JSON and its HTML, each written atomically
         shared = "--shared-plotly" in (report.get("settings") or {}).get("command", "")

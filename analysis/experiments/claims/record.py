@@ -5,12 +5,15 @@ the model report and Compare models read it when the cache holds no newer board 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 
 from analysis.core.params import param
 from analysis.experiments import Measured
 from analysis.experiments.claims.context import Settings, short_name
-from analysis.experiments.machinery import heldout_sts  # by module: tests replace report_pairs
+from analysis.experiments.machinery import (
+    heldout_sts,  # by module: tests replace report_pairs
+)
 from analysis.experiments.machinery.provenance import model_entry
 from analysis.experiments.machinery.records import Table
 from analysis.experiments.machinery.render import table_markdown
@@ -116,3 +119,28 @@ def report_section(board: dict | None, where: str) -> dict:
             "rows": [{"paper": board["papers"][c["paper"]]["title"], "id": c["id"], "says": c["says"],
                       "word": c["verdict"]["word"], "number": c["verdict"]["number"]} for c in board["claims"]]}
 
+
+# ---- a published model report kept in step with the record it cites ---------------------------------------------
+# A report (docs/reports/<model>.json and its HTML) copies the model's board from this record. When the board is
+# measured again the copy is stale: `python -m analysis results` rewrites the report's Claims section from the record
+# (and its HTML), and `results --check` fails until it has. A report whose board came from a cache cites nothing.
+CITED = re.compile(r"the published record docs/results/([A-Za-z0-9_]+)\.json")
+
+
+def refreshed(report: dict, records: dict) -> tuple[dict | None, str | None]:
+    """(`report` with its Claims section read again from the record it cites, or None when it is current; a reason
+    when the citation cannot be renewed: the record is gone, or it measured other weights)."""
+    section = report.get("claims") or {}
+    found = CITED.search(section.get("source") or "")
+    if found is None:
+        return None, None
+    rec = records.get(found.group(1))
+    if rec is None:
+        return None, f"cites docs/results/{found.group(1)}.json, which no longer exists: rebuild the report"
+    board = rec.extra.get("board") or {}
+    if board.get("model", {}).get("identity") != report.get("model", {}).get("identity"):
+        return None, f"cites docs/results/{rec.id}.json, now measured on other weights: rebuild the report"
+    current = report_section(board, record_source(rec))
+    if current == section:
+        return None, None
+    return {**report, "claims": current}, None
