@@ -31,7 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from analysis.core.paths import cache_root
+from cache.flight import flight
 from cache.keys import jsonable, make_key
+from cache.progress import Progress
 
 DATA, META = "data.npz", "meta.json"
 MODELS = "models"  # converted model weights (analysis.models.backbone): slow to rebuild, only cleared on request
@@ -166,17 +168,28 @@ class Store:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def get_or_compute(self, parts: dict, compute: Callable[[], tuple[dict[str, np.ndarray], dict]],
-                       namespace: str = "default", validate: Callable[[Entry], object] | None = None
-                       ) -> tuple[Entry, bool]:
+    def get_or_compute(self, parts: dict, compute: Callable[..., tuple[dict[str, np.ndarray], dict]],
+                       namespace: str = "default", validate: Callable[[Entry], object] | None = None,
+                       progress: Progress | None = None) -> tuple[Entry, bool]:
         """Return ``(entry, hit)``; on a miss call ``compute() -> (arrays, meta)`` and store its result.
-        ``validate(entry)`` (raising ValueError to reject) checks a stored entry beyond its checksum."""
+        ``validate(entry)`` (raising ValueError to reject) checks a stored entry beyond its checksum.
+
+        The same key asked by several threads or processes at once is computed once (`cache.flight`): the others
+        wait, then read the stored entry. With `progress` (the caller's `progress(done, total, message)`), a
+        waiting caller is told whose work it waits for and about how long, and `compute` is called as
+        `compute(progress)` with a progress that the waiters see too."""
         key = make_key(parts)
         entry = self.get(key, namespace, validate)
         if entry is not None:
             return entry, True
-        arrays, meta = compute()
-        return self.put(key, arrays, meta, parts=parts, namespace=namespace), False
+        if self.read_only:
+            raise PermissionError(f"the store at {self.root} is read-only")
+        with flight(self.root, namespace, key, progress) as held:
+            entry = self.get(key, namespace, validate)  # stored meanwhile: by the one we waited for, or a process
+            if entry is not None:
+                return entry, True
+            arrays, meta = compute() if progress is None else compute(held.progress)
+            return self.put(key, arrays, meta, parts=parts, namespace=namespace), False
 
     def scan(self, prefix: str, namespace: str = "default") -> list[str]:
         """Keys of the complete-looking entries of `namespace` that start with `prefix` (at least its first two
