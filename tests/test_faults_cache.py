@@ -2,6 +2,7 @@
 once, concurrent writers of the same document vectors store each once, one model is loaded however many sessions
 ask, and a waiting session is told whose work it waits for. No real model: fake methods and tiny random ones."""
 
+import functools
 import multiprocessing as mp
 import threading
 import time
@@ -150,3 +151,65 @@ def test_waiting_message_says_how_far_and_how_long():
                                              "session: 25/100 texts, about 30 s left; its result will be read from "
                                              "the cache.")
     assert "no estimate yet" in waiting_message(Status(started=100.0), now=101.0)
+
+
+def _together(n, call):
+    """`call()` from n threads released at the same moment; their results."""
+    gate, out = threading.Barrier(n), []
+
+    def run():
+        gate.wait()
+        out.append(call())
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return out
+
+
+def test_one_model_in_memory_however_many_sessions(monkeypatch):
+    """Eight sessions opening the app at once on a fresh server load the model once (st.cache_resource's lock per
+    key), and the handle every session holds (`LazyBackbone`) loads its weights once."""
+    from ui import model as M
+
+    calls = []
+
+    class Loaded:
+        model = "weights"
+
+    def load(name, device="cpu", dtype="float32"):
+        calls.append(name)
+        time.sleep(0.5)
+        return Loaded()
+
+    monkeypatch.setattr(M.backbone_module, "load_backbone", load)
+    M._load.clear()
+    try:
+        loaded = _together(8, lambda: M._load("faults-model", "cpu", "float32"))
+        assert len(calls) == 1 and all(b is loaded[0] for b in loaded)
+
+        class Described:
+            identity, facts = "faults@1", None
+
+        lazy = M.LazyBackbone(Described(), lambda: load("lazy"))
+        models = _together(8, lambda: lazy.model)  # the first use of the weights, in every session at once
+        assert calls == ["faults-model", "lazy"] and len(models) == 8
+    finally:
+        M._load.clear()
+
+
+def test_the_sentence_encoder_is_loaded_once_by_concurrent_sessions(monkeypatch):
+    from analysis.models import minilm
+
+    calls = []
+
+    def slow_load():
+        calls.append(1)
+        time.sleep(0.5)
+        return object()
+
+    monkeypatch.setattr(minilm, "_load_encoder", functools.lru_cache(maxsize=1)(slow_load))
+    encoders = _together(6, minilm.load_encoder)
+    assert len(calls) == 1 and all(e is encoders[0] for e in encoders)
