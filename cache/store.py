@@ -22,7 +22,6 @@ import shutil
 import tempfile
 import time
 import uuid
-import warnings
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.core.paths import cache_root
+from analysis.core.errors import StorageWarning
+from analysis.core.paths import cache_root, warn_unwritable
 from cache.flight import flight
 from cache.keys import jsonable, make_key
 from cache.progress import Progress
@@ -46,8 +46,7 @@ _NS_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _BROKEN = (OSError, ValueError, KeyError, TypeError, EOFError, RecursionError, zipfile.BadZipFile)
 
 
-class CacheWarning(UserWarning):
-    """The cache folder cannot be written (read-only, full): results are computed but not stored."""
+CacheWarning = StorageWarning  # the cache folder cannot be written (read-only, full): computed, not stored
 
 
 @dataclass(frozen=True)
@@ -139,11 +138,9 @@ class Store:
             return Entry(arrays, meta, key, record["created"])
 
     def _warn_unwritable(self, err: OSError) -> None:
-        if not self._warned:
+        if not self._warned:  # one warning per store, and one per folder and process (`warn_unwritable`)
             self._warned = True
-            reason = err.strerror or type(err).__name__
-            warnings.warn(CacheWarning(f"The cache folder {self.root} cannot be written ({reason}): results are "
-                                       "computed but not stored."), stacklevel=4)
+            warn_unwritable(self.root, err)
 
     def _write(self, key, namespace, final, arrays, meta, record, blob) -> Entry:
         final.parent.mkdir(parents=True, exist_ok=True)
