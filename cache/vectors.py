@@ -89,7 +89,7 @@ class VectorStore:
             return
         with flight(self.store.root, VECTORS, self.key):
             stored = self.find([r.digest for r in rows])
-            self._write([r for r in dict((r.digest, r) for r in rows).values() if r.digest not in stored])
+            self._write([r for r in {r.digest: r for r in rows}.values() if r.digest not in stored])
 
     def _write(self, rows: list[Row]) -> None:
         if not rows:

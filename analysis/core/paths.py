@@ -111,3 +111,30 @@ def writable_folder(preferred: Path) -> Path:
         fallback.mkdir(parents=True, exist_ok=True)
         warn_unwritable(cache_root(), err)
         return fallback
+
+
+def can_create(path: Path) -> bool:
+    """Whether `path` exists as a writable folder or could be made one, decided without creating anything (so a
+    command refused before any work leaves no folder behind): the nearest existing ancestor must be a folder this
+    process may write. `os.access` sees a read-only file system even as root."""
+    path = Path(path).absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
+
+
+# errnos that mean the disk or the folder refused a file the user asked for, said in one sentence by the command line
+WRITE_ERRORS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+                errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
+                errno.EPERM: "permission denied"}
+
+
+def write_problem(err: BaseException) -> str | None:
+    """The one sentence for an OSError that says a file could not be written where it was asked for (a full disk
+    halfway through a run, a folder made read-only meanwhile), or None for any other error (a bug, shown as one)."""
+    if not isinstance(err, OSError) or err.errno not in WRITE_ERRORS:
+        return None
+    where = f" {err.filename}" if err.filename else ""
+    return (f"Could not write{where}: {WRITE_ERRORS[err.errno]} ({err.strerror or err}). Free some space or choose "
+            "a folder that can be written, and run the command again: results already in the cache are not "
+            "computed again.")
