@@ -50,6 +50,12 @@ class Budgets:
     # One pool per sentence, each a decoder position: the scaling curve stops at 100 pools and the largest reported
     # run at 1,000; 10,000 sentences took 1.7 GB and minutes before this limit
     context_sentences: int = 1000
+    # A retrieval corpus (a BEIR folder) is counted before it is read (`analysis.data.corpus_size`): SciFact's 5,183
+    # documents, 8.0 MB and about 1.7M tokens fit (about 40 minutes per method on the default model and two cores);
+    # ten times that is refused in one sentence, not read whole into memory and embedded for hours unasked
+    corpus_documents: int = 10_000
+    corpus_bytes: int = 16_000_000
+    corpus_tokens: int = 2_000_000
 
 
 APP = Budgets()
@@ -77,6 +83,9 @@ DESCRIPTIONS = {  # for the table in docs/BUDGETS.md and messages
     "matrix_texts": "texts per drawn similarity heatmap (more are embedded; the heatmap shows the first ones)",
     "qa_items": "questions answered per context-compression run",
     "context_sentences": "sentences (pools) per compressed context",
+    "corpus_documents": "documents per retrieval corpus (a BEIR folder), counted before it is read",
+    "corpus_bytes": "bytes of one retrieval corpus file (corpus.jsonl)",
+    "corpus_tokens": "tokens per retrieval corpus, estimated with the model's tokenizer from a sample",
 }
 
 
