@@ -46,11 +46,11 @@ def computed(store, namespace: str, parts: dict, compute: Callable, progress: Pr
     get-or-compute of the functions below."""
     caught: list[warnings.WarningMessage] = []
 
-    def run():
+    def run(told=progress):
         began = time.perf_counter()
         with warnings.catch_warnings(record=True) as record:
             warnings.simplefilter("always")  # a warning already shown once must still be recorded here
-            arrays, meta = compute(progress)
+            arrays, meta = compute(told)
         caught.extend(record)
         meta = dict(meta or {})
         meta.setdefault("seconds", time.perf_counter() - began)
@@ -60,11 +60,15 @@ def computed(store, namespace: str, parts: dict, compute: Callable, progress: Pr
     if store is None:
         (arrays, meta), hit = run(), False
     else:
-        entry, hit = store.get_or_compute(parts, run, namespace, validate)
+        entry, hit = store.get_or_compute(parts, run, namespace, validate, progress=progress or _silent)
         arrays, meta = entry.arrays, entry.meta
     for w in caught:
         warnings.warn(w.message, stacklevel=3)  # the Warning instance keeps its category
     return arrays, meta, hit
+
+
+def _silent(done: int, total: int, message: str = "") -> None:
+    """A progress nobody reads: the computation still publishes its own to whoever waits for it."""
 
 
 # ---- embeddings: a page's exact list of texts (EMBEDDINGS) over every document's vector (VECTORS) -----------------

@@ -22,7 +22,6 @@ import shutil
 import tempfile
 import time
 import uuid
-import warnings
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,8 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.core.paths import cache_root
+from analysis.core.errors import StorageWarning
+from analysis.core.paths import cache_root, warn_unwritable
+from cache.flight import flight
 from cache.keys import jsonable, make_key
+from cache.progress import Progress
 
 DATA, META = "data.npz", "meta.json"
 MODELS = "models"  # converted model weights (analysis.models.backbone): slow to rebuild, only cleared on request
@@ -44,8 +46,7 @@ _NS_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _BROKEN = (OSError, ValueError, KeyError, TypeError, EOFError, RecursionError, zipfile.BadZipFile)
 
 
-class CacheWarning(UserWarning):
-    """The cache folder cannot be written (read-only, full): results are computed but not stored."""
+CacheWarning = StorageWarning  # the cache folder cannot be written (read-only, full): computed, not stored
 
 
 @dataclass(frozen=True)
@@ -137,11 +138,9 @@ class Store:
             return Entry(arrays, meta, key, record["created"])
 
     def _warn_unwritable(self, err: OSError) -> None:
-        if not self._warned:
+        if not self._warned:  # one warning per store, and one per folder and process (`warn_unwritable`)
             self._warned = True
-            reason = err.strerror or type(err).__name__
-            warnings.warn(CacheWarning(f"The cache folder {self.root} cannot be written ({reason}): results are "
-                                       "computed but not stored."), stacklevel=4)
+            warn_unwritable(self.root, err)
 
     def _write(self, key, namespace, final, arrays, meta, record, blob) -> Entry:
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -166,17 +165,28 @@ class Store:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def get_or_compute(self, parts: dict, compute: Callable[[], tuple[dict[str, np.ndarray], dict]],
-                       namespace: str = "default", validate: Callable[[Entry], object] | None = None
-                       ) -> tuple[Entry, bool]:
+    def get_or_compute(self, parts: dict, compute: Callable[..., tuple[dict[str, np.ndarray], dict]],
+                       namespace: str = "default", validate: Callable[[Entry], object] | None = None,
+                       progress: Progress | None = None) -> tuple[Entry, bool]:
         """Return ``(entry, hit)``; on a miss call ``compute() -> (arrays, meta)`` and store its result.
-        ``validate(entry)`` (raising ValueError to reject) checks a stored entry beyond its checksum."""
+        ``validate(entry)`` (raising ValueError to reject) checks a stored entry beyond its checksum.
+
+        The same key asked by several threads or processes at once is computed once (`cache.flight`): the others
+        wait, then read the stored entry. With `progress` (the caller's `progress(done, total, message)`), a
+        waiting caller is told whose work it waits for and about how long, and `compute` is called as
+        `compute(progress)` with a progress that the waiters see too."""
         key = make_key(parts)
         entry = self.get(key, namespace, validate)
         if entry is not None:
             return entry, True
-        arrays, meta = compute()
-        return self.put(key, arrays, meta, parts=parts, namespace=namespace), False
+        if self.read_only:
+            raise PermissionError(f"the store at {self.root} is read-only")
+        with flight(self.root, namespace, key, progress) as held:
+            entry = self.get(key, namespace, validate)  # stored meanwhile: by the one we waited for, or a process
+            if entry is not None:
+                return entry, True
+            arrays, meta = compute() if progress is None else compute(held.progress)
+            return self.put(key, arrays, meta, parts=parts, namespace=namespace), False
 
     def scan(self, prefix: str, namespace: str = "default") -> list[str]:
         """Keys of the complete-looking entries of `namespace` that start with `prefix` (at least its first two

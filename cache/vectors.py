@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cache.flight import flight
 from cache.keys import VECTORS, make_key, shard_key, vectors_parts
 
 # Shards never change once written: what a shard holds is remembered per process, so a lookup reads only the
@@ -80,7 +81,17 @@ class VectorStore:
         return out
 
     def add(self, rows: list[Row]) -> None:
-        """Store `rows` as one shard (atomically; an unwritable cache folder warns once and stores nothing)."""
+        """Store `rows` as one shard (atomically; an unwritable cache folder warns once and stores nothing), leaving
+        out the documents already stored: several processes or sessions embedding overlapping corpora at once each
+        store a document's vector once. Writers of one vector store take turns (`cache.flight`, a lock file per
+        store), and each looks again at what is stored before it writes."""
+        if not rows:
+            return
+        with flight(self.store.root, VECTORS, self.key):
+            stored = self.find([r.digest for r in rows])
+            self._write([r for r in {r.digest: r for r in rows}.values() if r.digest not in stored])
+
+    def _write(self, rows: list[Row]) -> None:
         if not rows:
             return
         digests = [r.digest for r in rows]

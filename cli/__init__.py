@@ -17,7 +17,7 @@ import warnings
 from analysis.core import budgets
 from analysis.core.errors import UserError
 from analysis.core.finite import finite
-from analysis.core.paths import cache_root
+from analysis.core.paths import cache_root, can_create, temporary_root, write_problem
 from cli import commands
 from cli.commands import _common
 
@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     # skdim (TwoNN, behind every intrinsic-dimension estimate) imports matplotlib, which writes its font cache and
     # config into the user's home on first import: keep them under the tool's own cache unless the user chose a place
-    os.environ.setdefault("MPLCONFIGDIR", str(cache_root() / ".matplotlib"))
+    os.environ.setdefault("MPLCONFIGDIR", str(_matplotlib_folder()))
     shown, warnings.showwarning = warnings.showwarning, _warning_line  # one sentence per warning, like errors
     _common.LOADED.clear()  # a fresh account of the models this run loads (tests run many commands in one process)
     try:
@@ -54,11 +54,23 @@ def main(argv=None) -> int:
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # a disk that fills halfway, a folder made read-only meanwhile: one sentence, not a trace
+        if (problem := write_problem(err)) is None:
+            raise
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     finally:
         warnings.showwarning = shown
     if text is not None:
         print(text)
     return 0
+
+
+def _matplotlib_folder():
+    """The cache's .matplotlib, or a temporary one when the cache folder cannot be written (matplotlib would print
+    two lines about it on the first intrinsic-dimension estimate, beside the cache's own one warning)."""
+    folder = cache_root() / ".matplotlib"
+    return folder if can_create(folder) else temporary_root() / ".matplotlib"
 
 
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:

@@ -56,6 +56,12 @@ class Budgets:
     explain_tokens: int = 160  # positions per text, the method's prompt and added tokens included
     explain_steps: int = 64  # Gauss-Legendre nodes per path
     explain_directions: int = 64  # output directions of the pair matrix (an exact one takes the embedding's width)
+    # A retrieval corpus (a BEIR folder) is counted before it is read (`analysis.data.corpus_size`): SciFact's 5,183
+    # documents, 8.0 MB and about 1.7M tokens fit (about 40 minutes per method on the default model and two cores);
+    # ten times that is refused in one sentence, not read whole into memory and embedded for hours unasked
+    corpus_documents: int = 10_000
+    corpus_bytes: int = 16_000_000
+    corpus_tokens: int = 2_000_000
 
 
 APP = Budgets()
@@ -86,6 +92,9 @@ DESCRIPTIONS = {  # for the table in docs/BUDGETS.md and messages
     "explain_tokens": "positions per text of a pair explanation (prompt and added tokens included)",
     "explain_steps": "steps along a pair explanation's path",
     "explain_directions": "output directions of a pair explanation's token-pair matrix",
+    "corpus_documents": "documents per retrieval corpus (a BEIR folder), counted before it is read",
+    "corpus_bytes": "bytes of one retrieval corpus file (corpus.jsonl)",
+    "corpus_tokens": "tokens per retrieval corpus, estimated with the model's tokenizer from a sample",
 }
 
 

@@ -7,3 +7,8 @@ class UserError(Exception):
 
 class TruncationWarning(UserWarning):
     """Some texts were longer than the model's limit and were cut."""
+
+
+class StorageWarning(UserWarning):
+    """A folder the tool keeps its work in (the cache, converted models, scratch) cannot be written (read-only, full,
+    missing with an unwritable parent): the work is done and its result is right, only not kept."""

@@ -9,9 +9,15 @@ the data folder, shipped weights replaced with `train --ship`.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import tempfile
+import threading
+import warnings
 from pathlib import Path
+
+from analysis.core.errors import StorageWarning
 
 PACKAGE = Path(__file__).resolve().parent.parent  # analysis/
 REPO = PACKAGE.parent
@@ -57,3 +63,85 @@ def file_sha256(path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             sha.update(chunk)
     return sha.hexdigest()
+
+
+# errnos that mean "this folder cannot hold our files", as opposed to a bug: the work goes elsewhere, with a warning
+STORAGE_ERRORS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR,
+                            errno.EEXIST, errno.ENOENT})
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def is_storage_error(err: BaseException) -> bool:
+    """Whether `err` says a folder cannot be written (read-only or full file system, no permission, a file in the
+    way), rather than something wrong with the work itself."""
+    return isinstance(err, OSError) and err.errno in STORAGE_ERRORS
+
+
+def temporary_root() -> Path:
+    """Where the tool keeps what it cannot keep under `cache_root()`: a per-user folder in the system's temporary
+    folder (which the system may empty), so a read-only cache still gets a right result, computed again later."""
+    return Path(tempfile.gettempdir()) / f"embedscope-{os.getuid()}"
+
+
+def warn_unwritable(root: Path, err: OSError) -> None:
+    """The one `StorageWarning` per cache folder and process, whatever could not be written there first (a result,
+    a converted model, a sweep's scratch): the reason, and what the tool does instead."""
+    reason = err.strerror or type(err).__name__
+    with _warned_lock:
+        if str(root) in _warned:
+            return
+        _warned.add(str(root))
+    warnings.warn(StorageWarning(f"The cache folder {root} cannot be written ({reason}): results are computed but "
+                                 f"not stored, and converted models and scratch files go to {temporary_root()}, "
+                                 "which the system may empty."), stacklevel=3)
+
+
+def writable_folder(preferred: Path) -> Path:
+    """`preferred`, created if needed; or, when it cannot be (a read-only or full file system, a path through a
+    file), the same path under `temporary_root()`, with the cache folder's one warning. Raises the OSError when the
+    temporary folder cannot be written either."""
+    try:
+        preferred.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=preferred)  # a folder may exist and refuse files
+        os.close(fd)
+        os.unlink(probe)
+        return preferred
+    except OSError as err:
+        if not is_storage_error(err):
+            raise
+        try:
+            inside = preferred.relative_to(cache_root())
+        except ValueError:
+            inside = Path(preferred.name)
+        fallback = temporary_root() / inside
+        fallback.mkdir(parents=True, exist_ok=True)
+        warn_unwritable(cache_root(), err)
+        return fallback
+
+
+def can_create(path: Path) -> bool:
+    """Whether `path` exists as a writable folder or could be made one, decided without creating anything (so a
+    command refused before any work leaves no folder behind): the nearest existing ancestor must be a folder this
+    process may write. `os.access` sees a read-only file system even as root."""
+    path = Path(path).absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
+
+
+# errnos that mean the disk or the folder refused a file the user asked for, said in one sentence by the command line
+WRITE_ERRORS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+                errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
+                errno.EPERM: "permission denied"}
+
+
+def write_problem(err: BaseException) -> str | None:
+    """The one sentence for an OSError that says a file could not be written where it was asked for (a full disk
+    halfway through a run, a folder made read-only meanwhile), or None for any other error (a bug, shown as one)."""
+    if not isinstance(err, OSError) or err.errno not in WRITE_ERRORS:
+        return None
+    where = f" {err.filename}" if err.filename else ""
+    return (f"Could not write{where}: {WRITE_ERRORS[err.errno]} ({err.strerror or err}). Free some space or choose "
+            "a folder that can be written, and run the command again: results already in the cache are not "
+            "computed again.")

@@ -22,6 +22,7 @@ from analysis.data.corpora import Pairs, Texts, pair_texts
 from analysis.core.errors import UserError
 from analysis.core.intake import read_bytes
 from analysis.core.text import has_visible_text
+from analysis.data.corpus_size import check_corpus
 
 PathOrBytes = str | os.PathLike | bytes
 
@@ -288,12 +289,13 @@ class Beir:
         return len(self.queries)
 
 
-def load_beir(folder, split: str = "test", limit: int | None = None) -> Beir:
+def load_beir(folder, split: str = "test", limit: int | None = None, tokenizer=None) -> Beir:
     """Read corpus.jsonl, queries.jsonl and qrels/<split>.tsv from `folder` (BEIR layout).
 
     Documents are "title text" (BEIR's convention for bi-encoders). Judgements naming unknown queries or
     documents are an error, since they usually mean two folders were mixed. `limit` keeps the first N
-    judged queries (all documents stay: they are the haystack).
+    judged queries (all documents stay: they are the haystack). The corpus is counted first (documents, bytes, and
+    tokens with `tokenizer`) and refused past the budgets before a line of it is parsed.
     """
     root = Path(folder).expanduser()
     if not root.is_dir():
@@ -304,6 +306,7 @@ def load_beir(folder, split: str = "test", limit: int | None = None) -> Beir:
     if missing:
         raise UserError(f"{root} is not in BEIR layout: missing {', '.join(missing)} (expected corpus.jsonl, "
                         f"queries.jsonl and qrels/{split}.tsv).")
+    check_corpus(files["corpus"], tokenizer, name=root.name)
     corpus = {i: f"{r.get('title') or ''} {r.get('text') or ''}".strip() for i, r in _jsonl(files["corpus"])}
     queries = {i: str(r.get("text") or "").strip() for i, r in _jsonl(files["queries"])}
     qrels: dict[str, dict[str, int]] = {}

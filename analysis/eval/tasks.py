@@ -227,7 +227,7 @@ def load_task(spec: str, *, tokenizer=None, max_length: int | None = None) -> Ta
         family, rest = "", spec
     p = Path(rest).expanduser()
     if family == "beir" or (not family and p.is_dir()):
-        return Task(f"BEIR {p.name}", "retrieval", load_beir(p))
+        return Task(f"BEIR {p.name}", "retrieval", load_beir(p, tokenizer=tokenizer))
     if not family and not p.exists():
         raise UserError(f"Unknown data set {spec!r}: use one of {', '.join(_task_ids())}, or sts:FILE, "
                         "probe:FILE, beir:FOLDER.")

@@ -79,7 +79,8 @@ def _distances(points: np.ndarray) -> np.ndarray:
 
 def _twonn_from_distances(dist: np.ndarray) -> Estimate:
     """TwoNN (scikit-dimension, Facco et al. 2017) from a distance matrix of distinct points."""
-    from skdim.id import TwoNN  # lazy: keeps scipy, skdim, sklearn off the pages' and the command line's start
+    with warnings.catch_warnings():  # skdim's FisherS module turns every warning off, process-wide, on import
+        from skdim.id import TwoNN  # lazy: keeps scipy, skdim, sklearn off the pages' and the command line's start
 
     m = dist.shape[0]
     if m < MIN_POINTS:

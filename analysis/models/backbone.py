@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Callable
 
 from analysis.core.errors import UserError
-from analysis.core.paths import cache_root, file_sha256
+from analysis.core.paths import (cache_root, file_sha256, is_storage_error, temporary_root, warn_unwritable,
+                                 writable_folder)
 from analysis.core.precision import DTYPES
 
 DEFAULT_NAME = "default"
@@ -420,11 +421,27 @@ def default_gguf() -> Path:
     return gguf
 
 
-def _converted(folder: Path, produce: Callable[[Path], Path]) -> dict:
-    """Convert once under a file lock: `produce(scratch)` returns the GGUF to convert into `folder`."""
+def _converted(folder: Path, produce: Callable[[Path], Path]) -> tuple[Path, dict]:
+    """(folder, its record): convert once under a file lock: `produce(scratch)` returns the GGUF to convert into
+    `folder`. A cache folder that cannot be written (read-only, full) converts into a temporary folder instead, with
+    one warning: the model loads, and is converted again once the system empties that folder."""
+    if (folder / "embedscope.json").is_file():
+        return folder, json.loads((folder / "embedscope.json").read_text())
+    place = writable_folder(folder.parent)
+    try:
+        return place / folder.name, _convert_once(place / folder.name, produce)
+    except OSError as err:
+        if not is_storage_error(err) or place != folder.parent:
+            raise
+        warn_unwritable(cache_root(), err)
+        fallback = temporary_root() / "models" / folder.name  # the disk filled during the conversion
+        fallback.parent.mkdir(parents=True, exist_ok=True)
+        return fallback, _convert_once(fallback, produce)
+
+
+def _convert_once(folder: Path, produce: Callable[[Path], Path]) -> dict:
     done = folder / "embedscope.json"
     if not done.is_file():
-        folder.parent.mkdir(parents=True, exist_ok=True)
         with _file_lock(folder.parent / f".{folder.name}.lock"):
             if not done.is_file():  # another process may have converted while we waited
                 scratch = Path(tempfile.mkdtemp(prefix=".gguf-", dir=folder.parent))
@@ -438,8 +455,8 @@ def _converted(folder: Path, produce: Callable[[Path], Path]) -> dict:
 def _builtin_folder(entry: BuiltinModel) -> tuple[str, str]:
     """Convert a built-in model's GGUF to safetensors once; return (folder, identity)."""
     _, tag, identity = entry.gguf(None)
-    folder = cache_root() / "models" / f"{entry.folder_prefix}-{tag}"
-    info = _converted(folder, lambda scratch: entry.gguf(scratch)[0])
+    folder, info = _converted(cache_root() / "models" / f"{entry.folder_prefix}-{tag}",
+                              lambda scratch: entry.gguf(scratch)[0])
     return str(folder), f"{identity}@sha256:{info['gguf_sha256'][:16]}"
 
 
@@ -454,11 +471,11 @@ def _gguf_folder(path: Path) -> tuple[str, str]:
         sha = memo.read_text().strip()
     else:
         sha = file_sha256(path)
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(memo, sha)
-    folder = cache_root() / "models" / f"gguf-{sha[:16]}"
+        with contextlib.suppress(OSError):  # a cache that cannot be written: hashed again next time
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(memo, sha)
     try:
-        _converted(folder, lambda scratch: path)
+        folder, _ = _converted(cache_root() / "models" / f"gguf-{sha[:16]}", lambda scratch: path)
     except (OSError, ValueError, KeyError, RuntimeError) as err:
         raise UserError(f"Could not convert '{path}' from GGUF: {_first_line(err)}") from err
     return str(folder), f"gguf:{path.name}@sha256:{sha[:16]}"

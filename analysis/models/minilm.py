@@ -76,9 +76,18 @@ class SentenceEncoder:
         return torch.cat(out)
 
 
-@functools.lru_cache(maxsize=1)
+_loading = threading.Lock()
+
+
 def load_encoder() -> SentenceEncoder:
-    """The default sentence encoder (all-MiniLM-L6-v2), loaded once per process, float32, eval mode."""
+    """The default sentence encoder (all-MiniLM-L6-v2), loaded once per process, float32, eval mode. Several app
+    sessions asking at once wait for one load (`lru_cache` alone lets each of them load its own copy)."""
+    with _loading:
+        return _load_encoder()
+
+
+@functools.lru_cache(maxsize=1)
+def _load_encoder() -> SentenceEncoder:
     # lazy: keeps transformers off the pages' and the command line's start
     from transformers import AutoModel, AutoTokenizer
 

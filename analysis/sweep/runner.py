@@ -38,7 +38,7 @@ import torch
 
 from analysis.core.errors import UserError
 from analysis.core.forward import _first_tensor, attention_backend, hooks
-from analysis.core.paths import cache_root
+from analysis.core.paths import cache_root, writable_folder
 from analysis.core.tokens import Batch, batches_by_length, check_texts
 from analysis.core.vectors import l2_normalize
 from analysis.eval.retrieval import cosines, judged_queries, per_query
@@ -143,8 +143,11 @@ class SuffixRunner:
 
     def _write(self, h: torch.Tensor, start: int, index: int) -> Path:
         if self._spill is None:
-            root = Path(self.spill_dir) if self.spill_dir is not None else _default_spill_root()
-            root.mkdir(parents=True, exist_ok=True)
+            if self.spill_dir is not None:
+                root = Path(self.spill_dir)
+                root.mkdir(parents=True, exist_ok=True)
+            else:  # a read-only cache folder spills into a temporary one, with the cache's one warning
+                root = writable_folder(_default_spill_root())
             self._spill = tempfile.TemporaryDirectory(prefix="sweep-spill-", dir=root)  # removed with the runner
         path = Path(self._spill.name) / f"s{start}-b{index}.npy"
         np.save(path, h.float().numpy(), allow_pickle=False)

@@ -43,7 +43,8 @@ def prepare(folder: Path) -> Path:
         with tempfile.NamedTemporaryFile(dir=folder / RUN, prefix=".write-check-"):
             pass
     except OSError as err:
-        raise UserError(f"cannot write the run's folder {folder} ({err.strerror or err}).") from err
+        raise UserError(f"cannot write the run's folder {folder} ({err.strerror or err}): give --out a folder that "
+                        "can be written.") from err
     return folder
 
 

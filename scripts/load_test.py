@@ -1,0 +1,169 @@
+"""Many users at once: N headless Chromium browsers open the app together, on one view (a class on one lesson step)
+and on different views, and each is timed to its first figure while the server's memory is sampled.
+
+For each N of `--users` and each mode of `--mode`, a new `streamlit run app.py` starts on a fresh cache (the converted
+models linked in, as an install leaves them, and the seeds the tool ships), so every round meets the server as a
+class meets it; the N browsers (each its own Chromium process, started before the clock) open their address at the
+same moment. Per user: seconds to the first figure, or the failure. Per round: the server's resident memory (its
+process and children) every half second, its peak, the slowest user. The one JSON file written (`--out`) holds
+every number, the machine and its load; `held_within` says the largest N whose users on the same view all drew
+within `--target` seconds (the issue's 10 s), which docs/BUDGETS.md reports.
+
+    python scripts/load_test.py --users 1,4,8,16 --mode both --out load.json   # the measurement (a quiet machine)
+    python scripts/load_test.py --users 1,2 --mode same --out /tmp/load.json   # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from bench_first_figure import DRAWN, FIGURE, NO_FIGURE, launch, load, start_server, targets  # noqa: E402
+
+from analysis.core.paths import cache_root  # noqa: E402
+
+SAME_VIEW = "lessons?lesson=why-last&step=2"
+DIFFERENT = ["embed_compare", "layer_explorer", "lessons?lesson=why-last&step=1", "geometry", "attention",
+             "benchmark"]  # six views a class spreads over (the issue's six browsers)
+
+
+def addresses(mode: str, n: int, same: str, views: list[str]) -> list[str]:
+    """The address each of `n` users opens: all the same one, or the views in turn."""
+    return [same] * n if mode == "same" else [views[i % len(views)] for i in range(n)]
+
+
+def check_views(views: list[str]) -> None:
+    known = {path for _, path, _ in targets()}
+    unknown = [v for v in views if v.split("?")[0] not in {k.split("?")[0] for k in known}]
+    if unknown:
+        raise SystemExit(f"unknown view(s) {', '.join(unknown)}: use addresses like {', '.join(sorted(known)[:4])}")
+
+
+def sample_rss(pid: int, stop: threading.Event, into: list) -> None:
+    """[seconds since start, MiB] of the server's process and its children, every half second until `stop`."""
+    began = time.perf_counter()
+    try:
+        root = psutil.Process(pid)
+    except psutil.Error:
+        return
+    while not stop.is_set():
+        try:
+            rss = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+        except psutil.Error:
+            break
+        into.append([round(time.perf_counter() - began, 2), round(rss / 2**20, 1)])
+        stop.wait(0.5)
+
+
+def user(url: str, path: str, timeout: float, ready: threading.Barrier, out: dict) -> None:
+    """One browser: started, then waits for the others, then opens `path` and waits for its first figure."""
+    from playwright.sync_api import sync_playwright  # lazy: optional dependency (playwright)
+
+    out.update(view=path, seconds=None, seen=None, error=None)
+    try:
+        with sync_playwright() as p:
+            browser = launch(p)
+            page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+            ready.wait(timeout=300)
+            began = time.perf_counter()
+            page.goto(f"{url}/{path}", timeout=timeout * 1000)
+            if path in NO_FIGURE:
+                page.wait_for_selector("h1, h2", timeout=timeout * 1000)
+                out["seen"] = "heading"
+            else:
+                page.wait_for_function(DRAWN, arg=FIGURE, timeout=timeout * 1000)
+                out["seen"] = "figure"
+            out["seconds"] = round(time.perf_counter() - began, 2)
+            errors = page.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count()
+            if errors:
+                out["error"] = f"{errors} error box(es) on the page"
+            browser.close()
+    except Exception as err:  # noqa: BLE001 - a timeout, a crashed tab: recorded as this user's failure
+        out["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+
+
+def round_of(n: int, mode: str, paths: list[str], timeout: float) -> dict:
+    """One round: a fresh server, `n` browsers at once, the server's memory sampled throughout."""
+    with tempfile.TemporaryDirectory(prefix="embedscope-load-") as tmp:
+        (Path(tmp) / "models").symlink_to(cache_root() / "models", target_is_directory=True)
+        started = time.perf_counter()
+        proc, url = start_server({**os.environ, "EMBEDSCOPE_CACHE": tmp})
+        up = time.perf_counter() - started
+        rss, stop = [], threading.Event()
+        sampler = threading.Thread(target=sample_rss, args=(proc.pid, stop, rss), daemon=True)
+        sampler.start()
+        results = [{} for _ in range(n)]
+        ready = threading.Barrier(n)
+        threads = [threading.Thread(target=user, args=(url, paths[i], timeout, ready, results[i])) for i in range(n)]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout + 330)
+        finally:
+            stop.set()
+            sampler.join(5)
+            proc.terminate()
+            proc.wait(timeout=30)
+    times = [r["seconds"] for r in results if r.get("seconds") is not None and not r.get("error")]
+    return {"users": n, "mode": mode, "server_start_seconds": round(up, 2), "results": results,
+            "failures": sum(1 for r in results if r.get("error") or r.get("seconds") is None),
+            "slowest_seconds": max(times) if times else None,
+            "median_seconds": round(statistics.median(times), 2) if times else None,
+            "peak_rss_mib": max((m for _, m in rss), default=None), "rss_mib": rss}
+
+
+def held_within(rounds: list[dict], target: float) -> int:
+    """The largest N whose users on the same view all drew within `target` seconds, without a failure (0: none)."""
+    ok = [r["users"] for r in rounds if r["mode"] == "same" and not r["failures"]
+          and r["slowest_seconds"] is not None and r["slowest_seconds"] <= target]
+    return max(ok, default=0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--users", default="1,4,8,16", help="numbers of browsers at once, comma-separated")
+    parser.add_argument("--mode", choices=["same", "different", "both"], default="both")
+    parser.add_argument("--view", default=SAME_VIEW, help=f"the address every user opens in 'same' (default {SAME_VIEW})")
+    parser.add_argument("--views", default=",".join(DIFFERENT), help="addresses for 'different', comma-separated")
+    parser.add_argument("--timeout", type=float, default=120, help="seconds a user waits for its figure")
+    parser.add_argument("--target", type=float, default=10, help="seconds per first figure the server must hold")
+    parser.add_argument("--out", required=True, help="the JSON file to write")
+    args = parser.parse_args()
+    users = [int(u) for u in args.users.split(",")]
+    views = [v.strip() for v in args.views.split(",") if v.strip()]
+    check_views([args.view, *views])
+    modes = ["same", "different"] if args.mode == "both" else [args.mode]
+    record = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "started": datetime.now(timezone.utc)
+              .isoformat(timespec="seconds"), "machine": {"cores": os.cpu_count(), "platform": platform.platform(),
+              "memory_gib": round(psutil.virtual_memory().total / 2**30, 1)}, "load_before": load(),
+              "target_seconds": args.target, "rounds": []}
+    for n in users:
+        for mode in modes:
+            r = round_of(n, mode, addresses(mode, n, args.view, views), args.timeout)
+            record["rounds"].append(r)
+            print(f"N={n} {mode}: slowest {r['slowest_seconds']} s, median {r['median_seconds']} s, "
+                  f"{r['failures']} failure(s), server peak {r['peak_rss_mib']} MiB", flush=True)
+    record["load_after"] = load()
+    record["held_within"] = held_within(record["rounds"], args.target)
+    Path(args.out).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    print(f"{record['held_within']} user(s) on the same view within {args.target:g} s; written {args.out}")
+
+
+if __name__ == "__main__":
+    main()
