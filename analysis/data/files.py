@@ -13,16 +13,19 @@ import io
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from analysis.data.corpora import Pairs, Texts, pair_texts
+from analysis.core import budgets
 from analysis.core.errors import UserError
 from analysis.core.intake import read_bytes
 from analysis.core.text import has_visible_text
 from analysis.data.corpus_size import check_corpus
+from analysis.data.corpus_stream import StreamedCorpus, document_text
 
 PathOrBytes = str | os.PathLike | bytes
 
@@ -281,7 +284,7 @@ class Beir:
     """A retrieval set in BEIR layout: documents, queries (only those with judgements) and qrels."""
 
     name: str
-    corpus: dict[str, str]  # doc id -> "title text"
+    corpus: Mapping[str, str]  # doc id -> "title text": a dict, or a StreamedCorpus read from disk when embedded
     queries: dict[str, str]  # query id -> text
     qrels: dict[str, dict[str, int]]  # query id -> {doc id: relevance}
 
@@ -289,13 +292,15 @@ class Beir:
         return len(self.queries)
 
 
-def load_beir(folder, split: str = "test", limit: int | None = None, tokenizer=None) -> Beir:
+def load_beir(folder, split: str = "test", limit: int | None = None, tokenizer=None, stream: bool | None = None) -> Beir:
     """Read corpus.jsonl, queries.jsonl and qrels/<split>.tsv from `folder` (BEIR layout).
 
     Documents are "title text" (BEIR's convention for bi-encoders). Judgements naming unknown queries or
     documents are an error, since they usually mean two folders were mixed. `limit` keeps the first N
     judged queries (all documents stay: they are the haystack). The corpus is counted first (documents, bytes, and
-    tokens with `tokenizer`) and refused past the budgets before a line of it is parsed.
+    tokens with `tokenizer`) and refused past the budgets before a line of it is parsed. A corpus past the app's
+    budgets (read only with the budgets lifted), or any with `stream=True`, is not read into memory: the corpus is a
+    `corpus_stream.StreamedCorpus` (ids and offsets; the texts read from disk in batches when embedded).
     """
     root = Path(folder).expanduser()
     if not root.is_dir():
@@ -306,8 +311,11 @@ def load_beir(folder, split: str = "test", limit: int | None = None, tokenizer=N
     if missing:
         raise UserError(f"{root} is not in BEIR layout: missing {', '.join(missing)} (expected corpus.jsonl, "
                         f"queries.jsonl and qrels/{split}.tsv).")
-    check_corpus(files["corpus"], tokenizer, name=root.name)
-    corpus = {i: f"{r.get('title') or ''} {r.get('text') or ''}".strip() for i, r in _jsonl(files["corpus"])}
+    size = check_corpus(files["corpus"], tokenizer, name=root.name)
+    if stream is None:  # past what the app allows: only with --no-budgets, and then never read whole
+        stream = size.documents > budgets.APP.corpus_documents or size.bytes > budgets.APP.corpus_bytes
+    corpus = StreamedCorpus.index(files["corpus"]) if stream else \
+        {i: document_text(r) for i, r in _jsonl(files["corpus"])}
     queries = {i: str(r.get("text") or "").strip() for i, r in _jsonl(files["queries"])}
     qrels: dict[str, dict[str, int]] = {}
     lines = files["qrels"].read_text(encoding="utf-8-sig").splitlines()
@@ -331,7 +339,7 @@ def load_beir(folder, split: str = "test", limit: int | None = None, tokenizer=N
     judged = [q for q in qrels if any(r > 0 for r in qrels[q].values())][:limit]
     if not judged:
         raise UserError(f"{files['qrels']} judges no document relevant (score > 0) for any query.")
-    empty = [q for q in judged if not queries[q]] + [d for d in corpus if not corpus[d]]
+    empty = [q for q in judged if not queries[q]] + ([] if stream else [d for d in corpus if not corpus[d]])
     if empty:
         raise UserError(f"{root}: {empty[0]!r} has no text.")
     return Beir(root.name, corpus, {q: queries[q] for q in judged}, {q: qrels[q] for q in judged})

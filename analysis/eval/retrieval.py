@@ -35,6 +35,9 @@ from analysis.core.vectors import l2_normalize
 from analysis.eval.score import Score, mean_score
 
 METRICS = ("nDCG@10", "recall@100", "MRR@10")  # MTEB's main score first; the rest as MTEB reports them
+# documents per similarity product: 16,384 x 576 float64 = 75 MB at a time; every corpus within the budgets
+# (corpus_documents 10,000) is one product, as before
+COSINE_DOCUMENTS = 16_384
 _METRIC = re.compile(r"^(nDCG|recall|MRR)@(\d+)$")
 
 
@@ -89,10 +92,34 @@ def per_query(sims, doc_ids: list[str], qrels: list[dict[str, int]], metrics=MET
 
 
 def cosines(q_emb, d_emb) -> np.ndarray:
-    """(n_queries, n_docs) cosine similarities (rows normalised here, so raw readouts work too)."""
-    q = l2_normalize(np.asarray(q_emb, dtype=np.float64), axis=1)
-    d = l2_normalize(np.asarray(d_emb, dtype=np.float64), axis=1)
-    return q @ d.T
+    """(n_queries, n_docs) cosine similarities (rows normalised here, so raw readouts work too). Documents are taken
+    `COSINE_DOCUMENTS` at a time, so a large corpus's float32 vectors are never copied whole to float64 (a corpus
+    up to that size is one product, as it always was)."""
+    q = l2_normalize(np.asarray(q_emb, dtype=np.float64), axis=1)  # (n_q, d)
+    out = np.empty((len(q), len(d_emb)), dtype=np.float64)  # (n_q, n_docs)
+    for s in range(0, len(d_emb), COSINE_DOCUMENTS):
+        d = l2_normalize(np.asarray(d_emb[s:s + COSINE_DOCUMENTS], dtype=np.float64), axis=1)  # (chunk, d)
+        out[:, s:s + len(d)] = q @ d.T
+    return out
+
+
+def embed_corpus(corpus, doc_ids: list[str], embed: Callable[[list[str], str], np.ndarray]) -> np.ndarray:
+    """(n_docs, d) document vectors, rows in `doc_ids` order. A dict corpus is one `embed` call, as it always was;
+    a corpus read from disk (`StreamedCorpus`: `batches`) is embedded `corpus_stream.BATCH` documents at a time into
+    one float32 array, so its texts are never all in memory (the vectors are: n x d float32)."""
+    if not hasattr(corpus, "batches"):
+        return embed([corpus[d] for d in doc_ids], "document")
+    out = None
+    done = 0
+    for texts in corpus.batches():  # file order, the order of `doc_ids = list(corpus)`
+        emb = np.asarray(embed(texts, "document"), dtype=np.float32)  # (batch, d)
+        if out is None:
+            out = np.empty((len(doc_ids), emb.shape[1]), dtype=np.float32)  # (n_docs, d)
+        out[done:done + len(emb)] = emb
+        done += len(emb)
+    if done != len(doc_ids):
+        raise UserError(f"{corpus.path} changed while it was read: {done:,} documents, {len(doc_ids):,} indexed.")
+    return out
 
 
 def judged_queries(beir) -> list[str]:
@@ -110,7 +137,7 @@ def score_retrieval(beir, embed: Callable[[list[str], str], np.ndarray], *, n_bo
     doc_ids = list(beir.corpus)
     start = time.perf_counter()
     q_emb = embed([beir.queries[q] for q in qids], "query")
-    d_emb = embed([beir.corpus[d] for d in doc_ids], "document")
+    d_emb = embed_corpus(beir.corpus, doc_ids, embed)
     seconds = time.perf_counter() - start
     values = per_query(cosines(q_emb, d_emb), doc_ids, [beir.qrels[q] for q in qids], metrics)
     main = metrics[0]

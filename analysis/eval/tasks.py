@@ -123,7 +123,8 @@ class Task:
             return [d.texts, d.labels]
         if self.kind in ("classification", "longdoc"):
             return d.content()
-        return [d.corpus, d.queries, d.qrels]
+        corpus = d.corpus.content() if hasattr(d.corpus, "content") else d.corpus  # a StreamedCorpus: its digest
+        return [corpus, d.queries, d.qrels]
 
 
 def score_task(task: Task, embed: Callable[[list[str], str], np.ndarray], *, n_boot: int = 1000, seed: int = 0,
