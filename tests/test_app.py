@@ -356,9 +356,9 @@ def test_sensitivity_tokenizes_only_before_real_work():
     ui.model._lazy.clear()
     at = open_page("pages/6_sensitivity.py")
     assert not at.exception and not errors(at) and at.get("plotly_chart")
-    assert ui.model._lazy("default", "cpu", "float32")._tokenizer is None
+    assert ui.model._lazy("default", "cpu", "auto")._tokenizer is None
     at.text_area(key="sens_text").set_value("A text nobody has measured the Jacobians of yet.").run()
-    assert ui.model._lazy("default", "cpu", "float32")._tokenizer is not None  # a new text is checked first
+    assert ui.model._lazy("default", "cpu", "auto")._tokenizer is not None  # a new text is checked first
 
 
 def test_compare_models_reads_the_methods_table_from_the_cache():
