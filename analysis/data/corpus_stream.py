@@ -102,11 +102,24 @@ def _text(raw: bytes, first: bool) -> str:
 
 
 def _checked(path: Path, lineno: int, raw: bytes, seen) -> str | None:
-    """The id of one line of the corpus (None for an empty line), or the sentence `files.load_beir` gives."""
+    """The id of one line of the corpus (None for an empty line), or the sentence `files.load_beir` gives; a
+    streamed document's text is checked here, as it is never gathered for the check `load_beir` does afterwards."""
     try:
         line = _text(raw, lineno == 1)
     except UnicodeDecodeError:
         raise UserError(f"{path.name}, line {lineno}: not UTF-8 text.") from None
+    found = checked_line(path, lineno, line, seen)
+    if found is None:
+        return None
+    rid, record = found
+    if not document_text(record):
+        raise UserError(f"{path.parent}: {rid!r} has no text.")
+    return rid
+
+
+def checked_line(path: Path, lineno: int, line: str, seen) -> tuple[str, dict] | None:
+    """(id, record) of one line of a BEIR .jsonl file, or None for an empty line; else the one sentence naming the
+    file and line. The one check of a line, whether the file is read whole (`files.load_beir`) or streamed."""
     if not line.strip():
         return None
     try:
@@ -118,6 +131,4 @@ def _checked(path: Path, lineno: int, raw: bytes, seen) -> str | None:
     rid = str(record["_id"])
     if rid in seen:
         raise UserError(f"{path.name}, line {lineno}: the id {rid!r} appears twice.")
-    if not document_text(record):
-        raise UserError(f"{path.parent}: {rid!r} has no text.")
-    return rid
+    return rid, record

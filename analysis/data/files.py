@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -25,7 +24,7 @@ from analysis.core.errors import UserError
 from analysis.core.intake import read_bytes
 from analysis.core.text import has_visible_text
 from analysis.data.corpus_size import check_corpus
-from analysis.data.corpus_stream import StreamedCorpus, document_text
+from analysis.data.corpus_stream import StreamedCorpus, checked_line, document_text
 
 PathOrBytes = str | os.PathLike | bytes
 
@@ -348,18 +347,9 @@ def load_beir(folder, split: str = "test", limit: int | None = None, tokenizer=N
 def _jsonl(path: Path):
     seen = set()
     for lineno, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise UserError(f"{path.name}, line {lineno}: not valid JSON ({err.msg}).") from None
-        if not isinstance(record, dict) or "_id" not in record:
-            raise UserError(f"{path.name}, line {lineno}: expected an object with an \"_id\" field.")
-        rid = str(record["_id"])
-        if rid in seen:
-            raise UserError(f"{path.name}, line {lineno}: the id {rid!r} appears twice.")
-        seen.add(rid)
-        yield rid, record
+        found = checked_line(path, lineno, line, seen)
+        if found is not None:
+            seen.add(found[0])
+            yield found
     if not seen:
         raise UserError(f"{path.name} has no records.")
