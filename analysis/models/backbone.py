@@ -222,30 +222,10 @@ def load_backbone(name: str = DEFAULT_NAME, *, attn_implementation: str = "sdpa"
     from transformers.utils import logging as hf_logging
 
     name = (DEFAULT_NAME if name is None else str(name)).strip()
-    if not name:
-        raise UserError("No model was named: give 'default', a Hugging Face id or a local folder.")
-    if len(name) > MAX_NAME:
-        raise UserError(f"A model name or path of {len(name):,} characters is too long (at most {MAX_NAME:,}).")
     torch_dtype = _torch_dtype(dtype)
     hf_logging.set_verbosity_error()
-    entry = builtin(name)
-    if entry is not None:
-        folder, identity = _builtin_folder(entry)
-    elif name.lower().endswith(".gguf"):
-        folder, identity = _gguf_folder(Path(name).expanduser())
-    else:
-        folder, identity = _resolve(name)
-    check_config(folder, name)
-    kwargs = {}
-    if device_map is None:
-        resolved = resolve_device(device)
-        if resolved == "cuda" and device == "auto":
-            device_map = "auto"  # accelerate fills the GPUs, then the CPU, when the model does not fit one device
-    if device_map is not None:
-        _need_accelerate()
-        kwargs["device_map"] = device_map
-        if offload_folder:
-            kwargs["offload_folder"] = offload_folder
+    entry, folder, identity = _model_folder(name)
+    resolved, placement = _placement(device, device_map, offload_folder)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torch's unpickler warns on its way to refusing a pickle: one sentence
@@ -256,7 +236,7 @@ def load_backbone(name: str = DEFAULT_NAME, *, attn_implementation: str = "sdpa"
                 trust_remote_code=False,
                 dtype=torch_dtype,
                 attn_implementation=attn_implementation,
-                **kwargs,
+                **placement,
             )
         facts = _facts(name, model)
     except UserError:
@@ -264,18 +244,11 @@ def load_backbone(name: str = DEFAULT_NAME, *, attn_implementation: str = "sdpa"
     except Exception as err:  # noqa: BLE001 -- a damaged folder raises anything (SafetensorError, UnpicklingError,
         # RuntimeError "size mismatch", TypeError, ...): each means the same to the user, said in one sentence
         raise UserError(f"Could not load '{name}' as a causal language model: {_load_problem(err)}") from err
-    if device_map is None and resolved != "cpu":
+    if "device_map" not in placement and resolved != "cpu":
         model.to(resolved)
     model.eval()
     model.requires_grad_(False)
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    if tokenizer.pad_token_id is None:
-        raise UserError(f"Could not load '{name}': its tokenizer has neither a padding nor an end-of-text token.")
-    if len(tokenizer) > model.get_input_embeddings().num_embeddings:
-        raise UserError(f"Could not load '{name}': its tokenizer has {len(tokenizer):,} tokens but the model only "
-                        f"{model.get_input_embeddings().num_embeddings:,} embeddings (vocabulary size mismatch).")
-    tokenizer.padding_side = "right"
+    _pad_tokenizer(name, tokenizer, model)
     # Results depend on the dtype (and slightly on the device), so the cache must tell them apart; the
     # float32-on-CPU identity stays as it always was, so existing cache entries remain valid.
     placed = "split" if getattr(model, "hf_device_map", None) and len(set(model.hf_device_map.values())) > 1 \
@@ -285,6 +258,52 @@ def load_backbone(name: str = DEFAULT_NAME, *, attn_implementation: str = "sdpa"
     facts = facts.__class__(**{**facts.__dict__, "title": entry.title if entry else "",
                                "licence": entry.licence if entry else "", "dtype": dtype, "device": placed})
     return Backbone(model, tokenizer, facts, identity)
+
+
+def _model_folder(name: str):
+    """(built-in entry or None, the folder transformers loads, the identity the cache knows it by) of a model name,
+    checked before any weight is read: a name that is empty or too long is one sentence."""
+    if not name:
+        raise UserError("No model was named: give 'default', a Hugging Face id or a local folder.")
+    if len(name) > MAX_NAME:
+        raise UserError(f"A model name or path of {len(name):,} characters is too long (at most {MAX_NAME:,}).")
+    entry = builtin(name)
+    if entry is not None:
+        folder, identity = _builtin_folder(entry)
+    elif name.lower().endswith(".gguf"):
+        folder, identity = _gguf_folder(Path(name).expanduser())
+    else:
+        folder, identity = _resolve(name)
+    check_config(folder, name)
+    return entry, folder, identity
+
+
+def _placement(device: str, device_map, offload_folder: str | None) -> tuple[str | None, dict]:
+    """(the device the model is moved to, or None under a device map; from_pretrained's placement arguments).
+    "auto" on CUDA becomes accelerate's device_map="auto", which fills the GPUs, then the CPU, when the model does
+    not fit one device."""
+    resolved = None
+    if device_map is None:
+        resolved = resolve_device(device)
+        if resolved == "cuda" and device == "auto":
+            device_map = "auto"
+    if device_map is None:
+        return resolved, {}
+    _need_accelerate()
+    return resolved, {"device_map": device_map, **({"offload_folder": offload_folder} if offload_folder else {})}
+
+
+def _pad_tokenizer(name: str, tokenizer, model) -> None:
+    """Right padding with a pad token (the end-of-text token when the model has none), and a vocabulary the
+    model's embeddings cover: pooling reads padded batches, so a model that cannot pad is one sentence."""
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if tokenizer.pad_token_id is None:
+        raise UserError(f"Could not load '{name}': its tokenizer has neither a padding nor an end-of-text token.")
+    if len(tokenizer) > model.get_input_embeddings().num_embeddings:
+        raise UserError(f"Could not load '{name}': its tokenizer has {len(tokenizer):,} tokens but the model only "
+                        f"{model.get_input_embeddings().num_embeddings:,} embeddings (vocabulary size mismatch).")
+    tokenizer.padding_side = "right"
 
 
 def _auto(load: Callable) -> Backbone:
