@@ -10,7 +10,9 @@ Two measurements:
   tab of the same server (the 3 s target after the first visit).
 
 A view that draws no figure by default (`NO_FIGURE`) is timed to its heading and marked so, and one that draws none
-within the timeout is timed to its heading and marked so. Prints a Markdown table and the machine's load.
+within the timeout is timed to its heading and marked so. Prints a Markdown table and the machine's load; `--json`
+also writes the rows, which `python -m analysis measure first_figure` turns into the record the README's table is
+rendered from.
 
     python scripts/bench_first_figure.py                      # everything (minutes)
     python scripts/bench_first_figure.py --fresh              # every address on a fresh install (longer)
@@ -20,6 +22,7 @@ within the timeout is timed to its heading and marked so. Prints a Markdown tabl
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import subprocess
@@ -107,7 +110,7 @@ def mark(seconds: float, seen: str, target: float) -> str:
     return within if seen == "figure" else f"{seen}, {within}" if seen == HEADING_ONLY else seen
 
 
-def warm_table(chosen, timeout: float) -> None:
+def warm_table(chosen, timeout: float) -> list[dict]:
     from playwright.sync_api import sync_playwright  # lazy: optional dependency (playwright)
 
     proc, url = start_server()
@@ -120,20 +123,24 @@ def warm_table(chosen, timeout: float) -> None:
             home.get_by_role("heading", name="embedscope").first.wait_for(timeout=600_000)
             home.close()
             print("| view | seconds to first figure | |\n|---|---|---|")
+            rows = []
             for name, path, heading in chosen:
                 seconds, seen = first_figure(context, f"{url}/{path}", heading, timeout, path not in NO_FIGURE)
                 print(f"| {name} | {seconds:.1f} | {mark(seconds, seen, 3)} |", flush=True)
+                rows.append({"view": name, "address": path, "warm": round(seconds, 2), "warm_seen": seen})
             browser.close()
+            return rows
     finally:
         proc.terminate()
         proc.wait(timeout=20)
 
 
-def fresh_table(chosen, timeout: float) -> None:
+def fresh_table(chosen, timeout: float) -> list[dict]:
     """Each address on a fresh install: an empty cache but for the converted models, a new server."""
     from playwright.sync_api import sync_playwright  # lazy: optional dependency (playwright)
 
     print("| view | fresh install: s from server start | | second visit: s | |\n|---|---|---|---|---|")
+    rows = []
     with sync_playwright() as p:
         browser = launch(p)
         for name, path, heading in chosen:
@@ -149,11 +156,14 @@ def fresh_table(chosen, timeout: float) -> None:
                     again, seen2 = first_figure(context, f"{url}/{path}", heading, timeout, path not in NO_FIGURE)
                     print(f"| {name} | {first:.1f} | {mark(first, seen, 10)} | {again:.1f} | {mark(again, seen2, 3)} |",
                           flush=True)
+                    rows.append({"view": name, "address": path, "fresh": round(first, 2), "fresh_seen": seen,
+                                 "again": round(again, 2), "again_seen": seen2})
                     context.close()
                 finally:
                     proc.terminate()
                     proc.wait(timeout=20)
         browser.close()
+    return rows
 
 
 def main() -> None:
@@ -161,11 +171,15 @@ def main() -> None:
     parser.add_argument("--only", default="", help="only the entries whose name contains this")
     parser.add_argument("--timeout", type=float, default=60, help="seconds to wait for a figure (default 60)")
     parser.add_argument("--fresh", action="store_true", help="each address on a fresh install (see above)")
+    parser.add_argument("--json", default="", help="also write the rows and the load to this JSON file")
     args = parser.parse_args()
     chosen = [t for t in targets() if args.only in t[0]]
     before = load()
-    (fresh_table if args.fresh else warm_table)(chosen, args.timeout)
+    rows = (fresh_table if args.fresh else warm_table)(chosen, args.timeout)
     print(f"\nload average (1/5/15 min) before: {before}; after: {load()}; {os.cpu_count()} cores")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows, "load_before": before, "load_after": load(),
+                                               "NO_FIGURE": NO_FIGURE}, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

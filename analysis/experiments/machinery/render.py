@@ -113,7 +113,15 @@ def headline(records: dict) -> str:
     return "".join(parts) + "Every table, with its command and sample: [docs/RESULTS.md](docs/RESULTS.md)."
 
 
-BLOCKS = {"headline": headline}  # the README's generated blocks
+def blocks(records: dict) -> dict[str, str]:
+    """The README's generated blocks by name: the headline, and each experiment's own block (an experiment with
+    `BLOCK = name` and `block(its records) -> markdown`), filled even before it is measured (the block says so)."""
+    out = {"headline": headline(records)}
+    for experiment_id in EXPERIMENTS:
+        module = experiment(experiment_id)
+        if getattr(module, "BLOCK", None):
+            out[module.BLOCK] = module.block([r for r in records.values() if r.experiment == experiment_id])
+    return out
 
 
 def markers(name: str) -> tuple[str, str]:
@@ -132,7 +140,9 @@ def replace_block(text: str, block: str, name: str) -> str:
 
 
 def readme(text: str, records: dict) -> str:
-    """The README `text` with every generated block (`BLOCKS`) filled from `records`."""
-    for name, make in BLOCKS.items():
-        text = replace_block(text, make(records), name)
+    """The README `text` with its generated blocks (`blocks`) filled from `records`: the headline always, an
+    experiment's block where the text has its markers (the repository's README has every one: tested)."""
+    for name, block in blocks(records).items():
+        if name == "headline" or markers(name)[0] in text:
+            text = replace_block(text, block, name)
     return text
