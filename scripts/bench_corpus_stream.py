@@ -1,6 +1,7 @@
 """Peak memory of retrieval over a BEIR folder past the budgets (issue 52): streamed from disk against read whole.
 
-A measurement, not a test (it writes no record; its cache is a temporary folder, removed at the end):
+A measurement, not a test (its cache is a temporary folder, removed at the end; `python -m analysis measure
+corpus_stream` runs it and writes the record docs/BUDGETS.md shows):
 
     python scripts/bench_corpus_stream.py                                   # 100,000 documents, tiny model, streamed
     python scripts/bench_corpus_stream.py --modes streamed,whole            # ... and read whole, for the contrast
@@ -54,6 +55,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--method", default="mean", help="the embedding method (default mean)")
     ap.add_argument("--modes", default="streamed", help="comma-separated: streamed, whole (default streamed)")
     ap.add_argument("--batch-size", type=int, default=64, help="documents per forward pass (default 64)")
+    ap.add_argument("--json", default="", help="also write the JSON object to this file (`measure corpus_stream`)")
     ap.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)  # MODE FOLDER: one measurement
     args = ap.parse_args(argv)
     if args.child:
@@ -72,6 +74,8 @@ def main(argv=None) -> dict:
                   "method": args.method, "modes": {m: run_child(args, m, folder) for m in modes},
                   "load_after": os.getloadavg()}
     print(json.dumps(record, indent=1))
+    if args.json:
+        Path(args.json).write_text(json.dumps(record, indent=1), encoding="utf-8")
     return record
 
 

@@ -44,6 +44,8 @@ EXPERIMENTS: dict[str, str] = {  # in the order docs/RESULTS.md shows them
     "training_precision": "analysis.experiments.training_precision",
     "explain_faithfulness": "analysis.experiments.explain_faithfulness",  # one record per model
     "first_figure": "analysis.experiments.first_figure",  # the app in a browser: seconds to each view's figure
+    "load_test": "analysis.experiments.load_test",  # many browsers at once on one server (docs/BUDGETS.md)
+    "corpus_stream": "analysis.experiments.corpus_stream",  # peak memory of a corpus past the budgets (BUDGETS.md)
 }
 
 

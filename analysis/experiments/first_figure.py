@@ -2,8 +2,8 @@
 README's table is rendered from, so the "no waiting in class" claim is a measurement anyone can repeat.
 
 The browser work is `scripts/bench_first_figure.py` (headless Chromium against `streamlit run app.py`; it knows the
-pages and lessons, which this library may not import), run here as a child process; this module turns its rows into
-a typed record with the machine's load, the commit and the targets each view met.
+pages and lessons, which this library may not import), run as a child process (`machinery.scripts`); this module
+turns its rows into a typed record with the machine's load, the commit and the targets each view met.
 
     python -m analysis measure first_figure            # every address on a fresh install (~10 min)
     python -m analysis measure first_figure --warm     # after `python -m analysis warm`: one server, every address
@@ -11,17 +11,12 @@ a typed record with the machine's load, the commit and the targets each view met
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from analysis.core.errors import UserError
 from analysis.core.params import param
-from analysis.core.paths import REPO
 from analysis.experiments import Measured
+from analysis.experiments.machinery.scripts import run_script
 from analysis.experiments.machinery.records import Model, Sample, Table
 
 ID = "first_figure"
@@ -29,7 +24,6 @@ TITLE = "Seconds to the first figure of every view, in headless Chromium"
 HELP = ("Every lesson step and page opened in headless Chromium: on a fresh install (an empty cache but for the "
         "converted models and the shipped seeds, a new server per address, timed from its start) and again in a "
         "second tab; or, with --warm, after `warm`. The README's first-visit table is rendered from it.")
-SCRIPT = REPO / "scripts" / "bench_first_figure.py"
 FRESH_TARGET, AGAIN_TARGET = 10.0, 3.0  # seconds: a fresh install's first figure, and every visit after it
 BLOCK = "first-figure"  # the README block this record fills (`render.readme`)
 
@@ -42,18 +36,10 @@ class Config:
 
 
 def measure(config: Config, compute, progress) -> Measured:
-    if not SCRIPT.is_file():
-        raise UserError(f"{SCRIPT.name} is not here: the first-figure measurement runs from a checkout of the repo.")
     progress(0, 1, "opening every view in headless Chromium")
-    with tempfile.TemporaryDirectory(prefix="embedscope-first-figure-") as tmp:
-        out = Path(tmp) / "rows.json"
-        argv = [sys.executable, str(SCRIPT), "--json", str(out), "--timeout", str(config.timeout),
-                *(["--only", config.only] if config.only else []), *([] if config.warm else ["--fresh"])]
-        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
-        if done.returncode != 0 or not out.is_file():
-            last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise UserError(f"The browser measurement failed: {last[0]}")
-        measured = json.loads(out.read_text(encoding="utf-8"))
+    measured = run_script("bench_first_figure.py", ["--timeout", str(config.timeout),
+                                                    *(["--only", config.only] if config.only else []),
+                                                    *([] if config.warm else ["--fresh"])])
     rows = measured["rows"]
     if not rows:
         raise UserError(f"No view's name contains {config.only!r}.")

@@ -8,9 +8,9 @@ from pathlib import Path
 from analysis.core.errors import UserError
 from analysis.experiments.claims.record import refreshed
 from analysis.experiments.machinery.records import read_all
-from analysis.experiments.machinery.render import readme, render
+from analysis.experiments.machinery.render import fill_blocks, readme, render
 
-HELP = ("Regenerate docs/RESULTS.md, the README's headline table and the published model reports' Claims sections "
+HELP = ("Regenerate docs/RESULTS.md, the README's generated tables, docs/BUDGETS.md's measured blocks and the published model reports' Claims sections "
         "(docs/reports/) from the results records in docs/results/ (each written by `python -m analysis measure "
         "<experiment>`); --check writes nothing and says whether every record validates and the documents are up to "
         "date.")
@@ -33,6 +33,8 @@ def run(args) -> dict:
     targets = {REPO / "docs" / "RESULTS.md": render(records)}
     path = REPO / "README.md"
     targets[path] = readme(path.read_text(encoding="utf-8"), records)
+    path = REPO / "docs" / "BUDGETS.md"  # its measured paragraphs are blocks of their records too
+    targets[path] = fill_blocks(path.read_text(encoding="utf-8"), records)
     stale = [_shown(p) for p, text in targets.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
     reports, broken = _reports(Path(args.reports), records)
     stale += [_shown(p) for p in reports]

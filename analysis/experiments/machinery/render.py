@@ -140,9 +140,15 @@ def replace_block(text: str, block: str, name: str) -> str:
 
 
 def readme(text: str, records: dict) -> str:
-    """The README `text` with its generated blocks (`blocks`) filled from `records`: the headline always, an
-    experiment's block where the text has its markers (the repository's README has every one: tested)."""
+    """The README `text` with its generated blocks (`blocks`) filled from `records`: the headline always, and each
+    experiment's block it has markers for."""
+    return fill_blocks(replace_block(text, headline(records), "headline"), records)
+
+
+def fill_blocks(text: str, records: dict) -> str:
+    """`text` (the README, docs/BUDGETS.md) with every experiment block it has markers for filled from `records`;
+    each block has its markers in one of them (tested)."""
     for name, block in blocks(records).items():
-        if name == "headline" or markers(name)[0] in text:
+        if name != "headline" and markers(name)[0] in text:
             text = replace_block(text, block, name)
     return text

@@ -1,0 +1,90 @@
+"""Many users at once on one server: N headless browsers open the app together, on one lesson step (a class) and on
+different views, each timed to its first figure while the server's memory is sampled. docs/BUDGETS.md's load table
+is rendered from this record, with the number of users one default server holds within the target.
+
+The browsers are `scripts/load_test.py` (it knows the pages, which this library may not import), run by
+`machinery.scripts`; each round is a new `streamlit run app.py` on a fresh cache holding the converted models and
+the shipped seeds, as a class meets it.
+
+    python -m analysis measure load_test                                 # N = 1, 4, 8, 16, both modes (~15 min)
+    python -m analysis measure load_test --users 1,2 --modes same        # a smoke run
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analysis.core.errors import UserError
+from analysis.core.params import param
+from analysis.experiments import Measured
+from analysis.experiments.machinery.records import Sample, Table
+from analysis.experiments.machinery.scripts import run_script
+
+ID = "load_test"
+TITLE = "Many users at once on one server: seconds to the first figure and the server's memory"
+HELP = ("N headless browsers at once against one fresh `streamlit run app.py`, all on one lesson step (same) and "
+        "on different views (different): each user's seconds to the first figure, failures, the server's peak "
+        "memory, and the largest N whose users on the same view all drew within the target.")
+BLOCK = "load-test"  # the docs/BUDGETS.md block this record fills
+
+
+@dataclass(frozen=True)
+class Config:
+    users: str = param("1,4,8,16", "numbers of browsers at once, comma-separated (each at most 32)")
+    modes: str = param("both", "same: every user on one lesson step; different: six views in turn; or both",
+                       choices=("same", "different", "both"))
+    timeout: float = param(180.0, "seconds a user waits for its figure", min=10, limit=900)
+    target: float = param(10.0, "seconds per first figure the server must hold", min=1, limit=120)
+
+
+def users(text: str) -> list[int]:
+    try:
+        found = [int(u) for u in text.split(",") if u.strip()]
+    except ValueError:
+        found = []
+    if not found or not all(1 <= n <= 32 for n in found):
+        raise UserError(f"--users takes numbers from 1 to 32 separated by commas, not {text!r}.")
+    return found
+
+
+def measure(config: Config, compute, progress) -> Measured:
+    counts = users(config.users)
+    progress(0, 1, f"{len(counts)} round(s) of browsers at once ({config.modes})")
+    out = run_script("load_test.py", ["--users", ",".join(map(str, counts)), "--mode", config.modes,
+                                      "--timeout", str(config.timeout), "--target", str(config.target)],
+                     out_flag="--out")
+    progress(1, 1, "done")
+    rows = tuple((r["users"], r["mode"], r["slowest_seconds"], r["median_seconds"], r["failures"],
+                  r["peak_rss_mib"], r["server_start_seconds"]) for r in out["rounds"])
+    return Measured(data="the app on a fresh cache per round (converted models and shipped seeds), headless Chromium",
+                    sample=Sample(n=sum(counts) * (2 if config.modes == "both" else 1), how="every browser of every "
+                                  "round"), models=[],
+                    tables=[Table("rounds", "Seconds to the first figure per round, and the server's memory",
+                                  ("users", "mode", "slowest s", "median s", "failures", "server peak MiB",
+                                   "server start s"), rows, digits={"slowest s": 1, "median s": 1})],
+                    findings=findings(out, config.target), extra=out)
+
+
+def findings(out: dict, target: float) -> list[str]:
+    held = out["held_within"]
+    said = [f"One default server held {held} user(s) on the same lesson step, each drawing within {target:g} s."
+            if held else f"No round of users on the same lesson step all drew within {target:g} s."]
+    peak = max((r["peak_rss_mib"] or 0 for r in out["rounds"]), default=0)
+    said.append(f"The server's memory peaked at {peak:,.0f} MiB over all rounds (one model in memory however many "
+                "sessions).")
+    return said
+
+
+def block(records: list) -> str:
+    """docs/BUDGETS.md's load table: the latest full record (N = 1, 4, 8, 16), its command, date, commit and load."""
+    full = [r for r in records if r.config.get("modes") == "both"]
+    if not full:
+        return "(not measured yet: `python -m analysis measure load_test`)"
+    rec = max(full, key=lambda r: r.date)
+    t = rec.table("rounds")
+    lines = ["| " + " | ".join(t.columns) + " |", "|" + "---|" * len(t.columns)]
+    lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in t.rows]
+    m = rec.machine
+    load = f"load {m.load_before[0]:.1f} before, {m.load_after[0]:.1f} after" if m and m.load_before else ""
+    return (f"Measured by `{rec.command}` ({rec.date}, at {(m.git_commit if m else None) or rec.code_version}, "
+            f"{m.cores if m else '?'} cores, {load}): {' '.join(rec.findings)}\n\n" + "\n".join(lines))
