@@ -97,3 +97,19 @@ def test_the_shipped_window_is_the_live_one_and_matches_the_code(monkeypatch, tm
     # between the shipped and a live trajectory (#54). rtol 1e-4 is 14 times that, and its 0.002 ID units are 30
     # times below the smallest step between neighbouring layers (0.06 units): a trajectory one layer off fails.
     np.testing.assert_allclose(np.asarray(shipped[1], dtype=float), np.asarray(live_ids, dtype=float), rtol=1e-4)
+
+
+def test_seeds_are_warmed_as_a_machine_with_bfloat16_units_and_as_one_without(monkeypatch, tmp_path):
+    """--dtype auto keys a result by the precision it ran in, so a first visit must be seeded on either machine."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from cli.commands import seeds
+
+    envs = []
+    monkeypatch.setattr(subprocess, "run", lambda argv, env, **kw: envs.append(env) or SimpleNamespace(returncode=0))
+    monkeypatch.setattr(seeds, "export", lambda root: {"entries": {}})
+    monkeypatch.setenv("EMBEDSCOPE_BF16", "0")  # the suite's own setting must not leak into the first warm
+    seeds.run(SimpleNamespace(model="default"))
+    assert [e.get("EMBEDSCOPE_BF16") for e in envs] == [None, "0"]
+    assert all(e["EMBEDSCOPE_SEEDS"] == "0" for e in envs)
