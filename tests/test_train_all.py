@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from analysis.experiments.claims.board import CLAIMS
 from analysis.models.tiny import tiny_backbone
 from analysis.training import queue
 from analysis.training.queue import PARTS, Part, make_plan, run_queue
+from cli import main
 
 TESTS = Path(__file__).resolve().parent
 PARTS_3 = (Part("first", "dummy", {"steps": 4}, ("kv-reroute",), "dummy"),
@@ -104,3 +106,14 @@ def test_a_killed_queue_resumes_where_it_stopped(cache):
     assert first_manifest.stat().st_mtime_ns == first_written  # not trained again
     log = json.loads(next(cache.glob("runs/dummy/*/all-second/run/log.json")).read_text())
     assert [t["step"] for t in log["train"]] == list(range(1, 13))  # steps before the kill kept, none twice
+
+
+def test_the_help_says_how_long_each_part_took_here_for_each_built_in_model(capsys):
+    """A part shipped for a model gives its manifest's minutes, steps and date; one never shipped says so."""
+    gircse = next(p for p in PARTS if p.label == "gircse")
+    assert re.fullmatch(r"\d+ min, 320 steps, 2026-\d\d-\d\d", queue.took_here(gircse, "smollm2-135m"))
+    assert queue.took_here(gircse, "no-such-model") == "not trained here yet"
+    with pytest.raises(SystemExit):
+        main(["train", "all", "--help"])
+    out = capsys.readouterr().out
+    assert "smollm2-135m: " in out and "gemma3-270m: " in out and "how long each took" in out

@@ -37,7 +37,7 @@ from analysis.core.paths import cache_root
 from analysis.models.backbone import load_backbone
 from analysis.training import runs, systems
 from analysis.training.loop import TrainConfig, TrainingRun
-from analysis.weights.artefacts import MANIFEST, model_folder_name
+from analysis.weights.artefacts import MANIFEST, model_folder_name, read_manifest, shipped_dir
 
 QUEUE_HELP = ("Train, in order, every trained system and control the claims board needs for one model (Causal2Vec "
               "and its two controls, GIRCSE with its Causal-EOS baseline and ablation ladder, the compression system "
@@ -207,6 +207,18 @@ def probe(backbone, parts=PARTS, *, precision: str = "float32", progress=None) -
                                  "eval": round(time.perf_counter() - began, 1)}
         del job, loop
     return timings
+
+
+def took_here(part: Part, model: str) -> str:
+    """How long `part` took when this repository trained it for `model` (a built-in name), from its shipped manifest:
+    "21 min, 180 steps, 2026-11-24", or "not trained here yet". What `train all --help` and the README say."""
+    folder = shipped_dir(part.system, model) / systems.ship_place(part.system, part.settings)
+    try:
+        m = read_manifest(folder)
+    except UserError:
+        return "not trained here yet"
+    minutes = f"{m['wall_seconds'] / 60:.0f} min" if m.get("wall_seconds") else "time not recorded"
+    return f"{minutes}, {m.get('steps_done', '?')} steps, {str(m.get('created', ''))[:10] or 'undated'}"
 
 
 def _ship(part: Part, folder: Path) -> str:

@@ -32,13 +32,17 @@ def add_arguments(parser) -> None:
 def _add_all(sub) -> None:
     """`train all`: its help lists the parts in order (`analysis.training.queue.PARTS`) and how long they took here."""
     # lazy: keeps torch off the pages' and the command line's start
-    from analysis.training.queue import PARTS, QUEUE_HELP
+    from analysis.models.backbone import BUILTIN
+    from analysis.training.queue import PARTS, QUEUE_HELP, took_here
 
-    listing = "\n".join(f"  {i:2d}. {p.label} ({p.system}; board claims: {', '.join(p.claims)})"
+    listing = "\n".join(f"  {i:2d}. {p.label} ({p.system}; board claims: {', '.join(p.claims)})\n"
+                         + "".join(f"      {model}: {took_here(p, model)}\n" for model in BUILTIN)
                          for i, p in enumerate(PARTS, 1))
     p = sub.add_parser("all", help="every system and control the claims board needs, for one model, in one "
                        "resumable queue under a time budget", description=QUEUE_HELP,
-                       epilog=f"Parts, in the order they train:\n{listing}",
+                       epilog=f"Parts, in the order they train, and how long each took when this repository trained it "
+                              f"for each built-in model (its shipped manifest's wall time, validation included):"
+                              f"\n{listing}",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="default", help="decoder: 'default', a built-in name, a Hugging Face folder or "
                    "a .gguf file (default 'default')")
