@@ -142,7 +142,12 @@ def claims_section(models: dict) -> None:
     boards = {t: claims.stored(bb)[0] for t, bb in models.items()}
     found = {t: b for t, b in boards.items() if b is not None}
     if found:
-        st.dataframe(claims.side_by_side(found), hide_index=True, width="stretch")
+        table = claims.side_by_side(found)
+        if len(found) > 1:
+            st.caption(f"Per claim, the two models: {claims.agreement_counts(table)}. \"Disagree\": the claim holds "
+                       "on one and is reversed on the other; \"differ in certainty\": one is not resolved; \"not "
+                       "comparable\": a model could not judge it (cannot run here, not measured).")
+        st.dataframe(table, hide_index=True, width="stretch")
     absent = [t for t, b in boards.items() if b is None]
     if absent:
         st.info(f"No claims board yet for {ui.md(', '.join(absent))}: run it on the Claims page with that model in the "

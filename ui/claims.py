@@ -129,15 +129,26 @@ def show(board: dict) -> None:
 
 
 def side_by_side(boards: dict) -> pd.DataFrame:
-    """{model title: board} -> one row per claim, each model's verdict and number in its column."""
+    """{model title: board} -> one row per claim, each model's verdict and number in its column, and whether the
+    models agree on it (`verdicts.agreement`)."""
     first = next(iter(boards.values()))
     rows = []
     for c in first["claims"]:
         row = {"paper": first["papers"][c["paper"]]["title"], "claim": c["id"], "the paper says": c["says"],
                "the paper's number": c.get("paper_number", "")}
+        words = []
         for title, board in boards.items():
             found = next((x for x in board["claims"] if x["id"] == c["id"]), None)
             row[title] = "" if found is None else " ".join(filter(None, [found["verdict"]["word"],
                                                                            found["verdict"]["number"]]))
+            words.append(None if found is None else found["verdict"]["word"])
+        row["models"] = verdicts.agreement(words) if len(boards) > 1 else ""
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def agreement_counts(table: pd.DataFrame) -> str:
+    """One line over a side-by-side table: how many claims the models agree on, disagree on, and cannot compare."""
+    counts = table["models"].value_counts()
+    return "; ".join(f"{counts[k]} {k}" for k in ("agree", "disagree", "differ in certainty", "not comparable")
+                     if k in counts)

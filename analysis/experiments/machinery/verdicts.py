@@ -31,6 +31,18 @@ WORDS = (HOLDS, REVERSED, UNRESOLVED, CANNOT, NOT_MEASURED)
 Z95 = 1.959964
 
 
+def agreement(words) -> str:
+    """Whether models' verdicts on one claim agree: "agree" (all judged alike), "disagree" (one holds where another
+    is reversed), "differ in certainty" (judged, but one unresolved), or "not comparable" (a model could not judge
+    it: cannot run, not measured). Compare models shows it per claim."""
+    words = list(words)
+    if len(words) < 2 or any(w not in (HOLDS, REVERSED, UNRESOLVED) for w in words):
+        return "not comparable"
+    if len(set(words)) == 1:
+        return "agree"
+    return "disagree" if {HOLDS, REVERSED} <= set(words) else "differ in certainty"
+
+
 @dataclass(frozen=True)
 class Verdict:
     word: str  # one of WORDS
