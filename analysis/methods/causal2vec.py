@@ -59,7 +59,8 @@ from analysis.methods.base import EmbeddingMethod
 from analysis.models import minilm  # by module: tests replace load_encoder
 from analysis.models.minilm import encoder_identity
 from analysis.weights import encoder_lora
-from analysis.weights.artefacts import WEIGHTS, artefact_digest, load_artefact, read_manifest, runs_root, shipped_dir
+from analysis.weights.artefacts import (WEIGHTS, artefact_digest, load_artefact, read_manifest, runs_root, same_weights,
+                                       shipped_dir)
 from analysis.weights.lora import merged_backbone
 
 METHOD = "causal2vec"
@@ -96,7 +97,8 @@ def shipped_folder(backbone=None) -> Path:
 def shipped_fits(backbone) -> bool:
     """Whether a shipped bridge exists for this backbone and was trained for exactly these weights."""
     folder = shipped_folder(backbone)
-    return (folder / "manifest.json").is_file() and read_manifest(folder).get("model_identity") == backbone.identity
+    return (folder / "manifest.json").is_file() and same_weights(read_manifest(folder).get("model_identity"),
+                                                                  backbone.identity)
 
 
 def bridge_choices() -> list[str]:

