@@ -12,11 +12,13 @@ generated documents of ~1,000 characters, a tiny random Llama reading 16 tokens 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from analysis.core.params import param
 from analysis.experiments import Measured
 from analysis.experiments.machinery.records import Model, Sample, Table
+from analysis.experiments.machinery.render import table_markdown
 from analysis.experiments.machinery.scripts import run_script
 
 ID = "corpus_stream"
@@ -26,6 +28,7 @@ HELP = ("A generated BEIR folder (100,000 documents by default) scored as `bench
         "seconds and nDCG@10 (equal in both modes).")
 BLOCK = "corpus-stream"  # the docs/BUDGETS.md block this record fills
 MODES = ("streamed", "whole")
+DIGITS = {"peak": 0, "model loaded": 0, "above the model": 0, "vectors alone": 1, "seconds": 0, "nDCG@10": 4}
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ def measure(config: Config, compute, progress) -> Measured:
                     sample=Sample(n=config.documents, how="generated (seed 0)"), models=models,
                     tables=[Table("modes", "Peak resident memory of one retrieval cell, per mode (MiB)",
                                   ("mode", "documents", "peak", "model loaded", "above the model", "vectors alone",
-                                   "seconds", "nDCG@10"), rows, digits={"nDCG@10": 4})],
+                                   "seconds", "nDCG@10"), rows, digits=DIGITS)],
                     findings=findings(out["modes"]), extra=out)
 
 
@@ -74,10 +77,8 @@ def block(records: list) -> str:
     if not records:
         return "(not measured yet: `python -m analysis measure corpus_stream`)"
     rec = max(records, key=lambda r: (r.config.get("documents", 0), r.date))
-    t = rec.table("modes")
-    lines = ["| " + " | ".join(t.columns) + " |", "|" + "---|" * len(t.columns)]
-    lines += ["| " + " | ".join(f"{v:,}" if isinstance(v, int) else str(v) for v in row) + " |" for row in t.rows]
+    table = table_markdown(dataclasses.replace(rec.table("modes"), title="", notes="", digits=DIGITS))
     m = rec.machine
     load = f"load {m.load_before[0]:.1f} before, {m.load_after[0]:.1f} after" if m and m.load_before else ""
     return (f"Measured by `{rec.command}` ({rec.date}, at {(m.git_commit if m else None) or rec.code_version}, "
-            f"{load}): {' '.join(rec.findings)}\n\n" + "\n".join(lines))
+            f"{load}): {' '.join(rec.findings)}\n\n" + table)

@@ -12,12 +12,14 @@ the shipped seeds, as a class meets it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from analysis.core.errors import UserError
 from analysis.core.params import param
 from analysis.experiments import Measured
 from analysis.experiments.machinery.records import Sample, Table
+from analysis.experiments.machinery.render import table_markdown
 from analysis.experiments.machinery.scripts import run_script
 
 ID = "load_test"
@@ -81,10 +83,8 @@ def block(records: list) -> str:
     if not full:
         return "(not measured yet: `python -m analysis measure load_test`)"
     rec = max(full, key=lambda r: r.date)
-    t = rec.table("rounds")
-    lines = ["| " + " | ".join(t.columns) + " |", "|" + "---|" * len(t.columns)]
-    lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in t.rows]
+    table = table_markdown(dataclasses.replace(rec.table("rounds"), title="", notes=""))
     m = rec.machine
     load = f"load {m.load_before[0]:.1f} before, {m.load_after[0]:.1f} after" if m and m.load_before else ""
     return (f"Measured by `{rec.command}` ({rec.date}, at {(m.git_commit if m else None) or rec.code_version}, "
-            f"{m.cores if m else '?'} cores, {load}): {' '.join(rec.findings)}\n\n" + "\n".join(lines))
+            f"{m.cores if m else '?'} cores, {load}): {' '.join(rec.findings)}\n\n" + table)
