@@ -41,10 +41,18 @@ def _parts(kind: str, backbone, method, texts: dict) -> dict:
     return {"explain": kind, "model": backbone.identity, "method": method.name, "params": method.params, **texts}
 
 
+def in_float32(backbone):
+    """The model the attribution runs on: float32 always. Its path integral sums many small gradient terms, which
+    bfloat16's 8-bit mantissa would leave with a completeness gap of its own; an auto backbone is float32 already,
+    a model loaded in another dtype only is one sentence (`Backbone.in_dtype`)."""
+    return backbone.in_dtype("float32")
+
+
 def explanation(compute, backbone, method, text_a: str, text_b: str, settings: Settings = DEFAULT,
                 progress: Progress | None = None) -> tuple[A.Explanation, bool]:
-    """(`explain_pair(backbone, method, text_a, text_b, **settings)`, hit); `progress(done, total)` over path nodes
-    while computing."""
+    """(`explain_pair(backbone, method, text_a, text_b, **settings)`, hit) in float32 (`in_float32`);
+    `progress(done, total)` over path nodes while computing."""
+    backbone = in_float32(backbone)
     parts = {**_parts("pair", backbone, method, {"a": text_a, "b": text_b}), "settings": asdict(settings)}
     value, hit = _kept(compute, parts, (type(method).__module__, A.__name__), lambda: A.explain_pair(
         backbone, method, text_a, text_b, **asdict(settings), progress=progress).to_json())
@@ -55,7 +63,8 @@ def curves(compute, backbone, method, text_a: str, text_b: str, settings: Settin
            fractions=FRACTIONS, randoms: int = RANDOMS, seed: int = 0,
            progress: Progress | None = None) -> tuple[F.Curves, bool]:
     """(the deletion and insertion curves of the pair's explanation under `settings` (itself through `explanation`,
-    so computed once), hit)."""
+    so computed once), hit), in float32 (`in_float32`)."""
+    backbone = in_float32(backbone)
     fractions = [float(f) for f in fractions]
     parts = {**_parts("curves", backbone, method, {"a": text_a, "b": text_b}), "settings": asdict(settings),
              "fractions": fractions, "randoms": int(randoms), "seed": int(seed)}

@@ -96,7 +96,8 @@ def decode(backbone, method, text: str, *, top: int = TOP) -> Lens:
         cap = method.forward(runner, batch, list(range(k + 1)))
         rows = []
         for layer in range(k + 1):
-            y = method.readout(cap.hidden[layer], batch)  # (1, d)
+            # (1, d) in the model's dtype: mean pooling's float32 mask widens a bfloat16 twin's states
+            y = method.readout(cap.hidden[layer], batch).to(cap.hidden[layer].dtype)
             h = y if layer == L else runner.decoder.norm(y)  # hidden state L is already after the final norm
             rows.append(torch.softmax(next_token_logits(runner, h).float(), dim=-1)[0])
         probs = torch.stack(rows)  # (k + 1, V)

@@ -186,7 +186,8 @@ class EmbeddingMethod:
         for b in range(batch.input_ids.shape[0]):
             idx = batch.attention_mask[b].nonzero().squeeze(1)  # (T_b,)
             trace.tokens.append(backbone.tokenizer.convert_ids_to_tokens(batch.input_ids[b, idx].tolist()))
-            trace.add("hidden", [torch.stack([cap.hidden[l][b, idx] for l in range(L + 1)]).numpy()])
+            # float(): numpy has no bfloat16, and widening it to float32 is exact (a --dtype auto twin's states)
+            trace.add("hidden", [torch.stack([cap.hidden[l][b, idx] for l in range(L + 1)]).float().numpy()])
             trace.add("segments", [batch.segments[b, idx].numpy().astype(np.int8)])
             if mask is not None:
                 trace.add("pool_mask", [(mask[b, idx] / mask[b].sum()).numpy()])
