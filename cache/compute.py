@@ -328,7 +328,9 @@ def bench_cell(store, backbone, method, task, *, n_boot: int, seed: int = 0, emb
     Each side of the task is embedded by the method as that side (`method.as_role`: retrieval queries as queries,
     everything else as documents), so a method whose paper embeds queries differently is scored that way and its two
     sides are stored apart. `embed(side_method, texts) -> (emb, seconds)` embeds (the command line's, which prints its
-    warnings); by default `cached_encode` through the same store."""
+    warnings); by default `cached_encode` through the same store. `progress`: the embedding's, and a streamed
+    corpus's documents over the whole corpus (`Task.streamed`: its batches' own progress would restart the bar at
+    every batch), the time left included."""
     backbone, _ = precision.for_method(backbone, method.name)  # --dtype auto: this method's dtype
     def compute(progress):
         seconds = []
@@ -338,12 +340,13 @@ def bench_cell(store, backbone, method, task, *, n_boot: int, seed: int = 0, emb
             if embed is not None:
                 emb, s = embed(side, texts)
             else:
-                emb, meta, _ = cached_encode(store, backbone, side, texts, batch_size=batch_size, progress=progress)
+                told = None if task.streamed and role == "document" else progress
+                emb, meta, _ = cached_encode(store, backbone, side, texts, batch_size=batch_size, progress=told)
                 s = float(meta.get("seconds", 0.0))
             seconds.append(s)
             return emb
 
-        arrays, meta = score_record(score_task(task, through, n_boot=n_boot, seed=seed))
+        arrays, meta = score_record(score_task(task, through, n_boot=n_boot, seed=seed, progress=progress))
         return arrays, {**meta, "encode_seconds": sum(seconds)}
 
     parts = keys.bench_parts(backbone.identity, method, task, n_boot=n_boot, seed=seed)

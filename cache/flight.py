@@ -8,7 +8,8 @@ with the first one's progress and an estimate of the time left, and then reads t
 Two locks make a flight, both held while the result is computed and stored:
 - an in-process lock per key (the app's sessions are threads of one process);
 - an exclusive `flock` on `<root>/.locks/<namespace>/<key>.lock` (a command line run or a second server beside the
-  app). The kernel drops it when its holder dies, so a killed process never leaves a key locked.
+  app). The kernel drops it when its holder dies, so a killed process never leaves a key locked (and the next
+  holder removes the status it left behind, so no waiter is told a dead process's progress).
 The holder publishes its progress (in memory, and in `<key>.json` beside the lock file for other processes), so a
 waiter can say how far the computation is. A store that cannot be written has no lock files: its flights are
 per process only (other processes compute the same result themselves, as before).
@@ -87,6 +88,7 @@ def flight(root: str | Path, namespace: str, key: str, progress: Progress | None
             handle = _lock_file(root, namespace, key)
             try:
                 waited = _acquire_file(handle, ident, progress, told) or waited
+                _forget_status(handle)
                 status = Status(started=time.time())
                 with _lock:
                     _status[ident] = status
@@ -177,6 +179,14 @@ def _same_file(handle: _Handle) -> bool:
         return os.fstat(handle.fh.fileno()).st_ino == os.stat(handle.path).st_ino
     except OSError:
         return False
+
+
+def _forget_status(handle: _Handle | None) -> None:
+    """Remove the status a holder killed mid-computation left (it could not remove it): until this holder reports,
+    its waiters are told nothing rather than a dead process's progress and estimate."""
+    if handle is not None and handle.fh is not None:
+        with contextlib.suppress(OSError):
+            handle.path.with_suffix(".json").unlink()
 
 
 def _release_file(handle: _Handle | None) -> None:

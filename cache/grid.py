@@ -39,7 +39,9 @@ def cached_grid(store, cells: list[GridCell], *, n_boot: int, seed: int = 0, exe
         store: a `cache.Store`, or None to compute everything and store nothing.
         executor: "local" (`bench_cell`, with `embed(backbone, side_method, texts) -> (emb, seconds)` when given) or
             "ray" (`address`: a running cluster; None starts a local one).
-        progress: progress(done, total, message) after every cell.
+        progress: progress(done, total, message) after every cell (cells done and in all); locally also within a
+            cell, with the cell's name before its own message: a wait for another process computing it, a streamed
+            corpus's documents with the time left (and the embedding's own progress when `embed` is None).
     """
     if executor not in ("local", "ray"):
         raise UserError(f"Unknown executor {executor!r}: use local or ray.")
@@ -56,7 +58,7 @@ def cached_grid(store, cells: list[GridCell], *, n_boot: int, seed: int = 0, exe
         for i, c in enumerate(cells):
             through = None if embed is None else (lambda side, texts, b=c.backbone: embed(b, side, texts))
             out[i] = bench_cell(store, c.backbone, c.method, c.task, n_boot=n_boot, seed=seed, embed=through,
-                                batch_size=batch_size)
+                                batch_size=batch_size, progress=_within(progress, i, len(cells), c))
             tell(i, "cached" if out[i][2] else "computed")
         return out
 
@@ -80,3 +82,10 @@ def cached_grid(store, cells: list[GridCell], *, n_boot: int, seed: int = 0, exe
     if jobs:
         score_grid_ray(jobs, batch_size=batch_size, address=address, on_cell=on_cell)
     return out
+
+
+def _within(progress: Progress | None, i: int, n: int, cell: GridCell) -> Progress | None:
+    """The grid's progress inside cell `i` (the i cells before it done): its own message under the cell's name."""
+    if progress is None:
+        return None
+    return lambda done, total, message: progress(i, n, f"{cell.method.name} on {cell.task.name}: {message}")

@@ -15,6 +15,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+# the words of every progress line, the library's too (`duration` is imported from here by the cache's modules)
+from analysis.core.eta import duration
+
 Progress = Callable[[int, int, str], None]
 
 
@@ -23,16 +26,6 @@ def counting(progress: Progress | None, unit: str) -> Callable[[int, int], None]
     if progress is None:
         return None
     return lambda done, total: progress(done, total, f"{done:,}/{total:,} {unit}".rstrip())
-
-
-def duration(seconds: float) -> str:
-    """'40 s', '3 min', '2 h 5 min': a time left, rounded as a person would say it."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    hours, minutes = divmod(round(seconds / 60), 60)
-    return f"{hours} h {minutes} min"
 
 
 def amount(n: float) -> str:

@@ -119,7 +119,8 @@ def test_two_sessions_embedding_the_same_texts_compute_once(tmp_path):
 
 
 def test_a_flight_is_free_again_when_its_holder_dies(tmp_path):
-    """A process killed while computing holds nothing: the kernel drops its lock, and the next caller computes."""
+    """A process killed while computing holds nothing: the kernel drops its lock, and the next caller computes; the
+    progress the dead one published is removed (before, the next holder's waiters were told it until it reported)."""
     ctx = mp.get_context("spawn")
     proc = ctx.Process(target=_hold_forever, args=(str(tmp_path),))
     proc.start()
@@ -130,8 +131,9 @@ def test_a_flight_is_free_again_when_its_holder_dies(tmp_path):
     proc.kill()
     proc.join(30)
     began = time.monotonic()
+    assert lock.with_suffix(".json").exists()
     with flight(tmp_path, "default", "abc") as held:
-        assert held.waited is False
+        assert held.waited is False and not lock.with_suffix(".json").exists()
     assert time.monotonic() - began < 5
 
 

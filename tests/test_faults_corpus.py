@@ -18,6 +18,7 @@ from conftest import run_cli
 
 from analysis.core import budgets
 from analysis.core.errors import UserError
+from analysis.core.eta import Eta
 from analysis.data import corpus_stream, files
 from analysis.data.corpus_size import count_corpus
 from analysis.data.corpus_stream import StreamedCorpus
@@ -187,3 +188,38 @@ def test_a_20000_document_folder_streams_with_its_texts_never_all_in_memory(tmp_
     assert max(calls[1:]) == corpus_stream.BATCH and sum(calls[1:]) == 20_000
     assert whole > 20e6 and streamed < min(whole / 3, 16e6), (whole, streamed)  # measured: 48 MB, 11.5 MB
     assert time.perf_counter() - began < 30
+
+
+# ---- progress and the time left while a streamed corpus is embedded -------------------------------------------
+def test_the_time_left_is_the_rate_so_far_times_the_documents_left():
+    now = {"t": 100.0}
+    eta = Eta(100_000, "documents", clock=lambda: now["t"])
+    assert eta.line(0) == "0/100,000 documents, 0 s elapsed (no estimate yet)"
+    now["t"] += 60
+    assert eta.seconds_left(12_000) == pytest.approx(60 / 12_000 * 88_000)  # 440 s
+    assert eta.line(12_000) == "12,000/100,000 documents, 60 s elapsed, about 7 min left"
+    now["t"] += 7 * 3600
+    assert eta.line(100_000) == "100,000/100,000 documents, 7 h 1 min elapsed"
+
+
+def test_a_streamed_corpus_reports_its_documents_elapsed_and_left_after_every_batch(tmp_path, tiny_llama,
+                                                                                    monkeypatch):
+    """Before: a streamed corpus's progress was each batch's own (1,024/1,024 documents, again and again) or none.
+    After: documents done over the whole corpus, the time spent and the time left, once per batch, through the
+    cache's `progress(done, total, message)` (what a page's bar and the command line show), the batches' own
+    progress left out so the bar never restarts."""
+    folder = varied(tmp_path / "small", 200)
+    monkeypatch.setattr(corpus_stream, "BATCH", 64)
+    task = Task("small", "retrieval", files.load_beir(folder, stream=True))
+    assert task.streamed and not Task("small", "retrieval", files.load_beir(folder)).streamed
+    told = []
+    _, _, hit = bench_cell(Store(tmp_path / "cache"), tiny_llama, tiny_method("mean"), task, n_boot=20,
+                           progress=lambda done, total, message: told.append((done, total, message)))
+    corpus = [(d, m) for d, t, m in told if t == 200]
+    assert not hit and [d for d, _ in corpus] == [0, 64, 128, 192, 200]
+    assert all(t == 20 for d, t, m in told if t != 200)  # the rest: the 20 queries' own embedding
+    assert corpus[0][1].startswith("0/200 documents streamed from corpus.jsonl, ") and "no estimate yet" in corpus[0][1]
+    for done, message in corpus[1:-1]:
+        assert message.startswith(f"{done:,}/200 documents streamed from corpus.jsonl, ") and " elapsed, about " \
+            in message and message.endswith(" left"), message
+    assert corpus[-1][1].startswith("200/200 documents") and "left" not in corpus[-1][1]

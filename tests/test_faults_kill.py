@@ -1,12 +1,16 @@
 """Issue 52, kill -9 halfway: a command killed (SIGKILL, from outside, once its first durable piece of work is on
 disk) leaves nothing that is read back wrong (every stored entry reads back whole, no output file under its final
 name), and the same command afterwards resumes (what was stored is not computed again) and gives the result of an
-uninterrupted run. One test per command, on tiny random models; `train all` has its own (tests/test_train_all.py).
+uninterrupted run. One test per command and kill point, on tiny random models; `train all` has its own
+(tests/test_train_all.py). The app's computations are killed as the server would be, in a process asking what a page
+asks through the cache (Embed & compare's embeddings, the `Compute` door's): killed mid-corpus, with another session
+waiting for the same result, and while a value is being written.
 
 The kill comes from outside, when a file appears, so production code has no test-only branch."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -15,6 +19,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -22,9 +27,12 @@ import dummy_system
 import numpy as np
 import pytest
 from conftest import run_cli
+from test_faults_corpus import beir
 
+from analysis.core import budgets
+from analysis.data import corpus_stream
 from analysis.models.tiny import save_tiny
-from cache.keys import AUTO_LAYERS, EMBEDDINGS, STS_SCORE, VECTORS
+from cache.keys import AUTO_LAYERS, BENCH, EMBEDDINGS, STS_SCORE, VALUES, VECTORS
 from cache.store import Store
 
 TESTS = Path(__file__).resolve().parent
@@ -258,3 +266,202 @@ def test_train_killed_after_a_checkpoint_resumes_bit_identical(files, cache, tmp
     code, fresh, err = run_cli(capsys, *argv[:-1], tmp_path / "fresh")
     assert code == 0, err
     assert resumed["results"]["w"] == fresh["results"]["w"]  # bit-identical to an uninterrupted run
+
+
+# ---- bench: killed inside a cell, between cells, and inside a corpus streamed from disk ------------------------
+def many_pairs(path: Path, n: int) -> Path:
+    """`n` labelled pairs of distinct sentences (2n texts to embed per method)."""
+    rng = np.random.default_rng(1)
+    lines = ["sentence1,sentence2,score"]
+    for i in range(n):
+        lines.append(f"{' '.join(rng.choice(WORDS, 6))} {i}.,{' '.join(rng.choice(WORDS, 6))} {n + i}.,"
+                     f"{rng.uniform(0, 5):.2f}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def scores(rows: list[dict]) -> list:
+    """What a benchmark row says about the method (its seconds are the machine's)."""
+    return [[r[k] for k in ("model", "method", "data", "score", "ci_low", "ci_high", "n")] for r in rows]
+
+
+@pytest.mark.parametrize("point", [VECTORS, BENCH], ids=["inside-a-cell", "between-cells"])
+def test_bench_killed_halfway_resumes_from_what_it_stored(files, cache, tmp_path, capsys, point):
+    """Kill points: inside the first cell (its first 512 document vectors stored, the cell itself not), and between
+    cells (the first cell stored, the second computing). The same command reads what was stored (nothing stored is
+    written again) and gives the rows of an uninterrupted run."""
+    tiny, _, _ = files
+    pairs = many_pairs(tmp_path / "pairs.csv", 400)  # 800 texts per cell: a shard of 512 before the cell is done
+    argv = ["bench", "--models", tiny, "--methods", "mean,last", "--data", f"sts:{pairs}", "--n-boot", "20",
+            "--format", "json"]
+    killed_when(cli(*argv), cache, lambda: entries(cache, point))
+    before = {ns: entries(cache, ns) for ns in (VECTORS, EMBEDDINGS, BENCH)}
+    assert all_read_back(cache) >= 1
+    assert point == BENCH or not before[BENCH]  # a cell is stored whole or not at all
+    code, rows, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    assert all(entries(cache, ns)[p] == t for ns, seen in before.items() for p, t in seen.items())
+    code, fresh, err = run_cli(capsys, *argv, "--no-cache")
+    assert code == 0, err
+    assert close(scores(rows), scores(fresh))
+
+
+STREAMED = textwrap.dedent("""
+    import dataclasses
+    import sys
+    from analysis.core import budgets
+    from analysis.data import corpus_stream
+    from cli import main
+    budgets.APP = dataclasses.replace(budgets.APP, corpus_documents=100)  # the folder is past the app's budgets
+    corpus_stream.BATCH = 64
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
+def test_bench_killed_inside_a_streamed_corpus_resumes_from_its_batches(files, cache, tmp_path, capsys,
+                                                                        monkeypatch):
+    """A corpus past the budgets, streamed with --no-budgets (a folder of 300 short documents past a budget lowered
+    to 100, 64 documents a batch): killed after its first batch, the same command reads that batch, embeds the rest
+    (printing documents done, elapsed and left over the whole corpus) and scores as an uninterrupted run."""
+    tiny, _, _ = files
+    folder = beir(tmp_path / "big", 300, words=2)  # "doc 17 the cat sat on the mat": seconds on the tiny model
+    argv = ["bench", "--models", tiny, "--methods", "mean", "--data", f"beir:{folder}", "--n-boot", "20",
+            "--format", "json", "--no-budgets"]
+    killed_when([sys.executable, "-c", STREAMED, *map(str, argv)], cache,
+                lambda: len(entries(cache, EMBEDDINGS)) >= 2)  # the queries and the first batch
+    before = {ns: entries(cache, ns) for ns in (VECTORS, EMBEDDINGS)}
+    assert all_read_back(cache) >= 2 and not entries(cache, BENCH)
+    monkeypatch.setattr(budgets, "APP", dataclasses.replace(budgets.APP, corpus_documents=100))
+    monkeypatch.setattr(corpus_stream, "BATCH", 64)
+    code, rows, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    assert all(entries(cache, ns)[p] == t for ns, seen in before.items() for p, t in seen.items())
+    told = [line for line in err.splitlines() if "documents streamed from corpus.jsonl" in line]
+    assert [line.split(": ", 1)[1].split("/")[0] for line in told] == ["0", "64", "128", "192", "256", "300"]
+    assert all(" elapsed, about " in line and line.endswith(" left") for line in told[1:-1]), told
+    code, fresh, err = run_cli(capsys, *argv, "--no-cache")
+    assert code == 0, err
+    assert close(scores(rows), scores(fresh))
+
+
+# ---- the app's computations: a page's embeddings and the cache's door (`cache.cached.Cached`) ------------------
+PAGE = textwrap.dedent("""
+    import sys
+    from analysis.methods import get_method
+    from analysis.models.backbone import load_backbone
+    from cache import cached_encode, default_store
+    from cache.cached import Cached
+    door, model, texts = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if door == "page":  # what Embed & compare asks for its texts (`ui.compute.encode_with_info`), a bar told
+        cached_encode(default_store(), load_backbone(model), get_method("mean"), texts, progress=lambda *told: None)
+    elif door == "compute":  # what the Report, Claims and Explain pages ask through `Compute`
+        Cached(default_store()).encode(load_backbone(model), get_method("mean"), texts)
+    else:  # a value kept through `Compute.remember`, large enough (27 MB of JSON) to be killed while it is written
+        Cached(default_store()).remember({"kill": "test"}, lambda: [i / 1000 for i in range(2_000_000)])
+""")
+
+
+def lines(n: int) -> list[str]:
+    return [f"text {i} about the {WORDS[i % 18]} and the {WORDS[i % 7]}" for i in range(n)]
+
+
+def fresh_rows(tiny: str, texts: list[str]) -> np.ndarray:
+    """The vectors an uninterrupted run gives the first and last 8 texts (a text's vector ignores the others)."""
+    from analysis.methods import get_method
+    from analysis.models.backbone import load_backbone
+    from cache import cached_encode
+
+    return cached_encode(None, load_backbone(tiny), get_method("mean"), texts[:8] + texts[-8:])[0]
+
+
+def test_a_page_killed_while_embedding_leaves_its_shards_and_no_lock(files, cache):
+    """The server killed while Embed & compare embeds 700 texts (after the first shard of 512 vectors): the list's
+    entry is not there (a page never reads a part of it), the flight's lock and the dead holder's progress are gone
+    for the next session, and the same request computes only the 188 texts left."""
+    from analysis.methods import get_method
+    from analysis.models.backbone import load_backbone
+    from cache import Store, cached_encode, keys
+    from cache.flight import flight, lock_path
+
+    tiny, _, _ = files
+    texts = lines(700)
+    killed_when([sys.executable, "-c", PAGE, "page", tiny, *texts], cache, lambda: entries(cache, VECTORS))
+    before = entries(cache, VECTORS)
+    assert all_read_back(cache) > len(before) >= 1 and not entries(cache, EMBEDDINGS)  # and the window copied in
+    backbone, method = load_backbone(tiny), get_method("mean")
+    key = keys.make_key(keys.encode_parts(backbone, method, texts, {}))
+    assert lock_path(cache, EMBEDDINGS, key).with_suffix(".json").exists()  # the dead holder's last progress
+    began = time.monotonic()
+    with flight(cache, EMBEDDINGS, key) as held:  # free at once: the kernel dropped the dead process's lock
+        assert not held.waited and not lock_path(cache, EMBEDDINGS, key).with_suffix(".json").exists()
+    assert time.monotonic() - began < 5
+    told = []
+    emb, meta, hit = cached_encode(Store(cache), backbone, method, texts, progress=lambda *t: told.append(t[2]))
+    assert not hit and meta["computed"] == 188
+    assert told[0].startswith("512/700 documents (512 from the cache)")
+    assert all(entries(cache, VECTORS)[p] == t for p, t in before.items())
+    assert np.allclose(emb[list(range(8)) + list(range(692, 700))], fresh_rows(tiny, texts), atol=1e-5)
+
+
+def test_a_session_waiting_for_a_killed_computation_takes_it_over(files, cache):
+    """Two sessions ask the same embeddings: one computes (through `Compute`), the other waits, told so. The one
+    computing is killed: the waiting one is not left waiting on a dead lock; it computes what is left (the stored
+    shards read, not computed again) and gets what an uninterrupted run gives."""
+    from analysis.methods import get_method
+    from analysis.models.backbone import load_backbone
+    from cache import Store, cached_encode
+
+    tiny, _, _ = files
+    texts = lines(3000)
+    backbone, method = load_backbone(tiny), get_method("mean")
+    told, out = [], {}
+
+    def session():
+        out["result"] = cached_encode(Store(cache), backbone, method, texts, progress=lambda *t: told.append(t[2]))
+
+    waiter, started = threading.Thread(target=session, daemon=True), []
+
+    def waiting() -> bool:
+        if entries(cache, VECTORS) and not started:
+            started.append(waiter.start())  # the other session asks once the first one has stored some work
+        return any(m.startswith("Waiting for the same computation") for m in list(told))
+
+    killed_when([sys.executable, "-c", PAGE, "compute", tiny, *texts], cache, waiting)
+    stored = entries(cache, VECTORS)
+    waiter.join(240)
+    assert not waiter.is_alive(), "the waiting session was left waiting"
+    emb, meta, hit = out["result"]
+    assert not hit and meta["computed"] <= 3000 - 512
+    took_over = next(m for m in told if not m.startswith("Waiting"))  # its own first report: the stored part read
+    assert took_over.startswith(f"{3000 - meta['computed']:,}/3,000 documents ({3000 - meta['computed']:,} from the "
+                                "cache)"), took_over
+    assert all(entries(cache, VECTORS)[p] == t for p, t in stored.items())
+    assert np.allclose(emb[list(range(8)) + list(range(2992, 3000))], fresh_rows(tiny, texts), atol=1e-5)
+
+
+def test_a_value_killed_while_it_is_written_is_never_read_half(files, cache):
+    """Killed while `Compute.remember` writes its value (its data written, its 27 MB record not yet renamed into
+    place): nothing is found under the key (the half-written folder is hidden and never read), and the same call
+    computes it again, once, and keeps it."""
+    from cache import Store, keys
+    from cache.cached import Cached
+
+    tiny, _, _ = files
+
+    def writing() -> bool:
+        return any((tmp / "data.npz").exists() for tmp in (cache / VALUES).glob("*/.tmp-*"))
+
+    killed_when([sys.executable, "-c", PAGE, "remember", tiny], cache, writing)
+    assert list((cache / VALUES).glob("*/.tmp-*")) and not entries(cache, VALUES)  # killed mid-write
+    store = Store(cache)
+    assert store.get(keys.make_key(keys.value_parts({"kill": "test"})), VALUES) is None and store.count() == \
+        all_read_back(cache)
+    calls = []
+
+    def value():
+        calls.append(1)
+        return [i / 1000 for i in range(2_000_000)]
+
+    got = Cached(store).remember({"kill": "test"}, value)
+    assert len(got) == 2_000_000 and got[-1] == 1999.999 and calls == [1] and len(entries(cache, VALUES)) == 1
+    assert Cached(Store(cache)).remember({"kill": "test"}, lambda: pytest.fail("computed again")) == got

@@ -31,6 +31,7 @@ from collections.abc import Callable
 import numpy as np
 
 from analysis.core.errors import UserError
+from analysis.core.eta import Eta
 from analysis.core.vectors import l2_normalize
 from analysis.eval.score import Score, mean_score
 
@@ -103,20 +104,28 @@ def cosines(q_emb, d_emb) -> np.ndarray:
     return out
 
 
-def embed_corpus(corpus, doc_ids: list[str], embed: Callable[[list[str], str], np.ndarray]) -> np.ndarray:
-    """(n_docs, d) document vectors, rows in `doc_ids` order. A dict corpus is one `embed` call, as it always was;
-    a corpus read from disk (`StreamedCorpus`: `batches`) is embedded `corpus_stream.BATCH` documents at a time into
-    one float32 array, so its texts are never all in memory (the vectors are: n x d float32)."""
+def embed_corpus(corpus, doc_ids: list[str], embed: Callable[[list[str], str], np.ndarray],
+                 progress: Callable[[int, int, str], None] | None = None) -> np.ndarray:
+    """(n_docs, d) document vectors, rows in `doc_ids` order. A dict corpus is one `embed` call, as it always was
+    (its embedder reports its own progress); a corpus read from disk (`StreamedCorpus`: `batches`) is embedded
+    `corpus_stream.BATCH` documents at a time into one float32 array, so its texts are never all in memory (the
+    vectors are: n x d float32), and `progress(done, total, message)` is told after every batch: documents done,
+    time spent and the time left at the rate so far (a corpus past the budgets takes minutes to hours)."""
     if not hasattr(corpus, "batches"):
         return embed([corpus[d] for d in doc_ids], "document")
     out = None
     done = 0
+    eta = Eta(len(doc_ids), f"documents streamed from {corpus.path.name}")
+    if progress is not None:
+        progress(0, len(doc_ids), eta.line(0))
     for texts in corpus.batches():  # file order, the order of `doc_ids = list(corpus)`
         emb = np.asarray(embed(texts, "document"), dtype=np.float32)  # (batch, d)
         if out is None:
             out = np.empty((len(doc_ids), emb.shape[1]), dtype=np.float32)  # (n_docs, d)
         out[done:done + len(emb)] = emb
         done += len(emb)
+        if progress is not None:
+            progress(done, len(doc_ids), eta.line(done))
     if done != len(doc_ids):
         raise UserError(f"{corpus.path} changed while it was read: {done:,} documents, {len(doc_ids):,} indexed.")
     return out
@@ -128,16 +137,18 @@ def judged_queries(beir) -> list[str]:
 
 
 def score_retrieval(beir, embed: Callable[[list[str], str], np.ndarray], *, n_boot: int = 1000, seed: int = 0,
-                    level: float = 0.95, metrics=METRICS, name: str | None = None) -> Score:
+                    level: float = 0.95, metrics=METRICS, name: str | None = None,
+                    progress: Callable[[int, int, str], None] | None = None) -> Score:
     """Score a retrieval set (`analysis.data.files.Beir`): the first metric is the main one, with a bootstrap
-    interval over queries; the per-query values of the main metric are the Score's items."""
+    interval over queries; the per-query values of the main metric are the Score's items. `progress`: a streamed
+    corpus's documents as they are embedded (`embed_corpus`)."""
     qids = judged_queries(beir)
     if not qids:
         raise UserError(f"{beir.name} has no judged query, so there is nothing to retrieve.")
     doc_ids = list(beir.corpus)
     start = time.perf_counter()
     q_emb = embed([beir.queries[q] for q in qids], "query")
-    d_emb = embed_corpus(beir.corpus, doc_ids, embed)
+    d_emb = embed_corpus(beir.corpus, doc_ids, embed, progress)
     seconds = time.perf_counter() - start
     values = per_query(cosines(q_emb, d_emb), doc_ids, [beir.qrels[q] for q in qids], metrics)
     main = metrics[0]

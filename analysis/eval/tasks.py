@@ -60,6 +60,12 @@ class Task:
     def metric(self) -> str:
         return METRIC[self.kind]
 
+    @property
+    def streamed(self) -> bool:
+        """Whether its corpus is read from disk as it is embedded (a BEIR folder past the app's budgets, read with them lifted):
+        embedded one batch per call, the task itself reporting progress over the whole corpus."""
+        return self.kind == "retrieval" and hasattr(self.data.corpus, "batches")
+
     def n_texts(self) -> int:
         """How many texts scoring it embeds: a classification task the train texts MTEB's experiments draw and its
         evaluation side, a clustering task the documents MTEB's protocol embeds (what budgets and estimates count)."""
@@ -128,15 +134,18 @@ class Task:
 
 
 def score_task(task: Task, embed: Callable[[list[str], str], np.ndarray], *, n_boot: int = 1000, seed: int = 0,
-               level: float = 0.95, folds: int = 5) -> Score:
-    """Score one task: `embed(texts, role) -> (len(texts), d)` embeds (a few calls per task)."""
+               level: float = 0.95, folds: int = 5, progress: Callable[[int, int, str], None] | None = None) -> Score:
+    """Score one task: `embed(texts, role) -> (len(texts), d)` embeds (a few calls per task, one per batch of a
+    streamed corpus). `progress(done, total, message)`: a streamed corpus's documents as they are embedded, with
+    the time left (`Task.streamed`; other tasks are a few calls, whose embedder reports its own)."""
     budgets.check("bootstrap", n_boot, "the number of bootstrap replicates")
     if task.kind == "sts":
         return _sts(task, embed, n_boot, seed, level)
     if task.kind == "probe":
         return _probe(task, embed, n_boot, seed, level, folds)
     if task.kind == "retrieval":
-        return score_retrieval(task.data, embed, n_boot=n_boot, seed=seed, level=level, name=task.name)
+        return score_retrieval(task.data, embed, n_boot=n_boot, seed=seed, level=level, name=task.name,
+                               progress=progress)
     if task.kind == "classification":
         # lazy: keeps scipy, sklearn off the pages' and the command line's start
         from analysis.eval.classification import score_classification

@@ -112,8 +112,11 @@ def compare_task(args, methods: dict, task) -> dict:
             info["cached"] = info["cached"] and meta["cached"]
             return emb, meta["seconds"]
 
+        def told(done, total, message, label=label):  # a wait for another process, a streamed corpus's documents
+            print(f"{label}: {message}", file=sys.stderr, flush=True)
+
         scores[label], meta, hit = bench_cell(store, backbone, method, task, n_boot=args.n_boot, seed=args.seed,
-                                              embed=embed, batch_size=args.batch_size)
+                                              embed=embed, batch_size=args.batch_size, progress=told)
         runs[label] = {"name": method.name, "params": params_dict(method),
                        "seconds": round(float(meta.get("encode_seconds", info["seconds"])), 3),
                        "cached": bool(hit or info["cached"])}
