@@ -231,3 +231,25 @@ def test_the_pair_attribution_runs_in_float32_or_says_how_to_load_it():
 
     with pytest.raises(UserError, match="load it with --dtype float32"):
         explanation(Direct(), _bf16_tiny(), get_method("mean"), "a cat", "a dog")
+
+
+def test_the_dtype_record_tells_a_moved_score_from_one_the_sample_could_not_bound():
+    """A method stays in float32 when an interval reaches past the tolerance; the reason says whether its score
+    moved (an interval wholly past it) or the sample was too small to show it stayed within."""
+    from analysis.experiments import dtype
+
+    def row(label, *cis):
+        diff = {k: SimpleNamespace(difference=sum(ci) / 2, ci=ci) for k, ci in zip(("sts", "retrieval"), cis)}
+        ok = all(-0.01 <= lo and hi <= 0.01 for lo, hi in cis)
+        return {"label": label, "diff": diff, "ratio": 0.5, "ratio_range": [0.5, 0.5],
+                "dtype": "bfloat16" if ok else "float32"}
+
+    rows = [row("a", (-0.002, 0.003), (-0.004, 0.001)), row("b", (-0.002, 0.003), (-0.036, 0.003)),
+            row("c", (0.02, 0.05), (-0.001, 0.001))]
+    said = dtype.verdicts(rows, {})
+    assert said["a"]["reason"].startswith("bfloat16: bfloat16 did not move its scores past ±0.01")
+    assert "was not shown to keep its scores within ±0.01" in said["b"]["reason"]
+    assert "moved a score past ±0.01" in said["c"]["reason"]
+    found = dtype.findings(rows, {})
+    assert "Kept in float32 (a score moved past ±0.01): c." in found
+    assert "Kept in float32 (the sample did not show both scores within ±0.01): b." in found

@@ -121,15 +121,26 @@ def views_table(views: dict) -> Table:
                  tuple((name, v["what"], v["agreement"], v["tolerance"], v["dtype"]) for name, v in views.items()))
 
 
+def moved(r: dict) -> str:
+    """What the evidence says of a method's scores in bfloat16: "did not move" (both 95% intervals within
+    ±TOLERANCE), "moved" (an interval wholly past it), or "not shown to stay within" (an interval reaches past it:
+    the sample cannot tell, which keeps the method in float32 all the same)."""
+    cis = [r["diff"][k].ci for k in ("sts", "retrieval")]
+    if all(-TOLERANCE <= lo and hi <= TOLERANCE for lo, hi in cis):
+        return "did not move its scores past"
+    if any(lo > TOLERANCE or hi < -TOLERANCE for lo, hi in cis):
+        return "moved a score past"
+    return "was not shown to keep its scores within"
+
+
 def verdicts(rows: list[dict], views: dict) -> dict:
     """{method or view: {"dtype", "reason"}}: what `precision.choose` reads."""
     out = {}
     for r in rows:
         sts, ret = (cells.difference(r["diff"][k]) for k in ("sts", "retrieval"))
-        ok = r["dtype"] == "bfloat16"
         out[r["label"]] = {"dtype": r["dtype"], "reason": (
-            f"{r['dtype']}: bfloat16 {'moved' if not ok else 'did not move'} its scores past ±{TOLERANCE} on this "
-            f"model (STS {sts}, nDCG@10 {ret}; {r['ratio']:.2f}x the float32 time)")}
+            f"{r['dtype']}: bfloat16 {moved(r)} ±{TOLERANCE} on this model (STS {sts}, nDCG@10 {ret}; "
+            f"{r['ratio']:.2f}x the float32 time)")}
     for name, v in views.items():
         out[f"view:{name}"] = {"dtype": v["dtype"], "reason": f"{v['dtype']}: {v['what']}, {v['agreement']}"}
     return out
@@ -137,14 +148,17 @@ def verdicts(rows: list[dict], views: dict) -> dict:
 
 def findings(rows: list[dict], views: dict) -> list[str]:
     fast = [r for r in rows if r["dtype"] == "bfloat16"]
-    kept = [r["label"] for r in rows if r["dtype"] == "float32"]
     said = []
     if fast:
         said.append(f"{len(fast)} of {len(rows)} methods run in bfloat16 under --dtype auto on this model, at "
                     f"{min(r['ratio'] for r in fast):.2f}-{max(r['ratio'] for r in fast):.2f}x the float32 time.")
-    if kept:
-        said.append(f"Kept in float32 (a score moved past ±{TOLERANCE}): {', '.join(kept)}.")
-    moved = [n for n, v in views.items() if v["dtype"] == "float32"]
-    said.append("Every view agrees within its tolerance." if not moved else
-                f"Views kept in float32: {', '.join(moved)}.")
+    for word in ("moved a score past", "was not shown to keep its scores within"):
+        these = [r["label"] for r in rows if r["dtype"] == "float32" and moved(r) == word]
+        if these:
+            why = ("a score moved past" if word.startswith("moved") else
+                   "the sample did not show both scores within")
+            said.append(f"Kept in float32 ({why} ±{TOLERANCE}): {', '.join(these)}.")
+    kept_views = [n for n, v in views.items() if v["dtype"] == "float32"]
+    said.append("Every view agrees within its tolerance." if not kept_views else
+                f"Views kept in float32: {', '.join(kept_views)}.")
     return said
