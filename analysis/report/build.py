@@ -60,6 +60,7 @@ from analysis.report.clock import INTERRUPTED, Budget
 from analysis.report.recommend import recommend
 from analysis.report.steps import Steps
 from analysis.weights.adapters import shipped_folder
+from analysis.weights.stand_in import FROZEN_SOFT_TOKENS
 
 SCHEMA = 1
 KEYS = ("schema", "created", "model", "data", "settings", "plan", "spent_seconds", "complete", "interrupted",
@@ -103,9 +104,6 @@ def problems(report) -> list[str]:
         for row in rows:
             out += [f"a {section} row has no {k!r}" for k in ROW_KEYS[section] if k not in (row or {})]
     return out
-
-
-FROZEN_SOFT_TOKENS = "soft_tokens (frozen)"  # GIRCSE's generation on the frozen model: never called plain soft_tokens
 
 
 def report_methods(backbone) -> tuple[dict, set]:

@@ -26,6 +26,10 @@ from analysis.models.backbone import builtin
 from analysis.weights.adapters import SHIPPED, adapter_spec, shipped_folder
 from analysis.weights.artefacts import MANIFEST, shipped_dir
 
+# The frozen model's soft tokens asked for by name (adapter=none) beside the methods at their defaults (the model report,
+# the long-document records): named so, since a table saying "soft_tokens" reads as GIRCSE.
+FROZEN_SOFT_TOKENS = "soft_tokens (frozen)"
+
 
 @dataclass(frozen=True)
 class StandIn:
