@@ -45,11 +45,14 @@ def main(argv=None) -> int:
     os.environ.setdefault("MPLCONFIGDIR", str(_matplotlib_folder()))
     shown, warnings.showwarning = warnings.showwarning, _warning_line  # one sentence per warning, like errors
     _common.LOADED.clear()  # a fresh account of the models this run loads (tests run many commands in one process)
+    _common.STOOD_IN.clear()  # ... and of what stood in for trained weights it lacks
     try:
         with budgets.lifted() if args.no_budgets else contextlib.nullcontext():
             result = runners[args.command](args)
         if isinstance(result, dict) and (note := _common.precision_note()):
             result.setdefault("precision", note)  # the dtype each method ran in and why, one line each
+        if isinstance(result, dict) and _common.STOOD_IN:
+            result.setdefault("stand_in", dict(_common.STOOD_IN))  # e.g. the frozen model in place of GIRCSE's
         text = None if result is None else to_json(result)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)

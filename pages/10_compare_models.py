@@ -19,6 +19,7 @@ from analysis.data import datasets
 from analysis.data.corpora import shared_stsb
 from analysis.inspect.intrinsic_dim import AUTO_DESCRIPTION
 from analysis.methods import get_method, list_methods
+from analysis.weights import stand_in
 from analysis.data import samples
 from analysis.eval.tasks import load_task, select_task
 from analysis.experiments.machinery import records, render
@@ -116,8 +117,9 @@ def methods_section(models: dict, a: str, b: str) -> None:
     for t, bb in models.items():
         cells = {(m.name, getattr(m.params, "layout", "")): bench_row(bb, m, task) for m in methods}
         base = cells[("last", "")]["seconds"]
+        named = {(m.name, getattr(m.params, "layout", "")): stand_in.label(m, bb) for m in methods}  # "(frozen: ...)"
         for (name, layout), r in cells.items():
-            table.append({"model": t, "method": name + (f" ({layout})" if layout == "reference" else ""),
+            table.append({"model": t, "method": named[name, layout] + (f" ({layout})" if layout == "reference" else ""),
                           "Spearman": r["spearman"], "95% CI": r["ci"],
                           "× last": round(r["seconds"] / base, 2) if np.isfinite(r["seconds"] / base) else None})
     frame = pd.DataFrame(table)

@@ -27,6 +27,7 @@ from analysis.compression.system import (
 from analysis.data import personas
 from analysis.experiments.compression import dilution_scores, heldout_scores
 from analysis.experiments.machinery.records import read as read_record
+from ui.prose import single_person_gap
 from ui.traces import Compression, pool_attention
 
 MODE_LABELS = {"sentence": "per-sentence pools", "sentence+ids": "per-sentence pools + identifier tokens",
@@ -144,17 +145,6 @@ def several_people(system) -> None:
                f"(chance {1 / people:.2f}); {pred['context_positions']} positions for {len(qa.context)} sentences.")
 
 
-# Why Experiment B's single-person row (85%) is below the shipping check (99.5%): measured before it was written
-# (analysis/experiments/compression_people.py says how), and split in the record itself from its next run on.
-SINGLE_PERSON_GAP = (
-    "Why the single-person weights score 85% in Experiment B's table and 99.5% in the shipping check: the name "
-    "question alone (every other key is 100% in both). Experiment B's items take their first names from the 206 of the "
-    "several-people items, 170 of which single-person training never saw; the shipping check asks about the 36 it saw "
-    "(only the full names are new). Given a first name it never saw, the single-person run writes one it knows before "
-    "the right surname: 19 of 20 name questions right with first names seen in training, 0 of 20 with unseen ones "
-    "(0 of 20 with the single-person wording too), measured on the single-person weights.")
-
-
 def shown_record(record) -> None:
     """A record's command, tables and notes; static tables, which wrap, so that a reconstruction is read whole (the
     grid cut each paragraph at its column's width)."""
@@ -205,7 +195,7 @@ def recorded_people() -> None:
         return
     st.subheader("Measured: picking the right person among many")
     shown_record(record)
-    st.caption(SINGLE_PERSON_GAP)
+    st.caption(single_person_gap())  # from the record, as the rest of the tab
     if any(s.name == "scaling" for s in record.series):
         curve = record.series_named("scaling")
         n = list(curve.xs)

@@ -19,6 +19,7 @@ from analysis.data import datasets, longdoc, samples
 from analysis.data.files import load_beir, read_sts, read_texts
 from analysis.eval.score import best_of, compare_scores
 from analysis.eval.tasks import KIND_OF, METRIC, Task, load_task, select_task
+from analysis.weights import stand_in
 from cache.compute import bench_cell, bench_cell_stored
 
 KIND_NAMES = {"sts": "STS", "probe": "probe"}
@@ -246,7 +247,7 @@ with ui.user_errors():
 
     table_slot, rows, scores = st.empty(), [], {}
     for m in methods:
-        label = f"{m.title} ({m.name})"
+        label = f"{m.title} ({stand_in.label(m, backbone)})"  # "soft_tokens (frozen: ...)" where no adapter is
         for task in tasks:
             s, meta = ui.shown(f"{m.title} on {task.name}",
                                lambda progress, m=m, task=task: bench_cell(ui.store(), backbone, m, task, n_boot=n_boot,

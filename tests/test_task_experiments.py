@@ -104,6 +104,15 @@ def test_longdoc_record_reaches_the_models_limit(long_llama):
     assert list(capped.series_named("curve_passkey").xs) == [256, 512]
 
 
+def test_longdoc_names_the_frozen_soft_tokens_so(long_llama):
+    """The record runs soft tokens on the frozen model (adapter=none): its tables never call them plain soft_tokens,
+    which reads as GIRCSE (#48)."""
+    cfg = experiment("longdoc").Config(model="tiny", methods=("last", "soft_tokens"), per_length=2, max_length=256,
+                                       n_boot=0)
+    rec = run("longdoc", cfg, compute=tiny_compute(long_llama))
+    assert rec.table("ndcg_passkey").column("method") == ["last", "soft_tokens (frozen)"]
+
+
 def test_longdoc_refuses_an_unknown_kind_in_one_sentence(long_llama):
     from analysis.core.errors import UserError
 

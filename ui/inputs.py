@@ -14,6 +14,7 @@ from analysis.core.intake import check_sizes  # every request's texts against th
 from analysis.data import datasets, samples
 from analysis.data.corpora import Pairs, Texts
 from analysis.data.files import read_sts, read_texts
+from analysis.weights import stand_in
 from ui.compute import ready
 from ui.deviations import show as show_deviations
 from ui.model import get_backbone
@@ -79,11 +80,15 @@ def method_picker(key: str, default=("prompteol",), multi: bool = True, only=Non
                           if not f.get("hidden")}  # hidden: filled in by the method (e.g. a weights digest)
                 method = get_method(name, **{k: v for k, v in values.items() if v is not _UNCHANGED})
                 method.check(backbone)  # ranges that depend on the loaded model, before any page starts work
+                if why := stand_in.refusal(method, backbone):  # trained weights this model has none of
+                    raise UserError(why)
                 methods.append(method)
             except UserError as err:
                 st.error(md(err))
                 problems += 1
         show_deviations(info.deviations, title=f"{info.title}: differences from the paper")
+        if methods and methods[-1].name == name and (found := stand_in.stand_in(methods[-1], backbone)):
+            st.warning(md(found.warning))  # outside the folded parameters: what runs is never hidden
     if problems:
         st.error("Fix the parameters marked above to continue.")
         st.stop()

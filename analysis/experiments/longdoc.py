@@ -29,6 +29,7 @@ from analysis.experiments.machinery import cells
 from analysis.experiments.machinery.provenance import model_entry
 from analysis.experiments.machinery.records import Sample, Series, Table
 from analysis.experiments.task_families import model_label
+from analysis.weights.stand_in import FROZEN_SOFT_TOKENS
 
 ID = "longdoc"
 TITLE = "Long-document retrieval: nDCG@1 against document length"
@@ -59,7 +60,8 @@ def measure(config: Config, compute, progress) -> Measured:
             raise UserError(f"--kinds: {kind!r:.40} is not a long-document task; use {', '.join(longdoc.KINDS)}.")
     backbone = compute.backbone(config.model)
     limit = min(config.max_length, backbone.facts.max_length)
-    methods = {m: get_method(m, **({"adapter": "none"} if m == "soft_tokens" else {})) for m in config.methods}
+    frozen = {"soft_tokens": {"adapter": "none"}}  # the frozen model's soft tokens, named so in every table
+    methods = {(FROZEN_SOFT_TOKENS if m in frozen else m): get_method(m, **frozen.get(m, {})) for m in config.methods}
     methods = resolved(compute, backbone, methods)
     results, tables, series, sizes = {}, [], [], {}
     units = [(kind, label) for kind in config.kinds for label in methods]

@@ -15,6 +15,7 @@ from analysis.experiments import Measured
 from analysis.experiments.machinery import cells, heldout_sts
 from analysis.experiments.machinery.provenance import model_entry
 from analysis.experiments.machinery.records import Table
+from analysis.weights import stand_in
 from analysis.weights.adapters import shipped_folder
 
 ID = "methods_models"
@@ -54,8 +55,8 @@ def methods_for(backbone, names) -> tuple[dict, dict]:
 
 def frozen_label(models: list[str]) -> str:
     """The soft_tokens row's name when `models` have no shipped GIRCSE adapter: what ran is the frozen model's soft
-    tokens, not GIRCSE, and a table must not let it pass for GIRCSE."""
-    return f"soft_tokens (frozen: no adapter shipped for {', '.join(models)})"
+    tokens, not GIRCSE, and a table must not let it pass for GIRCSE (the words every table uses: `stand_in`)."""
+    return f"soft_tokens ({stand_in.frozen_label(models)})"
 
 
 def measure(config: Config, compute, progress) -> Measured:

@@ -60,6 +60,7 @@ from analysis.report.clock import INTERRUPTED, Budget
 from analysis.report.recommend import recommend
 from analysis.report.steps import Steps
 from analysis.weights.adapters import shipped_folder
+from analysis.weights.stand_in import FROZEN_SOFT_TOKENS
 
 SCHEMA = 1
 KEYS = ("schema", "created", "model", "data", "settings", "plan", "spent_seconds", "complete", "interrupted",
@@ -107,12 +108,12 @@ def problems(report) -> list[str]:
 
 def report_methods(backbone) -> tuple[dict, set]:
     """({label: method}, trained labels): every training-free method at its defaults here (each method's `DEVIATIONS`
-    says where they are not its paper's; soft tokens on the
-    frozen model), the trained ones this repository ships weights for on this model, and MiniLM alone as the
-    reference row (`sections.REFERENCE_METHODS`: compared with the best, never the best)."""
+    says where they are not its paper's; soft tokens on the frozen model, labelled so: `FROZEN_SOFT_TOKENS`), the
+    trained ones this repository ships weights for on this model, and MiniLM alone as the reference row
+    (`sections.REFERENCE_METHODS`: compared with the best, never the best)."""
     trained_names = {"causal2vec", "soft_tokens"}
     methods = {m.name: get_method(m.name) for m in list_methods() if m.name not in trained_names}  # + the reference
-    methods["soft_tokens"] = get_method("soft_tokens", adapter="none")
+    methods[FROZEN_SOFT_TOKENS] = get_method("soft_tokens", adapter="none")
     trained = set()
     if shipped_folder(backbone.facts) is not None:
         methods["soft_tokens_trained"] = get_method("soft_tokens", adapter="shipped")

@@ -2,8 +2,8 @@
 --method/--param/--batch-size/--no-cache for those that embed texts with a method (`embed`, `sts`, ...),
 --sample/--limit/--seed for those that read pairs or texts (`add_sample_arguments`, `choose`, which also holds
 the choice to the per-request budgets), the check of an output path before any work (`check_writable`), building
-the method, loading the model, and encoding through the compute cache with warnings turned into one stderr line
-each."""
+the method, loading the model, checking that the trained weights it asks for exist for the model (`check_weights`),
+and encoding through the compute cache with warnings turned into one stderr line each."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from analysis.core.precision import CHOICES
 from analysis.data.samples import select
 from analysis.models import backbone as backbone_module  # by module: tests replace load_backbone
 from analysis.models.backbone import DEVICES
+from analysis.weights import stand_in as stand_ins
 from cache import cached_encode, default_store, resolve_method
 
 
@@ -243,6 +244,23 @@ def precision_note() -> dict:
     return next(iter(notes.values())) if len(notes) == 1 else notes
 
 
+STOOD_IN: dict = {}  # {label: warning}: the methods this command ran with something in place of trained weights
+
+
+def check_weights(method, backbone) -> None:
+    """Before any work: refuse `method` when it asks for trained weights `backbone` has none of and nothing may stand
+    in for them (one sentence); when something does stand in (the frozen model for GIRCSE's adapter), say so once on
+    stderr and keep it for the output's "stand_in" (`cli.main`), so no result passes for what it is not."""
+    why = stand_ins.refusal(method, backbone)
+    if why:
+        raise UserError(why)
+    found = stand_ins.stand_in(method, backbone)
+    if found is not None:
+        if found.warning not in STOOD_IN.values():
+            print(f"warning: {found.warning}", file=sys.stderr)
+        STOOD_IN[stand_ins.label(method, backbone)] = found.warning
+
+
 def ready(args, backbone, method):
     """The method ready to run: KV-Embedding's `layers=auto` window from the compute cache (computed into it once
     per model and prompt); with --no-cache computed in memory and not stored."""
@@ -263,6 +281,7 @@ def encode(args, backbone, method, texts: list[str]) -> tuple[np.ndarray, dict]:
     computed (the lookup itself is in `lookup_seconds`). The batch size is not in the cache key (results do not
     depend on it: tested), so the app and the command line share entries. Warnings (e.g. truncation) go to stderr
     as one `warning: ...` line each, on hits too."""
+    check_weights(method, backbone)
     progress = stderr_progress(method.name)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:

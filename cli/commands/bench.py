@@ -1,7 +1,8 @@
 """`python -m analysis bench --methods last,prompteol --data lee,scifact-report,clustering:banking77-report,longdoc:passkey
 [--models default,gemma3-270m] [--format csv|json]`: the benchmark table (one row per model, method and task: score
 with a bootstrap interval, and the method's encode time as a ratio to `last`, the vanilla forward of the raw texts, on
-the same model and texts, when `last` is among the methods). Every task family of `analysis.eval.tasks` is taken:
+the same model and texts, when `last` is among the methods). A method run with something in place of trained weights
+the model lacks is named so ("soft_tokens (frozen: no adapter shipped for gemma3-270m)": `analysis.weights.stand_in`). Every task family of `analysis.eval.tasks` is taken:
 STS, probe, retrieval (queries embedded as queries), MTEB's classification and clustering, long documents (generated
 for each model's tokenizer, so loaded once the model is)."""
 
@@ -15,6 +16,7 @@ import sys
 
 from analysis.core.errors import UserError
 from analysis.eval.tasks import load_task, model_task, needs_model, select_task
+from analysis.weights.stand_in import label
 from cache import default_store
 from cli.commands._common import (
     METHODS_PARAM_HELP,
@@ -23,6 +25,7 @@ from cli.commands._common import (
     add_run_arguments,
     add_sample_arguments,
     check_boot,
+    check_weights,
     configure_methods,
     encode,
     load_model,
@@ -83,6 +86,7 @@ def run(args):
         backbone = load_model(args, name)
         picked = [ready[s] if s in ready else select_task(model_task(s, backbone), **picks(args)) for s in specs]
         for method in methods:
+            check_weights(method, backbone)  # before any cell: a missing bridge refused, a stand-in said
             for task, report in picked:
                 cells.append(GridCell(name, backbone, method, task))
                 about.append(reported(report))
@@ -96,7 +100,7 @@ def run(args):
                           progress=lambda done, total, message: print(f"[{done}/{total}] {message}", file=sys.stderr))
     rows = []
     for c, report, (s, meta, _) in zip(cells, about, results):
-        rows.append({"model": c.model, "method": c.method.name, "params": _params_text(c.method), "data": c.task.name,
+        rows.append({"model": c.model, "method": label(c.method, c.backbone), "params": _params_text(c.method), "data": c.task.name,
                      "family": c.task.kind, "metric": s.metric, "score": _num(s.value), "ci_low": _num(s.lo),
                      "ci_high": _num(s.hi), "n": s.n, "seconds": _num(meta.get("encode_seconds", math.nan)),
                      **report})

@@ -22,6 +22,7 @@ from cli.commands._common import (
     add_run_arguments,
     add_sample_arguments,
     check_boot,
+    check_weights,
     choose,
     configure_methods,
     encode,
@@ -68,6 +69,8 @@ def run(args) -> dict:
         return compare_task(args, methods, task)
     pairs, picked = choose(args, pairs_of(args.data), lambda p: (check_comparable(len(p), p.name), check_pairs(p)))
     backbone = load_model(args)
+    for method in methods.values():
+        check_weights(method, backbone)  # before any encode: a missing bridge refused, a stand-in said
     cosines, runs = {}, {}
     for label, method in methods.items():
         info = {}
@@ -96,6 +99,8 @@ def compare_task(args, methods: dict, task) -> dict:
     backbone = load_model(args)
     if task is None:
         task, report = select_task(model_task(args.data, backbone), **picks(args))
+    for method in methods.values():
+        check_weights(method, backbone)  # a stored cell encodes nothing: said here, not in `encode`
     if task.n_units() < MIN_COMPARE_PAIRS:
         raise UserError(f"Comparing methods needs at least {MIN_COMPARE_PAIRS} units to resample, and {task.name} has "
                         f"{task.n_units()}: choose more with --sample or --limit.")

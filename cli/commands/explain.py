@@ -20,7 +20,7 @@ from analysis.core.intake import check_sizes
 from analysis.core.options import add_options, flag, from_args
 from analysis.inspect.explain_settings import FRACTIONS, RANDOMS, Settings, check
 from cache import default_store
-from cli.commands._common import add_model_arguments, load_model, ready
+from cli.commands._common import add_model_arguments, check_weights, load_model, ready
 
 HELP = ("Why are two texts similar? Token and token-pair attribution of their cosine under one method (integrated "
         "Jacobians, the completeness gap reported), optionally deletion/insertion curves and the logit lens.")
@@ -54,6 +54,7 @@ def run(args) -> dict:
     settings = check(from_args(Settings, args), flag)  # before the model loads, too
     check_sizes([args.a, args.b], "--a and --b")
     backbone = load_model(args)
+    check_weights(method, backbone)
     method = ready(args, backbone, method)
     compute = Direct() if args.no_cache else Cached(default_store())
     ex, hit = X.explanation(compute, backbone, method, args.a, args.b, settings)

@@ -12,6 +12,7 @@ from cache.compute import trajectory
 from cli.commands._common import (
     add_method_arguments,
     add_sample_arguments,
+    check_weights,
     choose,
     load_model,
     method_from_args,
@@ -53,6 +54,7 @@ def run(args) -> dict:
     chosen, picked = choose(args, texts_of(args.data))
     texts = chosen.texts
     backbone = load_model(args)
+    check_weights(method, backbone)
     method = ready(args, backbone, method)
     start = time.perf_counter()
     df, _, hit = trajectory(None if args.no_cache else default_store(), backbone, method, texts, args.readout,

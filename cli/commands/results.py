@@ -1,20 +1,24 @@
-"""`python -m analysis results`: regenerate docs/RESULTS.md and the README's headline table from docs/results/."""
+"""`python -m analysis results`: regenerate docs/RESULTS.md and the README's headline table from docs/results/, and
+check that the app's prose that reads records (lessons, page captions: their `CITES`) was written against them."""
 
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 from analysis.core.errors import UserError
 from analysis.experiments.claims.record import refreshed
+from analysis.experiments.machinery.citations import stale as stale_citations
 from analysis.experiments.machinery.records import read_all
 from analysis.experiments.machinery.render import fill_blocks, readme, render
 
 HELP = ("Regenerate docs/RESULTS.md, the README's generated tables, docs/BUDGETS.md's measured blocks and the published model reports' Claims sections "
         "(docs/reports/) from the results records in docs/results/ (each written by `python -m analysis measure "
-        "<experiment>`); --check writes nothing and says whether every record validates and the documents are up to "
-        "date.")
+        "<experiment>`); --check writes nothing and says whether every record validates, the documents are up to "
+        "date and the app's lessons and pages were written against the records they read.")
 REPO = Path(__file__).resolve().parent.parent.parent
+PROSE = ("ui", "pages")  # where modules whose words read records declare them (`CITES`)
 
 
 def add_arguments(parser) -> None:
@@ -22,8 +26,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--reports", default=str(REPO / "docs" / "reports"),
                         help="folder of the published model reports (<model>.json beside its HTML)")
     parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 2 when a record does not validate, or docs/RESULTS.md, the README "
-                             "or a report differ from the records")
+                        help="write nothing; exit 2 when a record does not validate, docs/RESULTS.md, the README or a "
+                             "report differ from the records, or a lesson or page cites a record that has changed "
+                             "since its words were written")
 
 
 def run(args) -> dict:
@@ -40,10 +45,14 @@ def run(args) -> dict:
     stale += [_shown(p) for p in reports]
     if broken:
         raise UserError("; ".join(broken) + ".")
+    reread = stale_citations(prose_files(), records, _shown)  # no command can rewrite the words: a reader must
     if args.check:
-        if stale:
-            raise UserError(f"{', '.join(stale)} differ from the records; run `python -m analysis results`.")
+        problems = [f"{', '.join(stale)} differ from the records; run `python -m analysis results`"] if stale else []
+        if problems or reread:
+            raise UserError("; ".join(problems + reread) + ".")
         return {"up_to_date": True, "records": sorted(records)}
+    for line in reread:
+        warnings.warn(line + ".", stacklevel=1)
     for path, text in targets.items():
         path.write_text(text, encoding="utf-8")
     from analysis.report import (
@@ -53,7 +62,12 @@ def run(args) -> dict:
     for path, report in reports.items():  # the JSON and its HTML, each written atomically
         shared = "--shared-plotly" in (report.get("settings") or {}).get("command", "")
         report_html.save(report, path.with_suffix(".html"), shared_plotly=shared)
-    return {"written": stale, "records": sorted(records)}
+    return {"written": stale, "records": sorted(records), **({"reread": reread} if reread else {})}
+
+
+def prose_files() -> list[Path]:
+    """The app's modules that may read records in their words (`PROSE`), read as text by `stale_citations`."""
+    return sorted(f for folder in PROSE for f in (REPO / folder).rglob("*.py"))
 
 
 def _reports(folder: Path, records: dict) -> tuple[dict, list]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from cli.commands._common import add_model_arguments, load_model, ready
+from cli.commands._common import add_model_arguments, check_weights, load_model, ready
 
 HELP = "Sensitivity of one text's embedding to each input position (Jacobian norms, last vs mean readout)."
 
@@ -47,6 +47,7 @@ def run(args) -> dict:
 
     method = get_method(args.method, **parse_params(args.method, args.param))  # typos fail before the model loads
     backbone = load_model(args)
+    check_weights(method, backbone)
     method = ready(args, backbone, method)
     s = S.jacobian_norms(backbone, method, args.text, layer=args.layer, probes=args.probes, probe=args.probe,
                          seed=args.seed, exact=args.exact)

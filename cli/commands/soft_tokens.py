@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli.commands._common import add_model_arguments, load_model
+from cli.commands._common import add_model_arguments, check_weights, load_model
 
 NAME = "soft-tokens"
 HELP = "Generate K soft tokens (GIRCSE-style) after a text; print each step's top tokens, entropy and drift as JSON."
@@ -22,8 +22,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--mode", choices=["soft", "hard"], default="soft", help="soft mix or argmax token")
     add_model_arguments(parser)
     parser.add_argument("--adapter", default="shipped",
-                        help="shipped (default: the adapter trained here for the model, if any), none (frozen), or "
-                             "a PEFT adapter folder; same as --param adapter=...")
+                        help="shipped (default: the adapter trained here for the model; on a model without one the "
+                             "frozen model, and the output's stand_in says so), none (frozen), or a PEFT adapter "
+                             "folder; same as --param adapter=...")
     parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                         help="any soft_tokens parameter, e.g. --param adapter=none pooling=last_generated")
 
@@ -38,8 +39,9 @@ def run(args) -> dict:
                     mode=args.mode, adapter=args.adapter)
     settings.update(parse_params("soft_tokens", args.param))
     # The parameters are checked (finite temperature, K, top-k, instruction) before the model loads.
-    SoftTokens(**settings)
+    method = SoftTokens(**settings)
     backbone = load_model(args)
+    check_weights(method, backbone)  # shipped on a model without an adapter: the frozen model, and the output says so
     r = generate_soft_tokens(backbone, args.text, topn=args.top, **settings)
     args.k, args.adapter, args.instruction = settings["k"], settings["adapter"], settings["instruction"]
     args.temperature, args.top_k, args.mode = settings["temperature"], settings["top_k"], settings["mode"]

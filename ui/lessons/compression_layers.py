@@ -5,12 +5,18 @@ from dataclasses import replace
 
 from ui.lessons import views
 from ui.lessons.base import Control, Lesson, Step
+from ui.recorded import Cited
 
 TEXT = "The bank by the river raised its interest rates after the flood damaged the town."
 MODELS = Control("choice", "Model", "sidebar", options=("sidebar", "gemma3-270m"),
                  labels=("the sidebar's model (SmolLM2-135M-Instruct unless changed)", "Gemma 3 270M"),
                  help="Gemma 3 270M is the second built-in model (Gemma Terms of Use); loading it takes seconds.")
 WINDOWS = ("auto", "10-11", "22-29")
+# The records this lesson's numbers come from, as its words were written (`ui.recorded`; `results --check`).
+CITES = {"methods_models": "08b4b86da7d1", "layer_map": "f6c30b222bd1"}
+cited = Cited(CITES)
+scores, layer_map = cited("methods_models"), cited("layer_map")
+SMOLLM2, GEMMA = "SmolLM2-135M-Instruct", "Gemma 3 270M (base)"  # the records' model columns and rows
 
 LESSON = Lesson("where-compress", "Where the model compresses",
                 "Layer by layer, how many dimensions do a model's text representations really use? KV-Embedding "
@@ -38,11 +44,14 @@ LESSON = Lesson("where-compress", "Where the model compresses",
          "Nothing: outside the window there is no copy to attend to, so those layers show 0.", seconds=30),
     Step("Does the ID window help on SmolLM2?",
          "The demo paraphrase pairs again, PromptEOL against KV-Embedding with three windows: the one the rule "
-         "picks, decoder layers 10-11, and a late window 22-29. Measured on SmolLM2-135M-Instruct on 500 held-out "
-         "STS-B dev pairs of all six sources (docs/RESULTS.md), "
-         "KV-Embedding with the rule's window scores 0.494 against PromptEOL's 0.728, and on a map of 84 windows "
-         "over the same pairs the rule's window ranks 73rd, below late windows (best: 27-29, 0.683). The paper's "
-         "rule does not hold on this model.",
+         f"picks, decoder layers 10-11, and a late window 22-29. Measured on SmolLM2-135M-Instruct on "
+         f"{scores.sample()} held-out STS-B dev pairs of all six sources (docs/RESULTS.md), KV-Embedding with the "
+         f"rule's window scores {scores.value('scores', 'kv_embedding', SMOLLM2)} against PromptEOL's "
+         f"{scores.value('scores', 'prompteol', SMOLLM2)}, and on a map of {layer_map.value('maps', SMOLLM2, 'cells')} "
+         f"windows over {layer_map.sample()} pairs of the same part the rule's window ranks "
+         f"{layer_map.text('maps', SMOLLM2, 'ID rank')}, below late windows (best: "
+         f"{layer_map.text('maps', SMOLLM2, 'best cell')}, {layer_map.value('maps', SMOLLM2, 'best Spearman')}). "
+         "The paper's rule does not hold on this model.",
          Control("choice", "KV-Embedding's window (decoder layers)", "auto", options=WINDOWS,
                  labels=("the ID rule's (auto)", "10-11", "22-29")),
          lambda layers: views.separation([("prompteol", {}), ("kv_embedding", {"layers": layers})]),
@@ -51,10 +60,11 @@ LESSON = Lesson("where-compress", "Where the model compresses",
          "be where a re-routed summary is most useful: the two are different questions.", seconds=60),
     Step("Gemma 3: the same rule, another outcome",
          "The same trajectory on Gemma 3 270M, a base model with 18 layers. Its window also sits at about a third "
-         "of the depth, but there re-routing works: measured on 500 held-out STS-B dev pairs of all six sources "
-         "(docs/RESULTS.md), KV-Embedding scores 0.681 on "
-         "Gemma 3, level with PromptEOL's 0.685 (paired difference -0.005 [-0.036, +0.028]). Which "
-         "method to use depends on the model; the Compare models page puts both side by side.",
+         f"of the depth, but there re-routing works: measured on {scores.sample()} held-out STS-B dev pairs of all "
+         f"six sources (docs/RESULTS.md), KV-Embedding scores {scores.value('scores', 'kv_embedding', GEMMA)} on "
+         f"Gemma 3, level with PromptEOL's {scores.value('scores', 'prompteol', GEMMA)} (paired difference "
+         f"{scores.text('scores', 'kv_embedding', 'vs best decoder (paired)', after=GEMMA)}). Which method to use "
+         "depends on the model; the Compare models page puts both side by side.",
          replace(MODELS, default="gemma3-270m"),
          lambda choice: views.id_curve(choice),
          "Both windows sit at a third of the depth. Why can the outcome still differ?",

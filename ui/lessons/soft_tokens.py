@@ -3,8 +3,16 @@ steps help."""
 
 from ui.lessons import views
 from ui.lessons.base import Control, Lesson, Step
+from ui.recorded import Cited
 
 TEXT = "After months of waiting, the letter finally came: she had been accepted."
+# The record this lesson's numbers come from, as its words were written (`ui.recorded`; `results --check`).
+CITES = {"gircse": "6ba1b1b8e54d"}
+gircse = Cited(CITES)("gircse")
+
+
+def spearman(configuration: str) -> str:
+    return gircse.value("scores", configuration, "Spearman")
 
 LESSON = Lesson("soft-tokens", "Thinking in mixtures: soft tokens",
                 "GIRCSE lets the model write a few tokens after the text, but never picks one: each step feeds back "
@@ -40,10 +48,12 @@ LESSON = Lesson("soft-tokens", "Thinking in mixtures: soft tokens",
          "Spearman on 100 STS-B dev pairs (a genre-stratified sample; the 20 demo pairs when STS-B is not in the "
          "data folder) against K, for the frozen and the trained model (K = 0 reads the prompt's last token "
          "without generating). GIRCSE reports that generating more tokens at test time keeps improving the "
-         "embedding. Measured on SmolLM2-135M-Instruct on 500 held-out STS-B dev pairs of all six sources "
-         "(docs/RESULTS.md), training lifts K = 5 from 0.348 to 0.762, but K = 10 (0.735) and K = 20 (0.686) are "
-         "worse than K = 5, and the fair baseline (the same training without generation, Causal-EOS) scores 0.793, "
-         "above K = 5: on this model neither the test-time scaling claim nor the gain over Causal-EOS holds.",
+         f"embedding. Measured on SmolLM2-135M-Instruct on {gircse.sample()} held-out STS-B dev pairs of all six "
+         f"sources (docs/RESULTS.md), training lifts K = 5 from {spearman('frozen model K=5')} to "
+         f"{spearman('GIRCSE K=5')}, but K = 10 ({spearman('GIRCSE K=10')}) and K = 20 ({spearman('GIRCSE K=20')}) "
+         "are worse than K = 5, and the fair baseline (the same training without generation, Causal-EOS) scores "
+         f"{spearman('Causal-EOS K=0')}, above K = 5: on this model neither the test-time scaling claim nor the gain "
+         "over Causal-EOS holds.",
          Control("slider", "Largest K", 20, lo=5, hi=20),
          lambda k_max: views.soft_scaling_curve(k_max),
          "How much should one trust a curve from 100 pairs?",

@@ -229,15 +229,22 @@ MODE_LABELS = {"sentence": "one vector per sentence", "sentence+ids": "one vecto
                "paragraph": "one vector for the paragraph", "text": "the full text", "none": "no context"}
 
 
+SINGLE_PERSON = "ablations/single-person"
+
+
 def _system(single_person: bool = False):
-    """The shipped compression system of the sidebar's model, loaded only if a result is not stored yet; with
-    `single_person`, the weights trained on one person per context (kept as ablations/single-person once weights
-    trained on several people were shipped), which the lesson's one-person steps describe."""
+    """(system, note): the shipped compression system of the sidebar's model, loaded only if a result is not stored
+    yet; with `single_person`, the weights trained on one person per context (kept as ablations/single-person once
+    weights trained on several people were shipped), which the lesson's one-person steps describe. Where those are
+    not shipped the default weights stand in, and `note` (else "") says so for the figure's title."""
     backbone = get_backbone()
-    folder = default_artefact(backbone)
+    folder, note = default_artefact(backbone), ""
     if single_person:
-        folder = shipped_variants(backbone).get("ablations/single-person", folder)
-    return Compression(backbone, str(folder))
+        found = shipped_variants(backbone).get(SINGLE_PERSON)
+        folder = found or folder
+        note = "" if found else (f"the shipped weights: no single-person weights ({SINGLE_PERSON}) are shipped for "
+                                 f"{backbone.facts.name}")
+    return Compression(backbone, str(folder)), note
 
 
 def _predict(system, items, mode: str):
@@ -247,14 +254,14 @@ def _predict(system, items, mode: str):
 
 def compression_modes(n_questions: int):
     """Exact match on held-out persona questions for each way of giving the context."""
-    system = _system(single_person=True)
+    system, note = _system(single_person=True)
     items = personas.generate("heldout", int(n_questions))
     rows = [{"mode": MODE_LABELS[mode], "exact match": score(_predict(system, items, mode))["exact_match"]}
             for mode in ("sentence", "paragraph", "text", "none")]
     frame = pd.DataFrame(rows)
     fig = go.Figure(go.Bar(x=frame["mode"], y=frame["exact match"]))
     fig.update_layout(height=HEIGHT, yaxis_range=[0, 1], yaxis_title=f"exact match, {n_questions} held-out questions",
-                      margin=dict(l=10, r=10, t=30, b=10))
+                      title=note or None, margin=dict(l=10, r=10, t=30, b=10))
     return fig, frame
 
 
@@ -263,11 +270,12 @@ def pool_reading(question: str):
     example = personas.generate("heldout", 4)[3]
     sentences = split_sentences(" ".join(example.context))
     item = {"context": sentences, "question": question, "answer": "?", "id": ""}
-    att, pools = pool_attention(_system(single_person=True), item, "sentence")  # (L, T), pool positions
+    system, note = _system(single_person=True)
+    att, pools = pool_attention(system, item, "sentence")  # (L, T), pool positions
     frame = pd.DataFrame(att[:, pools], columns=[f"{i + 1}: {_short(s, 40)}" for i, s in enumerate(sentences)])
     fig = go.Figure(go.Heatmap(z=frame.values.T, x=[f"L{i}" for i in range(len(frame))], y=list(frame.columns),
                                colorscale="Blues", colorbar=dict(title="attention")))
-    fig.update_layout(height=HEIGHT, margin=dict(l=10, r=10, t=30, b=10))
+    fig.update_layout(height=HEIGHT, title=note or None, margin=dict(l=10, r=10, t=30, b=10))
     return fig, frame.assign(layer=range(len(frame)))
 
 
@@ -276,7 +284,7 @@ def people_reading(people: int):
     person's name (the shipped weights, trained on five people with names): attention mass per person per layer."""
     qa = personas.generate_people("heldout", 1, people=int(people), names=True)[0]
     item = qa.to_json()
-    att, pools = pool_attention(_system(), item, "sentence", ids=True)  # (L, T)
+    att, pools = pool_attention(_system()[0], item, "sentence", ids=True)  # (L, T)
     who, mass = person_masses(item, att, pools)  # (N, L)
     labels = [("▶ " if person == qa.identifier else "") + person for person in who]
     fig = go.Figure(go.Heatmap(z=mass, x=[f"L{i}" for i in range(mass.shape[1])], y=labels, colorscale="Blues",
@@ -287,7 +295,7 @@ def people_reading(people: int):
 
 def dilution(max_pools: int, modes: tuple[str, ...]):
     """Exact match as distractor sentences are added to each context (the pool count), per way of giving it."""
-    system = _system(single_person=True)
+    system, note = _system(single_person=True)
     rows = []
     for size in [s for s in SCALING_SIZES if s <= max_pools]:
         items = personas.generate_scaled("heldout", 25, total_sentences=size)
@@ -298,6 +306,7 @@ def dilution(max_pools: int, modes: tuple[str, ...]):
     fig = go.Figure([go.Scatter(x=g["pools"], y=g["exact match"], mode="lines+markers", name=n)
                      for n, g in frame.groupby("mode", sort=False)])
     fig.update_layout(height=HEIGHT, xaxis_type="log", xaxis_title="sentences (pools) per context", yaxis_range=[0, 1],
-                      yaxis_title="exact match, 25 held-out questions", margin=dict(l=10, r=10, t=30, b=10),
+                      yaxis_title="exact match, 25 held-out questions", title=note or None,
+                      margin=dict(l=10, r=10, t=30, b=10),
                       legend=dict(orientation="h", y=1.1))
     return fig, frame

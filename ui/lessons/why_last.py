@@ -2,12 +2,20 @@
 
 from ui.lessons import views
 from ui.lessons.base import Control, Lesson, Step, hidden_state
+from ui.recorded import Cited
 
 TEXTS = ("The bank raised its interest rates again.", "The bank was steep and muddy after the flood.",
          "Interest rates went up at the bank this week.", "We sat on the grassy river bank.",
          "She bought a second-hand bicycle.", "She purchased a used bike.")
 TEXT = "The bank by the river raised its interest rates after the flood damaged the town."
 THREE = [("last", {}), ("prompteol", {}), ("echo", {})]
+# The record this lesson's numbers come from, as its words were written (`ui.recorded`; `results --check`).
+CITES = {"methods_models": "08b4b86da7d1"}
+scores = Cited(CITES)("methods_models")
+
+
+def spearman(method: str) -> str:
+    return scores.value("scores", method, "SmolLM2-135M-Instruct")
 
 LESSON = Lesson("why-last", "Why the last token is a poor sentence vector",
                 "A causal LM reads left to right, so only its final token has seen the whole text; and that token "
@@ -50,11 +58,12 @@ LESSON = Lesson("why-last", "Why the last token is a poor sentence vector",
          "postman / the postman chased the dog, changed facts, unrelated sentences). A good sentence vector "
          "separates the green from the red boxes. "
          "Move the layer: the readout does not have to come from the last hidden state. Measured on "
-         "SmolLM2-135M-Instruct on 500 held-out STS-B dev pairs of all six sources (docs/RESULTS.md), "
-         "the last token scores a Spearman of 0.359, PromptEOL 0.728 and Echo 0.658.",
+         f"SmolLM2-135M-Instruct on {scores.sample()} held-out STS-B dev pairs of all six sources (docs/RESULTS.md), "
+         f"the last token scores a Spearman of {spearman('last')}, PromptEOL {spearman('prompteol')} and Echo "
+         f"{spearman('echo')}.",
          Control("layer", "Hidden state read out", None, lo=1),
          lambda layer: views.separation([(n, {"layer": hidden_state(layer)}) for n, _ in THREE]),
          "Why does Echo cost more than PromptEOL?",
-         "It reads the text twice, so the forward pass is about twice as long (2.8x the plain last token against "
-         "1.9x in docs/RESULTS-old-protocol.md).", seconds=40),
+         "It reads the text twice, so its forward pass runs over about twice as many tokens; the model report's "
+         "Cost section times every method against the plain forward on this machine.", seconds=40),
 ))
