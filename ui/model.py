@@ -254,7 +254,8 @@ def precision_line(requested: str, backbone) -> str:
     fast = md(", ".join(sorted(named[n] for n, v in verdicts.items() if v["dtype"] == "bfloat16")) or "nothing")
     kept = md(", ".join(sorted(named[n] for n, v in verdicts.items() if v["dtype"] != "bfloat16")) or "nothing")
     return (f"Precision: auto, so bfloat16 for {fast} (this model's dtype record found them unmoved: scores within "
-            f"±{TOLERANCE}, views within their tolerance); float32 for {kept} (moved more) and anything unmeasured.")
+            f"±{TOLERANCE}, views within their tolerance); float32 for {kept} (not shown to stay within it: the dtype "
+            "record in docs/RESULTS.md says which moved and which its sample could not bound) and anything unmeasured.")
 
 
 def cache_sizes(s: cache.Store) -> tuple[int, int]:
