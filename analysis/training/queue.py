@@ -244,10 +244,10 @@ def _ship(part: Part, folder: Path) -> str:
 
 
 def _plan(state: QueueState, parts, budget_hours: float) -> list[Planned]:
-    """The stored plan when the queue resumes with the same budget, else a new plan for the parts not yet done in
-    what the budget leaves after them."""
+    """The stored plan when the queue resumes with the same budget and the same parts, else a new plan for the parts
+    not yet done in what the budget leaves after them (a queue started before parts were added plans them too)."""
     stored = [Planned(**p) for p in state.plan]
-    if stored and state.budget_hours == budget_hours:
+    if stored and state.budget_hours == budget_hours and [q.part for q in stored] == [p.label for p in parts]:
         return stored
     spent = sum(r.get("wall_seconds", 0.0) for r in state.parts.values()) / 60
     todo = [p for p in parts if state.parts.get(p.label, {}).get("status") != "done"]
@@ -274,8 +274,9 @@ def run_queue(model: str, budget_hours: float, *, precision: str = "float32", sh
     state = QueueState.load(folder)
     if state is None or state.precision != precision or state.model != model:
         state = QueueState(model=model, budget_hours=budget_hours, precision=precision)
-    if not state.step_seconds:
-        state.step_seconds = probe(backbone, parts, precision=precision, progress=say)
+    untimed = [p for p in parts if p.variant not in state.step_seconds]  # all at first; a new part's kind later
+    if untimed:
+        state.step_seconds.update(probe(backbone, untimed, precision=precision, progress=say))
         state.save(folder)
     plan = _plan(state, parts, budget_hours)
     state.plan, state.budget_hours = [dataclasses.asdict(p) for p in plan], budget_hours
