@@ -73,6 +73,20 @@ def test_the_queue_trains_its_parts_in_order_and_records_each(cache):
     assert any(" 1. first" in line for line in told) and state == _state(cache)
 
 
+def test_parts_added_since_a_queue_ran_are_timed_planned_and_trained(cache):
+    """A queue whose parts grew (new claims' runs) keeps what it finished and plans the new parts, at the same budget
+    too: the stored plan was once paired with the parts by position, giving a new part another part's steps."""
+    first = run_queue("default", 1.0, parts=PARTS_3[:2], backbone_for=lambda: tiny_backbone("llama"), ship=False,
+                      say=lambda text: None)
+    more = Part("fourth", "dummy", {"steps": 2, "target": 2.0}, ("kv-bias",), "dummy-new")
+    state = run_queue("default", 1.0, parts=(*PARTS_3, more), backbone_for=lambda: tiny_backbone("llama"), ship=False,
+                      say=lambda text: None)
+    assert [state["parts"][p.label]["status"] for p in (*PARTS_3, more)] == ["done"] * 4
+    assert state["parts"]["second"] == first["parts"]["second"]  # not trained again
+    assert [p["steps"] for p in state["plan"]] == [4, 12, 3, 2] and set(state["step_seconds"]) == {"dummy",
+                                                                                                  "dummy-new"}
+
+
 def test_a_killed_queue_resumes_where_it_stopped(cache):
     script = textwrap.dedent(f"""
         import dummy_system

@@ -31,7 +31,14 @@ from analysis.experiments import Measured
 from analysis.experiments.machinery import cells, heldout_sts
 from analysis.experiments.machinery.provenance import model_entry
 from analysis.experiments.machinery.records import Sample, Series, Table, read
-from analysis.weights.adapters import CAUSAL_EOS, PLACES, adapter_spec, shipped_folder
+from analysis.weights.adapters import (
+    BIDIRECTIONAL_AVG,
+    CAUSAL_EOS,
+    PLACES,
+    adapter_spec,
+    shipped_folder,
+    trained_objective,
+)
 from analysis.weights.artefacts import read_manifest
 
 ID = "gircse"
@@ -90,7 +97,9 @@ def variants(backbone) -> dict[str, tuple[str, list | None]]:
         if (sub / "adapter_config.json").is_file():
             note = " (older recipe)" if older_recipe(sub) else " (best step 0: the frozen model)" \
                 if untrained_result(sub) else ""
-            out[f"ablation {sub.name}{note}"] = (str(sub), [ABLATION_K])
+            # Bidirectional-Avg generates nothing: read at K = 0, its trained readout (soft_tokens refuses K > 0)
+            ks = [0] if trained_objective(str(sub)) == BIDIRECTIONAL_AVG else [ABLATION_K]
+            out[f"ablation {sub.name}{note}"] = (str(sub), ks)
     return out
 
 

@@ -23,7 +23,7 @@ from analysis.core.forward import resolve_layer
 from analysis.data.datasets import stsb_dev_part, stsb_pairs
 from analysis.data.samples import sample_pairs, subset
 from analysis.methods.soft_tokens import BATCH_SIZE, DEFAULT_INSTRUCTION, SoftTokens, generate, readout_at, token_text
-from analysis.weights.adapters import CAUSAL_EOS, shipped_folder
+from analysis.weights.adapters import BIDIRECTIONAL_AVG, CAUSAL_EOS, shipped_folder, trained_objective
 from analysis.weights.artefacts import read_manifest
 from analysis.weights.manifest import curves
 
@@ -179,8 +179,9 @@ def adapter_variants(backbone) -> dict[str, str]:
         out[f"GIRCSE (shipped{', older recipe' if older_recipe(folder) else ''})"] = "shipped"
     if shipped_folder(backbone.facts, CAUSAL_EOS) is not None:
         out["Causal-EOS (fair baseline)"] = CAUSAL_EOS
-    if folder is not None:
-        for sub in sorted(p for p in (folder / "ablations").glob("*") if (p / "adapter_config.json").is_file()):
+    if folder is not None:  # Bidirectional-Avg generates nothing, so it has no place among the generators compared
+        for sub in sorted(p for p in (folder / "ablations").glob("*") if (p / "adapter_config.json").is_file()
+                          and trained_objective(str(p)) != BIDIRECTIONAL_AVG):
             notes = [n for n, on in ((", older recipe", older_recipe(sub)),
                                      (", best step 0: the frozen model", untrained_result(sub))) if on]
             out[f"ablation: {ABLATIONS.get(sub.name, sub.name)}{''.join(notes)}"] = str(sub)

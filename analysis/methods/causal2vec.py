@@ -1,12 +1,21 @@
 """Causal2Vec (Lin et al., 2025, "Causal2Vec: Improving Decoder-only LLMs as Versatile Embedding Models"): a small
 bidirectional encoder summarises the text into one vector h; a trained MLP maps it into the decoder's
 word-embedding space, C = W2 GELU(W1 h), and C is placed as ONE extra input position before the text, so every
-text token can attend to a summary of the whole text despite the causal mask. No attention change.
+text token can attend to a summary of the whole text despite the causal mask. No attention change (the paper's
+point; removing the causal mask is its Table 15 variant, `attention` below).
 
-Layout (one row): [start?] [instruction] [C] [text tokens] [EOS]. The start token (the model's BOS, else its EOS)
-is put in front only when the tokenizer adds none and there is no instruction, so C never sits at position 0
-(the attention sink; see `core.tokens.start_token`). C enters through `inputs_embeds` at its position
-(`Causal2VecBatch.c_pos`, valid for either padding side).
+Layout (one row): [start?] [instruction] [C] [text tokens] [EOS], the paper's x = [I; C; T; EOS] (§3.2, Eq. 2).
+The start token (the model's BOS, else its EOS) is put in front only when the tokenizer adds none and there is no
+instruction, so C never sits at position 0 (the attention sink; see `core.tokens.start_token`). C enters through
+`inputs_embeds` at its position (`Causal2VecBatch.c_pos`, valid for either padding side). `contextual_position=before`
+is the paper's other placement (Appendix C.5, Table 14): [start] [C] [instruction] [text tokens] [EOS], the start
+token then always in front (C still never at position 0).
+
+Attention (`attention`): causal, the paper's, or bidirectional: the decoder's causal mask removed in every layer (the
+paper's Appendix C.6, Table 15; `analysis.methods._masks`). Both settings, like the instruction, default to what the
+bridge was trained with (`auto`: its manifest's `attention` and `contextual_position`; causal and after for the
+untrained bridge, the frozen concatenation and bridges trained before the options existed), so a bridge is read the
+way it was trained.
 
 Readouts (`readout`): concat = [final state of C ; final state of EOS] (the paper's answer to last-token recency
 bias; 2d dimensions), eos, contextual (C's state only), mean (over C and the text tokens), and direct: the frozen
@@ -55,6 +64,7 @@ from analysis.core.params import param
 from analysis.core.pooling import mean_pool, token_mask
 from analysis.core.tokens import Batch, Encoded, encode_texts, start_token
 from analysis.core.trace import Trace
+from analysis.methods._masks import ATTENTIONS, attention_mask
 from analysis.methods.base import EmbeddingMethod
 from analysis.models import minilm  # by module: tests replace load_encoder
 from analysis.models.minilm import encoder_identity
@@ -67,6 +77,7 @@ METHOD = "causal2vec"
 CONTEXTUAL = 125  # segment id of the contextual token (fits the int8 segments kept in traces)
 READOUTS = ("concat", "eos", "contextual", "mean", "direct")
 CONTROLS = ("no-contextual", "concat")  # the trained controls (this project's reading): no contextual token in either
+POSITIONS = ("after", "before")  # C after the instruction (the paper's Eq. 2) or before it (its Table 14)
 INIT_SEED = 0
 
 DEVIATIONS = (  # the recipe's differences are the trainer's (analysis.training.causal2vec.DEVIATIONS)
@@ -126,6 +137,13 @@ class Causal2VecParams:
                                    "E5-Mistral's 'Instruct: <task>\\nQuery: ' format, as this project reads "
                                    "Causal2Vec's query instructions (not verified); "
                                    "a generic retrieval instruction by default; empty = queries embedded as documents.")
+    attention: str = param("auto", "The decoder's attention: causal (the paper's), or bidirectional: the causal mask "
+                           "removed in every layer (the paper's Table 15 variant). auto = as the bridge was trained "
+                           "(its manifest says; causal for the untrained bridge).", choices=["auto", *ATTENTIONS])
+    contextual_position: str = param("auto", "Where the contextual token sits: after the instruction, right before the "
+                                     "text (the paper's), or before the instruction (its Table 14 variant). auto = as "
+                                     "the bridge was trained (its manifest says; after for the untrained bridge).",
+                                     choices=["auto", *POSITIONS])
     layer: int = param(-1, "Hidden state read out; the paper uses the final layer.")
     bridge_digest: str = param("", "Digest of the bridge weights, filled in automatically (cache keys).", hidden=True)
 
@@ -223,7 +241,9 @@ class Causal2Vec(EmbeddingMethod):
                             f"contextual token: read it with readout=eos" + (" or direct." if control == "concat"
                                                                            else "."))
         return dataclasses.replace(params, bridge_digest=self._digest(params),
-                                   instruction=self._instruction(params))
+                                   instruction=self._instruction(params),
+                                   attention=self._trained(params, "attention", "causal"),
+                                   contextual_position=self._trained(params, "contextual_position", "after"))
 
     def control(self, params=None) -> str:
         """"no-contextual" or "concat" when `bridge` is a folder trained as one of the controls (its manifest
@@ -242,12 +262,17 @@ class Causal2Vec(EmbeddingMethod):
 
     def _instruction(self, params) -> str:
         """`auto` -> the instruction recorded by the trainer in the bridge's manifest ("" when there is none)."""
-        if params.instruction != "auto":
-            return params.instruction
+        return self._trained(params, "instruction", "")
+
+    def _trained(self, params, name: str, default: str) -> str:
+        """Setting `name` as given, or for `auto` as the trainer recorded it in the bridge's manifest (`default` when
+        there is none: the untrained bridge, the frozen concatenation, a bridge trained before the setting existed)."""
+        if getattr(params, name) != "auto":
+            return getattr(params, name)
         folder = None if params.readout == "direct" and not self.control(params) else self.bridge_folder(params)
         if folder is None or not (folder / "manifest.json").is_file():
-            return ""
-        return read_manifest(folder).get("hyperparameters", {}).get("instruction", "") or ""
+            return default
+        return read_manifest(folder).get("hyperparameters", {}).get(name, default) or default
 
     def _digest(self, params) -> str:
         b = params.bridge.strip()
@@ -302,19 +327,24 @@ class Causal2Vec(EmbeddingMethod):
         return bool(self.params.query_instruction) and self.params.query_instruction != self.params.instruction
 
     def prompt_template(self, tokenizer) -> str:
-        """The prompt as tokenized, without C: [start?] instruction {text} EOS (a query's instruction for a query)."""
+        """The prompt as tokenized, without C: [start?] instruction {text} EOS (a query's instruction for a query).
+        With C before the instruction the start token leads whatever the instruction, so C is never at position 0."""
         p = self.params
         instruction = p.query_instruction if self.role == "query" and self.asymmetric() else p.instruction
-        lead = start_token(tokenizer) if not instruction else ""
+        before = p.contextual_position == "before" and self.contextual()
+        lead = start_token(tokenizer) if not instruction or before else ""
         return f"{lead}{instruction}{{text}}{tokenizer.eos_token or ''}"
 
     def prepare(self, backbone, texts: list[str]) -> list[C2VEncoded]:
         tok = backbone.tokenizer
         direct = not self.contextual()
         items = encode_texts(tok, self.prompt_template(tok), texts, backbone.facts.max_length - (0 if direct else 1))
+        special = set(tok.all_special_ids)
         out = []
         for e, t in zip(items, texts):
-            first = int(np.flatnonzero(e.segments == 1)[0])  # C goes right before the first text token
+            first = int(np.flatnonzero(e.segments == 1)[0])  # after: C goes right before the first text token
+            if self.params.contextual_position == "before":  # before: right after the leading start token, if any
+                first = min(first, 1 if int(e.ids[0]) in special else 0)
             if direct:
                 out.append(C2VEncoded(e.ids, e.segments, e.truncated, text=t, c_index=-1))
                 continue
@@ -335,10 +365,9 @@ class Causal2Vec(EmbeddingMethod):
                 trace: bool = False) -> Captured:
         bridge, runner, encoder = self.load(backbone)
         batch.encoded = encoder.embed(batch.texts)  # (B, e) unit norm
-        if bridge is None:
-            return run(runner, batch, layers, attention=attention)
-        embeds = contextual_inputs(runner, batch, bridge(batch.encoded))  # (B, T, d)
-        return run(runner, batch, layers, attention=attention, inputs_embeds=embeds)
+        embeds = None if bridge is None else contextual_inputs(runner, batch, bridge(batch.encoded))  # (B, T, d)
+        with attention_mask(runner, self.params.attention, attention=attention):
+            return run(runner, batch, layers, attention=attention, inputs_embeds=embeds)
 
     def readout(self, hidden: torch.Tensor, batch: Causal2VecBatch) -> torch.Tensor:
         return readout_at(hidden, batch, self.params.readout)

@@ -13,6 +13,12 @@ data, steps and contrastive loss, trained on the prompt's last state without gen
 `adapter=none` shows what generation alone does to the frozen model; a folder loads any PEFT adapter. `mode="hard"`
 feeds the argmax token instead (greedy decoding).
 
+`adapter=bidirectional-avg` is GIRCSE's other fair baseline (§4.1 (4)(ii), Table 2: "bidirectional attention +
+average pooling", trained with the same LoRA, data, steps and loss by `train gircse --objective bidirectional-avg`):
+the decoder's causal mask removed (`analysis.methods._masks`), no generation (k=0), the mean of the text's final
+states. `attention=auto` reads any adapter as it was trained (its manifest's objective), so that one is read this
+way wherever it is named (by name or by folder), and every other adapter causally as before.
+
 Queries and documents. GIRCSE embeds every text of a symmetric task (STS, classification, clustering) as
 "Instruct: <the task's instruction>\nQuery: <text>", and in retrieval puts an instruction on the queries only
 (`embedding/instructions.py` of its code: SciFact's is "Given a scientific claim, retrieve documents that support or
@@ -49,8 +55,9 @@ from analysis.core.params import param
 from analysis.core.tokens import PLACEHOLDER, TOKEN_BUDGET, Batch, Encoded, batches_by_length, check_texts, encode_texts
 from analysis.core.trace import Trace
 from analysis.core.vectors import l2_normalize
+from analysis.methods._masks import ATTENTIONS, attention_mask
 from analysis.methods.base import EmbeddingMethod
-from analysis.weights.adapters import adapter_spec, resolve_adapter
+from analysis.weights.adapters import BIDIRECTIONAL_AVG, adapter_spec, resolve_adapter, trained_objective
 
 GENERATED = 127  # segment id of generated positions (fits the int8 segments kept in traces)
 # A generation step pushes one position per text through every layer, so on a CPU it costs about one read of
@@ -83,7 +90,8 @@ DEVIATIONS = (  # the training recipe's differences are the trainer's (analysis.
 class SoftTokenParams:
     k: int = param(5, "Soft tokens generated after the input. GIRCSE trains with 5 and reports that 5 -> 20 at "
                       "test time keeps improving its trained models; 0 = no generation (last prompt token: the "
-                      "readout of the Causal-EOS baseline).",
+                      "readout of the Causal-EOS baseline; with bidirectional attention the text's mean state, "
+                      "Bidirectional-Avg's).",
                    min=0, max=64)
     temperature: float = param(1.0, "τ in softmax(logits/τ). GIRCSE mixes the model's plain next-token "
                                     "distribution (τ=1); τ -> 0 tends to the argmax token.", min=1e-4, max=10.0)
@@ -110,7 +118,13 @@ class SoftTokenParams:
                          "baseline, trained with the same LoRA, data, steps and loss on the prompt's last state, no "
                          "generation: use k=0, its trained readout; with k > 0 it generates soft tokens like any "
                          "model though it was never trained to, which shows what generation alone adds to "
-                         "contrastive training; none = the frozen model; or the folder of a PEFT adapter.")
+                         "contrastive training; bidirectional-avg = its other fair baseline (the causal mask "
+                         "removed, the mean of the text's states, no generation: k=0); none = the frozen model; or "
+                         "the folder of a PEFT adapter.")
+    attention: str = param("auto", "The decoder's attention: causal, or bidirectional = the causal mask removed, the "
+                           "text's states averaged, nothing generated (k=0): GIRCSE's Bidirectional-Avg baseline. auto "
+                           "= as the adapter was trained (bidirectional for a Bidirectional-Avg adapter, else causal).",
+                           choices=["auto", *ATTENTIONS])
 
 
 @dataclass
@@ -274,7 +288,17 @@ class SoftTokens(EmbeddingMethod):
             if PLACEHOLDER in getattr(params, name):
                 raise UserError(f"soft_tokens: the {name} must not contain {PLACEHOLDER}; the text is added after it.")
         # The key of cached results includes the params: record the adapter's content, not only its path.
-        return dataclasses.replace(params, adapter=adapter_spec(params.adapter))
+        spec = adapter_spec(params.adapter)
+        attention = params.attention
+        if attention == "auto":  # read an adapter the way it was trained
+            attention = "bidirectional" if trained_objective(spec) == BIDIRECTIONAL_AVG else "causal"
+        if attention == "causal":
+            return dataclasses.replace(params, adapter=spec, attention=attention)
+        if params.k:
+            raise UserError(f"soft_tokens: bidirectional attention (the Bidirectional-Avg baseline's) reads the prompt "
+                            f"without generating, so k={params.k} has nothing to read: use k=0.")
+        # one spelling of its readout, the mean of the text's states (= generated+text at k=0), for cache keys
+        return dataclasses.replace(params, adapter=spec, attention=attention, pooling="generated+text")
 
     def asymmetric(self) -> bool:
         return bool(self.params.query_instruction.strip()) and \
@@ -314,8 +338,9 @@ class SoftTokens(EmbeddingMethod):
 
     def forward(self, backbone, batch: Batch, layers, attention: bool = False, trace: bool = False) -> Captured:
         p = self.params
-        return generate(backbone, batch, layers, temperature=p.temperature, top_k=p.top_k, mode=p.mode,
-                        attention=attention)
+        with attention_mask(backbone, p.attention, attention=attention):  # bidirectional: the prompt pass only (k=0)
+            return generate(backbone, batch, layers, temperature=p.temperature, top_k=p.top_k, mode=p.mode,
+                            attention=attention)
 
     def readout(self, hidden: torch.Tensor, batch: Batch) -> torch.Tensor:
         return readout_at(hidden, batch, self.params.k, self.params.pooling)

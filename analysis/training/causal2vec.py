@@ -31,6 +31,16 @@ without C. Everything else (data, batches,
 hard negatives, loss, steps, learning rate, instruction, selection) is the system's, so a difference is the token's.
 The result is an artefact (weights.safetensors with `bridge.*`, `lora.*` and, with the option, `encoder_lora.*`
 tensors + manifest.json), written by `analysis.training.systems.run` like every trained system's.
+
+Two of the paper's variants, each trained with this same recipe and budget and read back as trained (the method's
+`attention` and `contextual_position` default to the bridge's manifest):
+- `--attention bidirectional`: the decoder's causal mask removed in every layer, in training and at inference
+  (Appendix C.6, Table 15: "Causal" against "Bidirectional"; `analysis.methods._masks`);
+- `--contextual-position before`: the contextual token before the instruction instead of after it (Appendix C.5,
+  Table 14: "before instruction" against "after instruction"; the default, after, is the paper's x = [I; C; T; EOS]
+  of §3.2 Eq. 2 and this trainer's layout before the option existed).
+Each ships to its own folder below the system's (`ship_place`: ablations/bidirectional, ablations/contextual-before),
+never over the shipped bridge.
 """
 
 from __future__ import annotations
@@ -119,6 +129,13 @@ class Config(RunOptions):
     eval_pairs: int = param(300, "pairs of the dev selection part scored at each validation", min=10)
     final_eval: str = param("report", "score the best weights on the dev report part, which selection never saw, "
                              "or skip it", choices=("report", "none"))
+    attention: str = param("causal", "the decoder's attention in training and at inference: causal (the paper's) or "
+                            "bidirectional = the causal mask removed in every layer (the paper's Appendix C.6, Table "
+                            "15; ships to ablations/bidirectional)", choices=("causal", "bidirectional"))
+    contextual_position: str = param("after", "where the contextual token sits: after the instruction, right before "
+                                      "the text (the paper's Eq. 2), or before the instruction (the paper's Appendix "
+                                      "C.5, Table 14; ships to ablations/contextual-before)",
+                                      choices=("after", "before"))
     control: str = param("none", "train one of the controls (this project's reading of the paper's ablations) with "
                           "this same recipe instead of the system: no-contextual = the decoder's LoRA on its EOS state "
                           "without the contextual token; concat = the LoRA on the plain concatenation of its EOS state "
@@ -138,6 +155,12 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None, encoder
                         "after: keep --train-readout concat.")
     if control and not config.lora_rank and not config.encoder_lora_rank:
         raise UserError(f"--control {control} trains no bridge, so it needs a LoRA to train: give --lora-rank > 0.")
+    if control and config.contextual_position != "after":
+        raise UserError(f"--control {control} trains without the contextual token, so it has no position: keep "
+                        "--contextual-position after.")
+    if config.attention == "bidirectional" and config.train_readout == "contextual":
+        raise UserError("--train-readout contextual cuts the texts after C, which gives C's states only under the "
+                        "causal mask: keep --attention causal, or train on --train-readout concat.")
     train_pairs = train_pairs if train_pairs is not None else stsb_pairs("train")  # the registry's STS-B
     dev_pairs = dev_pairs if dev_pairs is not None else stsb_pairs("dev")
     trainee = Trainee.build(config, backbone, encoder or load_encoder(), control)
@@ -193,7 +216,8 @@ class Trainee:
 
         # the layout: C before the text for the system; none for a control (readout=direct lays texts out without C)
         method = Causal2Vec(bridge="untrained", instruction=config.instruction,
-                            readout="direct" if control else "concat")
+                            readout="direct" if control else "concat", attention=config.attention,
+                            contextual_position=config.contextual_position)
         readout = {"no-contextual": "eos", "concat": "direct"}.get(control, config.train_readout)
         lora = lora_config(config.lora_rank, targets=LORA_TARGETS) if config.lora_rank else None
         enc_lora = (lora_config(config.encoder_lora_rank, targets=encoder_lora.TARGETS)
@@ -217,6 +241,7 @@ class Trainee:
         """(n, D) readouts with gradients to the bridge (and the LoRAs)."""
         # lazy: keeps torch off the pages' and the command line's start
         from analysis.core.forward import run as forward_run
+        from analysis.methods._masks import attention_mask
         from analysis.methods.causal2vec import C2VEncoded, contextual_inputs, readout_at
         from analysis.weights import encoder_lora  # lazy: keeps torch off the pages' and the command line's start
 
@@ -228,7 +253,8 @@ class Trainee:
         batch = self.method.collate(runner, items, "right")
         batch.encoded = encoder_lora.vectors(self.tuned, texts) if self.tuned else self.encoder.embed(texts)  # (n, e)
         embeds = None if self.bridge is None else contextual_inputs(runner, batch, self.bridge(batch.encoded))
-        with runner.lock:  # hooks on a shared model: one pass at a time (the app may be serving other pages)
+        # hooks on a shared model: one pass at a time (the app may be serving other pages), under the run's attention
+        with runner.lock, attention_mask(runner, self.method.params.attention):
             cap = forward_run(runner, batch, [L], inputs_embeds=embeds)
         return readout_at(cap.hidden[L], batch, self.readout)
 
@@ -284,13 +310,18 @@ class Trainee:
 
 
 def ship_place(hyperparameters: dict) -> str:
-    """Where a run ships below analysis/artefacts/causal2vec/<model>/: the system itself there, a trained control in
-    ablations/<control>, the system trained on its EOS readout in ablations/eos-readout (never over the shipped
-    bridge)."""
+    """Where a run ships below analysis/artefacts/causal2vec/<model>/: the system itself there; every variant in its
+    own folder of ablations/, never over the shipped bridge: a trained control in ablations/<control>, the system
+    trained on its EOS readout in ablations/eos-readout, with the causal mask removed in ablations/bidirectional,
+    with C before the instruction in ablations/contextual-before; several variants at once join their names
+    (ablations/eos-readout-bidirectional). Manifests from before a setting existed lack it: its default."""
     control = hyperparameters.get("control", "none")
-    if control not in ("none", "", None):
-        return f"ablations/{control}"
-    return "ablations/eos-readout" if hyperparameters.get("train_readout") == "eos" else ""
+    names = [control if control not in ("none", "", None) else "",
+             "eos-readout" if hyperparameters.get("train_readout") == "eos" else "",
+             "bidirectional" if hyperparameters.get("attention", "causal") == "bidirectional" else "",
+             "contextual-before" if hyperparameters.get("contextual_position", "after") == "before" else ""]
+    name = "-".join(n for n in names if n)
+    return f"ablations/{name}" if name else ""
 
 
 def load(folder, backbone):

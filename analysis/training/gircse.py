@@ -5,6 +5,10 @@ baseline Causal-EOS, on STS-B train.
     python -m analysis train gircse --objective causal-eos       # the fair baseline: same LoRA, data, steps, loss,
                                                                  # no generation (the prompt's last state)
     python -m analysis train gircse --objective stepwise         # ablations: no regulariser / --objective final
+    python -m analysis train gircse --objective bidirectional-avg  # the other fair baseline: causal mask removed,
+                                                                   # the text's mean state, no generation
+    python -m analysis train gircse --train-pairs 350 --steps 80  # a seeded quarter of the positive pairs for as
+                                                                  # many passes (Fig. 3)
 
 Each text is wrapped as `Instruct: {task}\nQuery: {text}` and generates K soft tokens with the same cached,
 batched generation the `soft_tokens` method uses at inference (analysis/methods/soft_tokens.py): the prompt
@@ -14,15 +18,29 @@ negatives the other texts of the batch (one source per batch: same-topic negativ
 sentences of that source's pairs scored <= --negative-max. The dev selection part (analysis.data.samples.dev_split)
 selects the checkpoint; the final numbers are on the disjoint report part.
 
+The paper's two fair baselines (§4.1 (4), Table 2) are trained "on the same training data" with the same LoRA and
+contrastive loss: Causal-EOS ("causal attention + EOS pooling") and Bidirectional-Avg ("bidirectional attention +
+average pooling", "equivalent to ... GritLM"): the decoder's causal mask removed in every layer
+(`analysis.methods._masks`) and the mean of the text's final states, without the instruction's, as GritLM averages
+(the reference code releases neither baseline). `--train-pairs N` trains on a seeded sample of N of the positive
+pairs, stratified by source, with the same share of the other pairs (where the hard negatives come from): Fig. 3's
+{50K, 100K, 200K} training samples, at this machine's scale (350 of the 1,406 positives is the paper's quarter). The
+paper's scales differ in their data only (App. C: "nearly identical fine-tuning hyperparameters across ... training
+data scales"; its reference code trains one epoch at every size), so a quarter of the pairs trains for a quarter of
+the steps (`train all`: --steps 80 beside the shipped 320). The manifest's data records the sample (its sizes, seed
+and a digest of the rows).
+
 The adapter is saved with peft's `adapter_config.json` next to weights + manifest, so `soft_tokens --param
-adapter=FOLDER` loads it; `adapter=shipped` is the shipped ICR adapter, `adapter=causal-eos` the shipped baseline.
-`--ship` (or `python -m analysis ship gircse FOLDER` after the run) puts each objective in its own place
-(`ship_place`), so training the baseline or an ablation never replaces the shipped adapter.
+adapter=FOLDER` loads it; `adapter=shipped` is the shipped ICR adapter, `adapter=causal-eos` the shipped baseline,
+`adapter=bidirectional-avg` the other one (read bidirectionally at k=0: the method reads the manifest's objective).
+`--ship` (or `python -m analysis ship gircse FOLDER` after the run) puts each objective and data size in its own place
+(`ship_place`), so training a baseline, an ablation or a smaller sample never replaces the shipped adapter.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,11 +49,14 @@ import numpy as np
 import torch
 
 from analysis.core.deviations import Deviation
+from analysis.core.errors import UserError
 from analysis.core.forward import run
 from analysis.core.params import param
+from analysis.core.pooling import mean_pool, token_mask
 from analysis.data.datasets import stsb_pairs
-from analysis.data.samples import SELECTION_SIZE, dev_split
+from analysis.data.samples import SELECTION_SIZE, dev_split, sample_indices, subset
 from analysis.methods import soft_tokens  # by module: tests replace generate
+from analysis.methods._masks import attention_mask
 from analysis.methods.soft_tokens import GENERATED, SoftTokens
 from analysis.models.backbone import Backbone
 from analysis.training.icr import (
@@ -49,13 +70,14 @@ from analysis.training.icr import (
 from analysis.training.options import RunOptions
 from analysis.training.pairs import source_batches
 from analysis.training.systems import Job
+from analysis.weights.adapters import BIDIRECTIONAL_AVG, PLACES, load_adapter
 from analysis.weights.adapters import CAUSAL_EOS as BASELINE_ADAPTER
-from analysis.weights.adapters import PLACES, load_adapter
 from analysis.weights.artefacts import save_artefact
 
 NAME = "gircse"
 HELP = ("Train the soft_tokens LoRA adapter with GIRCSE's Iterative Contrastive Refinement on STS-B train, or its "
-        "fair baseline Causal-EOS (--objective causal-eos); the dev selection part selects.")
+        "fair baselines Causal-EOS (--objective causal-eos) and Bidirectional-Avg (--objective bidirectional-avg), on "
+        "all the pairs or a seeded sample of them (--train-pairs); the dev selection part selects.")
 CAUSAL_EOS = "causal-eos"
 
 DEVIATIONS = (
@@ -97,7 +119,10 @@ class Config(RunOptions):
     objective: str = param("icr", "icr = sum of the stepwise InfoNCE losses + λ·refinement regulariser (the paper's "
                             "equation as this project reads it); icr-mean = the mean instead of the sum (the "
                             "reference code); stepwise / final = this project's reading of the paper's ablations; "
-                            "causal-eos = the fair baseline (no generation)", choices=OBJECTIVES + (CAUSAL_EOS,))
+                            "causal-eos = the fair baseline (no generation); bidirectional-avg = the paper's other "
+                            "fair baseline (Table 2: the causal mask removed, the mean of the text's states, no "
+                            "generation; ships to ablations/bidirectional-avg)",
+                            choices=OBJECTIVES + (CAUSAL_EOS, BIDIRECTIONAL_AVG))
     lam: float = param(1.0, "regulariser weight λ", min=0.0, max=100.0)
     temperature: float = param(TEMPERATURE, "InfoNCE temperature on cosine similarities (the reference code's 0.02)",
                                 above=0.0, max=10.0)
@@ -117,6 +142,10 @@ class Config(RunOptions):
                                  min=0.0, max=5.0)
     hard_negatives: int = param(0, "hard-negative sentences per batch, from the batch's source (0 = none)",
                                  min=0, limit=256)
+    train_pairs: int = param(0, "train on a seeded sample of N of the positive pairs (stratified by source, with the "
+                              "same share of the other pairs, whose sentences are the hard negatives; the paper's Fig. "
+                              "3 data scale; ships to ablations/<objective>-pairs<N>); 0 = all of them", min=0,
+                              limit=1_000_000)
     eval_pairs: int = param(300, "pairs of the dev selection part scored at each validation", min=10)
     instruction: str = param("Represent this text.", "the task text (= the soft_tokens method's default)")
 
@@ -176,6 +205,47 @@ def eos_states(backbone, method, texts: list[str]) -> torch.Tensor:
     return hidden[torch.arange(len(texts)), batch.last_index][:, None]  # (B, 1, d)
 
 
+def mean_states(backbone, method, texts: list[str]) -> torch.Tensor:
+    """Bidirectional-Avg: the mean of the text's final-layer states with the causal mask removed, with gradients, no
+    generation: (B, 1, d). The prompt is `method`'s with k = 0 (as `eos_states`), the instruction's tokens left out of
+    the mean as GritLM leaves them out; `soft_tokens` reads the same at k = 0 with attention=bidirectional (a test
+    checks the two are equal)."""
+    L = backbone.facts.n_layers
+    prompt_only = type(method)(replace(method.params, k=0))
+    batch = prompt_only.collate(backbone, prompt_only.prepare(backbone, texts), "right")
+    with attention_mask(backbone, "bidirectional"):
+        hidden = run(backbone, batch, [L]).hidden[L]  # (B, T, d)
+    return mean_pool(hidden, token_mask(batch, (1,)))[:, None]  # (B, 1, d)
+
+
+def sample_training(pairs, config: Config):
+    """(the pairs a run trains on, what the manifest says of them): all of `pairs`, or with `train_pairs` = N a seeded
+    sample (`config.seed`) of N of its positive pairs (gold >= min_score) stratified by source, and the same share of
+    its other pairs (where the hard negatives come from), so the data shrinks as a whole, as Fig. 3's smaller training
+    sets do. Never the first N rows: STS-B's files are sorted by source."""
+    N = config.train_pairs
+    if not N:
+        return pairs, {}
+    gold = np.asarray(pairs.scores)
+    positive, rest = np.flatnonzero(gold >= config.min_score), np.flatnonzero(gold < config.min_score)
+    if N > len(positive):
+        raise UserError(f"--train-pairs {N} is more than the {len(positive)} positive pairs (gold >= "
+                        f"{config.min_score:g}) of {pairs.name}: give at most {len(positive)}, or 0 for all of them.")
+    genres = None if pairs.genres is None else np.asarray(pairs.genres)
+
+    def draw(rows: np.ndarray, n: int) -> np.ndarray:
+        strata = None if genres is None else list(genres[rows])
+        return rows[sample_indices(len(rows), strata, n, config.seed)] if n else rows[:0]
+
+    others = round(len(rest) * N / len(positive))
+    rows = np.sort(np.concatenate([draw(positive, N), draw(rest, others)]))
+    name = f"{pairs.name} ({N} of {len(positive)} positive pairs, {others} of {len(rest)} others, seed {config.seed})"
+    digest = hashlib.sha256(rows.astype(np.int64).tobytes()).hexdigest()[:16]
+    return subset(pairs, rows, name), {"train_sample": {"positive_pairs": N, "of_positive": len(positive),
+                                                        "other_pairs": others, "of_other": len(rest),
+                                                        "seed": config.seed, "rows_digest": digest}}
+
+
 def lora_tensors(peft_model) -> dict:
     # lazy: keeps peft, transformers off the pages' and the command line's start
     from peft import get_peft_model_state_dict
@@ -206,23 +276,27 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None):
     from peft import set_peft_model_state_dict
 
     from analysis.eval.sts import pair_cosines, pair_index, spearman  # lazy: keeps scipy off the first figure
-    train_pairs = train_pairs if train_pairs is not None else stsb_pairs("train")
+    train_pairs, sample = sample_training(train_pairs if train_pairs is not None else stsb_pairs("train"), config)
     dev_pairs = dev_pairs if dev_pairs is not None else stsb_pairs("dev")
     selection, report = dev_split(dev_pairs, min(SELECTION_SIZE, max(1, len(dev_pairs) // 5)))
     selection = selection.head(config.eval_pairs)
     peft_model, tuned = lora_backbone(backbone, config, seed=config.seed)
-    eos = config.objective == CAUSAL_EOS
-    method = SoftTokens(k=config.k, temperature=config.gen_temperature, instruction=config.instruction,
-                        adapter="none")
+    bidirectional = config.objective == BIDIRECTIONAL_AVG
+    eos = config.objective == CAUSAL_EOS or bidirectional  # one embedding per text, no generation
+    # validation reads what the loss trains: K tokens, the prompt's last state, or (bidirectional) the text's mean
+    method = SoftTokens(k=0 if bidirectional else config.k, temperature=config.gen_temperature,
+                        instruction=config.instruction, adapter="none",
+                        attention="bidirectional" if bidirectional else "causal")
     stream, positives = source_batches(train_pairs, np.asarray(train_pairs.scores) >= config.min_score,
                                        config.negative_max, config.batch_size, config.hard_negatives, config.seed)
     trainable = {n: p for n, p in peft_model.named_parameters() if p.requires_grad}
-    read_k = 0 if eos else config.k  # the embedding validation scores: the prompt's last state, or K tokens
+    read_k = 0 if eos else config.k  # the embedding validation scores: no generation, or K tokens
+    embed = mean_states if bidirectional else eos_states if eos else soft_states
 
     def loss_fn(batch):
         left, right, _, hard = batch
         texts = list(left) + list(right) + list(hard)
-        states = eos_states(tuned, method, texts) if eos else soft_states(tuned, method, texts)  # (2B+H, K', d)
+        states = embed(tuned, method, texts)  # (2B+H, K', d)
         z = cumulative_means(states)
         B = len(left)
         losses = stepwise_losses(z[:B], z[B:2 * B], temperature=config.temperature, symmetric=True,
@@ -240,7 +314,7 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None):
                 for j, k in enumerate(ks)}
 
     def evaluate() -> dict:
-        rho = score(selection, sorted({0, 1, read_k}))
+        rho = score(selection, [0] if bidirectional else sorted({0, 1, read_k}))  # bidirectional: nothing generated
         return {"score": rho[f"spearman_k{read_k}"], **rho}
 
     def finish() -> dict:
@@ -248,20 +322,25 @@ def setup(config: Config, backbone, *, train_pairs=None, dev_pairs=None):
         return {"selection": score(selection, ks), "report": score(report, ks)}
 
     data = {"train": train_pairs.name, "positive_pairs": positives, "selection": selection.name,
-            "report": report.name, "validation_pairs": len(selection)}
+            "report": report.name, "validation_pairs": len(selection), **sample}
     return Job(parameters=trainable, loss_fn=loss_fn, batches=stream, evaluate=evaluate,
                tensors=lambda: lora_tensors(peft_model),
                restore=lambda best: set_peft_model_state_dict(peft_model, best), data=data,
                examples_per_step=config.batch_size * config.grad_accum, finish=finish,
                write_extra=lambda folder: write_adapter_config(folder, peft_model, backbone.facts.name),
-               extra={"readout_k": read_k}, warmup_steps=config.warmup, weight_decay=0.01)
+               extra={"readout_k": read_k, "attention": method.params.attention}, warmup_steps=config.warmup,
+               weight_decay=0.01)
 
 
 def ship_place(hyperparameters: dict) -> str:
     """Where a run ships below analysis/artefacts/gircse/<model>/: ICR (the paper's loss) is the adapter itself
     (`adapter=shipped`), Causal-EOS goes to baselines/causal-eos (`adapter=causal-eos`), every other objective is an
-    ablation, ablations/<objective>. Manifests from before `objective` existed name it `loss`."""
+    ablation, ablations/<objective> (Bidirectional-Avg's is `adapter=bidirectional-avg`); a run on a sample of the
+    pairs (`train_pairs` N) goes to ablations/<objective>-pairs<N> whatever its objective, never over the adapter or
+    a baseline trained on all of them. Manifests from before `objective` existed name it `loss`."""
     objective = hyperparameters.get("objective", hyperparameters.get("loss", "icr"))
+    if hyperparameters.get("train_pairs"):
+        return f"ablations/{objective}-pairs{int(hyperparameters['train_pairs'])}"
     if objective == CAUSAL_EOS:
         return PLACES[BASELINE_ADAPTER]
     return "" if objective == "icr" else f"ablations/{objective}"

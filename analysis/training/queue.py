@@ -1,10 +1,12 @@
 """`python -m analysis train all`: every trained system and control the claims board needs, for one model, in one
 resumable queue under one time budget.
 
-The parts (`PARTS`, in the order they run) are the shipped SmolLM2 recipes: Causal2Vec and its two controls (the
-paper's Tables 2 and 4), GIRCSE with its Causal-EOS baseline and the ablation ladder (Tables 2 and 3), then the
-context-compression system (Experiment A), five people with names (B2) and without (B) from it at the same budget,
-and Experiment C. Cheap parts that serve many claims come first, so a small budget still answers the most.
+The parts (`PARTS`, in the order they run) are the shipped SmolLM2 recipes: Causal2Vec, its two controls (the
+paper's Tables 2 and 4), its EOS readout (Table 12) and its attention and position variants (Tables 15 and 14), GIRCSE
+with its Causal-EOS baseline, the ablation ladder (Tables 2 and 3), its Bidirectional-Avg baseline (Table 2) and
+GIRCSE and Causal-EOS on a quarter of the pairs (Fig. 3), then the context-compression system (Experiment A), five
+people with names (B2) and without (B) from it at the same budget, and Experiment C. Cheap parts that serve many
+claims come first, so a small budget still answers the most.
 
 Before any training the queue times each kind of step on this machine (`probe`: two optimiser steps and one
 validation of each system variant, on the model asked for, stored beside the runs so a resumed queue does not time
@@ -40,8 +42,9 @@ from analysis.training.loop import TrainConfig, TrainingRun
 from analysis.weights.artefacts import MANIFEST, model_folder_name, read_manifest, shipped_dir
 
 QUEUE_HELP = ("Train, in order, every trained system and control the claims board needs for one model (Causal2Vec "
-              "and its two controls, GIRCSE with its Causal-EOS baseline and ablation ladder, the compression system "
-              "with Experiments B2, B and C), each resumable and stopped cleanly at its share of --budget-hours. "
+              "with its two controls and its readout, attention and position variants, GIRCSE with its Causal-EOS and "
+              "Bidirectional-Avg baselines, ablation ladder and quarter-data runs, the compression system with "
+              "Experiments B2, B and C), each resumable and stopped cleanly at its share of --budget-hours. "
               "Before training it times each kind of step on this machine and prints the plan: each part's steps, "
               "its estimated minutes, and what will not fit. Run it again to resume where it stopped.")
 MIN_SHARE = 0.25  # a part shortened below a quarter of its recipe would not say what the recipe says: skipped
@@ -68,21 +71,36 @@ class Part:
 
 _B = {"steps": 120, "eval_every": 20, "val": 40, "curriculum": 0.0, "people": 5}  # Experiment B's shipped recipe
 _GIRCSE = {"steps": 320, "eval_every": 40, "hard_negatives": 8}  # the shipped adapter's recipe
+# Fig. 3's quarter of the data (350 of the 1,406 positive pairs) for as many passes over it as the shipped runs make
+# over all of them (a quarter of the steps): the paper's scales differ in data only ("nearly identical fine-tuning
+# hyperparameters", App. C; its reference code trains one epoch at every size)
+_QUARTER = {**_GIRCSE, "train_pairs": 350, "steps": 80}
 
 PARTS = (
     Part("causal2vec", "causal2vec", {}, ("c2v-readouts", "c2v-contextual-token", "c2v-plain-concat", "c2v-encoder",
-                                          "c2v-time", "c2v-length"), "causal2vec"),
+                                          "c2v-time", "c2v-length", "c2v-causal-vs-bidir", "c2v-ctx-position"),
+         "causal2vec"),
     Part("causal2vec-no-contextual", "causal2vec", {"control": "no-contextual"}, ("c2v-contextual-token",),
          "causal2vec"),
     Part("causal2vec-concat", "causal2vec", {"control": "concat"}, ("c2v-plain-concat",), "causal2vec"),
     Part("causal2vec-eos-readout", "causal2vec", {"train_readout": "eos"}, ("c2v-readouts", "c2v-contextual-token"),
          "causal2vec"),
+    Part("causal2vec-bidirectional", "causal2vec", {"attention": "bidirectional"}, ("c2v-causal-vs-bidir",),
+         "causal2vec"),  # the same forward with another mask: the system's step time
+    Part("causal2vec-contextual-before", "causal2vec", {"contextual_position": "before"}, ("c2v-ctx-position",),
+         "causal2vec"),
     Part("gircse", "gircse", _GIRCSE, ("gircse-baseline", "gircse-scaling", "gircse-contrastive", "gircse-baselines",
-                                       "gircse-ablation"), "gircse"),
+                                       "gircse-ablation", "gircse-bidir-avg", "gircse-data-scale"), "gircse"),
     Part("gircse-causal-eos", "gircse", {**_GIRCSE, "objective": "causal-eos"}, ("gircse-baseline",
-                                                                                 "gircse-contrastive"), "causal-eos"),
+                                                                                 "gircse-contrastive",
+                                                                                 "gircse-data-scale"), "causal-eos"),
     Part("gircse-final", "gircse", {**_GIRCSE, "objective": "final"}, ("gircse-ablation",), "gircse"),
     Part("gircse-stepwise", "gircse", {**_GIRCSE, "objective": "stepwise"}, ("gircse-ablation",), "gircse"),
+    Part("gircse-bidirectional-avg", "gircse", {**_GIRCSE, "objective": "bidirectional-avg"}, ("gircse-bidir-avg",),
+         "causal-eos"),  # one forward a text, no generation: Causal-EOS's step time
+    Part("gircse-pairs350", "gircse", _QUARTER, ("gircse-data-scale",), "gircse"),
+    Part("gircse-causal-eos-pairs350", "gircse", {**_QUARTER, "objective": "causal-eos"}, ("gircse-data-scale",),
+         "causal-eos"),
     Part("compression", "compression", {}, ("comp-ratio", "comp-paragraph"), "compression"),
     Part("compression-names", "compression", {**_B, "names": True}, ("comp-names",), "compression-people",
          warm_from="compression"),
@@ -226,10 +244,10 @@ def _ship(part: Part, folder: Path) -> str:
 
 
 def _plan(state: QueueState, parts, budget_hours: float) -> list[Planned]:
-    """The stored plan when the queue resumes with the same budget, else a new plan for the parts not yet done in
-    what the budget leaves after them."""
+    """The stored plan when the queue resumes with the same budget and the same parts, else a new plan for the parts
+    not yet done in what the budget leaves after them (a queue started before parts were added plans them too)."""
     stored = [Planned(**p) for p in state.plan]
-    if stored and state.budget_hours == budget_hours:
+    if stored and state.budget_hours == budget_hours and [q.part for q in stored] == [p.label for p in parts]:
         return stored
     spent = sum(r.get("wall_seconds", 0.0) for r in state.parts.values()) / 60
     todo = [p for p in parts if state.parts.get(p.label, {}).get("status") != "done"]
@@ -256,8 +274,9 @@ def run_queue(model: str, budget_hours: float, *, precision: str = "float32", sh
     state = QueueState.load(folder)
     if state is None or state.precision != precision or state.model != model:
         state = QueueState(model=model, budget_hours=budget_hours, precision=precision)
-    if not state.step_seconds:
-        state.step_seconds = probe(backbone, parts, precision=precision, progress=say)
+    untimed = [p for p in parts if p.variant not in state.step_seconds]  # all at first; a new part's kind later
+    if untimed:
+        state.step_seconds.update(probe(backbone, untimed, precision=precision, progress=say))
         state.save(folder)
     plan = _plan(state, parts, budget_hours)
     state.plan, state.budget_hours = [dataclasses.asdict(p) for p in plan], budget_hours

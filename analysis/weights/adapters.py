@@ -11,7 +11,9 @@ of every adapter version stay apart. Loading is memoised per (backbone, adapter 
 `adapter` parameters take "shipped" (the GIRCSE adapter trained by `python -m analysis train gircse` and
 committed under analysis/artefacts/gircse/<model>/; models without one stay frozen), "causal-eos" (its fair
 baseline, trained by the same command with `--objective causal-eos` and committed beside it under
-baselines/causal-eos/; a model without one is refused, never silently frozen), "none" (frozen) or a folder.
+baselines/causal-eos/; a model without one is refused, never silently frozen), "bidirectional-avg" (its other fair
+baseline, `--objective bidirectional-avg`, under ablations/bidirectional-avg/, refused likewise), "none" (frozen) or a
+folder. `trained_objective` says which objective trained an adapter (how `soft_tokens` must read it).
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ from pathlib import Path
 
 from analysis.core.errors import UserError
 from analysis.models.backbone import Backbone
-from analysis.weights.artefacts import load_artefact, shipped_dir, shipped_root
+from analysis.weights.artefacts import (
+    load_artefact,
+    read_manifest,
+    shipped_dir,
+    shipped_root,
+)
 from analysis.weights.lora import merged_copy, own_lora_bases
 from analysis.weights.safefile import read_shapes
 
@@ -33,12 +40,15 @@ WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin", "weights.safetensor
 SAFE, PICKLE = WEIGHTS[:2]  # peft's two formats: only the first is ever read
 MANIFEST = "manifest.json"  # an artefact of `python -m analysis train gircse` (analysis.weights.artefacts)
 _SPEC = re.compile(r"^(?P<path>.+)@(?P<fp>[0-9a-f]{16})$")  # "folder@fingerprint", see adapter_spec
-SHIPPED, NONE, CAUSAL_EOS = "shipped", "none", "causal-eos"
+SHIPPED, NONE, CAUSAL_EOS, BIDIRECTIONAL_AVG = "shipped", "none", "causal-eos", "bidirectional-avg"
 SYSTEM = "gircse"  # the trained system whose shipped folders hold these adapters
 # The shipped adapters an `adapter` parameter names by name, and where each sits below the model's folder of shipped
 # GIRCSE weights (analysis/artefacts/gircse/<model>/): the GIRCSE adapter itself, and its fair baseline beside it
-# (analysis.training.gircse.ship_place sends each trained run to its place).
-PLACES = {SHIPPED: "", CAUSAL_EOS: "baselines/causal-eos"}
+# (analysis.training.gircse.ship_place sends each trained run to its place). Bidirectional-Avg sits with the ablations,
+# where `ship_place` puts every objective but the two the paper's main comparison reads first.
+PLACES = {SHIPPED: "", CAUSAL_EOS: "baselines/causal-eos", BIDIRECTIONAL_AVG: "ablations/bidirectional-avg"}
+TRAIN = {CAUSAL_EOS: ("Causal-EOS baseline", "--objective causal-eos"),
+         BIDIRECTIONAL_AVG: ("Bidirectional-Avg baseline", "--objective bidirectional-avg")}  # how a named one trains
 
 
 def adapter_folder(path: str) -> Path:
@@ -129,9 +139,28 @@ def resolve_adapter(backbone: Backbone, adapter: str) -> Backbone:
             return load_adapter(backbone, str(folder))
         if name == SHIPPED:
             return backbone
-        raise UserError(f"No Causal-EOS baseline is shipped for {backbone.facts.name}: train one with `python -m "
-                        "analysis train gircse --objective causal-eos --ship`, or choose adapter=none.")
+        what, flags = TRAIN[name]
+        raise UserError(f"No {what} is shipped for {backbone.facts.name}: train one with `python -m analysis train "
+                        f"gircse {flags} --ship`, or choose adapter=none.")
     return load_adapter(backbone, spec)
+
+
+def trained_objective(adapter: str) -> str:
+    """The objective that trained the adapter an `adapter` parameter (or its spec) names, as its manifest records it
+    ("icr", "causal-eos", "bidirectional-avg", ...); "" for the frozen model, a shipped name not shipped here, or a
+    PEFT folder trained elsewhere (no manifest). A shipped name answers for every model at once: its place holds one
+    objective on all of them (`analysis.training.gircse.ship_place`)."""
+    value = str(adapter).strip()
+    if value.lower() in ("", NONE):
+        return ""
+    name = value.split("@", 1)[0]
+    if name in PLACES:
+        return {SHIPPED: "icr"}.get(name, name)
+    folder = adapter_folder(value)
+    if not (folder / MANIFEST).is_file():
+        return ""
+    hp = read_manifest(folder).get("hyperparameters") or {}
+    return str(hp.get("objective", hp.get("loss", "")))
 
 
 # Warnings peft and transformers raise while an adapter is merged that say nothing to a user of this tool: the

@@ -1,8 +1,9 @@
 """GIRCSE's claims (anonymous, under review): contrastively trained soft-token generation beats its fair baselines
 (Table 2), improves as more tokens are generated (Fig. 2 top), where a model not trained for generation gains nothing
 from it (Fig. 2 bottom), each part of its objective adds (Table 3), and with the KV cache it costs about one forward
-(Table 6). The claims that need 7B embedders, the whole MTEB or the instruction-following sets are on the board as
-"cannot run here"; those that need a training run this machine can make but has not are "not measured" with it.
+(Table 6), against its other fair baseline Bidirectional-Avg too (Table 2), by more with less training data (Fig. 3).
+The claims that need 7B embedders, the whole MTEB or the instruction-following sets are on the board as "cannot run
+here"; those that need a training run this machine can make but has not are "not measured" with it.
 
 Sources checked (November 2026): the paper's full text (../shared/papers/gircse.txt), the reference code
 (github.com/Roytsai27/GIRCSE) and its model card; quotes and numbers in `papers.gircse`.
@@ -38,10 +39,16 @@ DEVIATIONS = ("method:soft_tokens", "system:gircse")
 K_CURVE = Evidence("Soft tokens: the recorded K curve", "soft_tokens")
 K_LESSON = Evidence("Lesson: do more steps help?", "lessons", {"lesson": "soft-tokens", "step": 4})
 GIRCSE, BASELINE, FROZEN = "GIRCSE", "Causal-EOS", "frozen model"
+BIDIR_AVG = "Bidirectional-Avg"  # the paper's other fair baseline (Table 2): `adapter=bidirectional-avg`, read at K = 0
+SMALL_PAIRS = 350  # Fig. 3's smallest training set is a quarter of its largest (50K of 200K): 350 of 1,406 positives
+SMALL_STEPS = 80  # ... trained for as many passes as the shipped 320 steps make over all of them (`queue._QUARTER`)
+SMALL = {GIRCSE: f"GIRCSE, {SMALL_PAIRS} pairs", BASELINE: f"Causal-EOS, {SMALL_PAIRS} pairs"}  # labels of the runs
 FINAL, STEPWISE = "ablation final", "ablation stepwise"  # the ladder's rungs below GIRCSE, as the record names them
 FIXED_K = {FINAL: 5, STEPWISE: 5}  # the K a configuration is read at, when fixed
 TIE = 0.01  # Spearman: the non-inferiority margin of the rungs the paper shows flat on STS (+0.17, +0.06 points)
 RUN_MINUTES = {"causal-eos": 23, "final": 29, "stepwise": 26, "icr": 37}  # the shipped runs' training minutes
+RUN_MINUTES["bidirectional-avg"] = RUN_MINUTES["causal-eos"]  # one forward a text, no generation: Causal-EOS's cost
+RECIPE = "--steps 320 --eval-every 40 --hard-negatives 8"  # the shipped adapter's flags (`queue._GIRCSE`)
 
 
 def _k(label: str, k: int | None) -> int | None:
@@ -72,6 +79,14 @@ def _adapter(ctx, label: str) -> str:
             raise NeedsRun(f"needs its Causal-EOS baseline trained for {name} ({train} --objective causal-eos "
                            f"--ship`, about {RUN_MINUTES['causal-eos']} min here for SmolLM2)")
         return "causal-eos"
+    if label == BIDIR_AVG:
+        if shipped_folder(ctx.backbone.facts, "bidirectional-avg") is None:
+            raise NeedsRun(f"needs its Bidirectional-Avg baseline trained for {name} with the shipped recipe and "
+                           f"budget ({train} {RECIPE} --objective bidirectional-avg --ship`, about "
+                           f"{RUN_MINUTES['bidirectional-avg']} min here for SmolLM2)")
+        return "bidirectional-avg"
+    if label in SMALL.values():
+        return _small_run(ctx, label, base)
     rung = label.removeprefix("ablation ")
     folder = base / "ablations" / rung
     trained = (folder / "adapter_config.json").is_file()
@@ -82,6 +97,24 @@ def _adapter(ctx, label: str) -> str:
                        f"--objective {rung} --ship`, with the shipped adapter's other flags, about "
                        f"{RUN_MINUTES.get(rung, 30)} min here): {rung} {why}")
     return str(folder)
+
+
+def _small_run(ctx, label: str, base) -> str:
+    """The folder of GIRCSE or Causal-EOS trained on a quarter of the positive pairs (Fig. 3's smaller set), shipped
+    below the GIRCSE adapter's folder `base` (`training.gircse.ship_place`), or NeedsRun with the commands of both
+    small runs (the comparison needs the two)."""
+    name = short_name(ctx.backbone.facts)
+    objective = "icr" if label == SMALL[GIRCSE] else "causal-eos"
+    found = base / "ablations" / f"{objective}-pairs{SMALL_PAIRS}"
+    if (found / "adapter_config.json").is_file():
+        return str(found)
+    minutes = round((RUN_MINUTES["icr"] + RUN_MINUTES["causal-eos"]) * SMALL_STEPS / 320)
+    recipe = RECIPE.replace("--steps 320", f"--steps {SMALL_STEPS}")
+    raise NeedsRun(f"needs GIRCSE and Causal-EOS each trained for {name} on a seeded {SMALL_PAIRS} of the 1,406 "
+                   f"positive pairs with the shipped recipe for as many passes over them (`python -m analysis train "
+                   f"gircse --model {name} {recipe} --train-pairs {SMALL_PAIRS} --ship` and the same with "
+                   f"--objective causal-eos, about {minutes} min here for SmolLM2 with their validations; the runs "
+                   "on all of them are the shipped adapter and baseline)")
 
 
 def _method(ctx, label: str, k: int | None):
@@ -195,15 +228,26 @@ def _cost(ctx) -> Outcome:
 
 K5, K20 = (GIRCSE, 5), (GIRCSE, 20)
 LADDER = (((FINAL, 5), (BASELINE, 0)), ((STEPWISE, 5), (FINAL, 5), TIE), (K5, (STEPWISE, 5), TIE))
-BIDIR = ("needs GIRCSE's Bidirectional-Avg baseline trained here with the shipped recipe (the causal mask removed, "
-         "mean pooling, no generation): `train gircse` has no such objective yet (to add: --objective "
-         "bidirectional-avg, with the soft_tokens method reading it); then `python -m analysis train gircse --steps 320 "
-         "--eval-every 40 --hard-negatives 8 --objective bidirectional-avg --ship`, about 25 min here (Causal-EOS's "
-         "23 min)")
-DATA = ("needs GIRCSE and Causal-EOS each trained at two data sizes with the shipped recipe: `train gircse` has no "
-        "training-set size option yet (to add: --train-pairs N); then four runs (`python -m analysis train gircse "
-        "--steps 320 --eval-every 40 --hard-negatives 8 --train-pairs 350` and `--train-pairs 1406`, each with and "
-        "without --objective causal-eos), about 2 h here (23-37 min each)")
+BIDIR = ((K20, (BIDIR_AVG, 0)),)
+SCALE = ((GIRCSE, 20), (BASELINE, 0), (SMALL[GIRCSE], 20), (SMALL[BASELINE], 0))  # all pairs, then the quarter
+
+
+def _scale_work(ctx):
+    methods = [_method(ctx, *side) for side in SCALE]  # first: a missing run is said before any work is counted
+    return [ctx.sts_unit(m) for m in methods]
+
+
+def _scale(ctx) -> Outcome:
+    """Fig. 3: (GIRCSE minus Causal-EOS) on a quarter of the pairs minus the same on all of them, every term on the
+    same held-out pairs resampled together (`Context.combination`)."""
+    big_g, big_e, small_g, small_e = (_method(ctx, *side) for side in SCALE)
+    d = ctx.combination([(1.0, small_g, ctx.pairs), (-1.0, small_e, ctx.pairs), (-1.0, big_g, ctx.pairs),
+                         (1.0, big_e, ctx.pairs)])
+    verdict = verdicts.paired(d.difference, d.ci, len(ctx.pairs), unit="pairs")
+    values = {_name(*side): round(ctx.spearman(m), 4) for side, m in zip(SCALE, (big_g, big_e, small_g, small_e))}
+    small, large = ctx.spearman(small_g) - ctx.spearman(small_e), ctx.spearman(big_g) - ctx.spearman(big_e)
+    gaps = (f"GIRCSE minus Causal-EOS: {small:+.4f} on {SMALL_PAIRS} pairs, {large:+.4f} on all of them.",)
+    return Outcome(verdict, HERE, values, gaps)
 
 
 STS = f"{STS_HOW} (the gircse record's pairs: those no GIRCSE selection saw), Spearman"
@@ -246,13 +290,17 @@ CLAIMS = [
                                   "ICR minus stepwise (not worse)")),
           _work(*LADDER), DEVIATIONS, (SOFT,)),
     Claim("gircse-bidir-avg", "gircse", "GIRCSE beats its fair baseline Bidirectional-Avg (mask removed, mean "
-          "pooling, same data and recipe).", f"{STS}: the shipped adapter (K = 20) against a Bidirectional-Avg "
-          "adapter trained with the same recipe.", "paired: GIRCSE minus Bidirectional-Avg > 0",
-          refuse(BIDIR, run=True), refuse(BIDIR, run=True), DEVIATIONS, (SOFT,)),
+          "pooling, same data and recipe).", f"{STS}: the shipped adapter generating K = 20 soft tokens against the "
+          "Bidirectional-Avg adapter (the same LoRA, data, steps and loss, trained and read with the causal mask "
+          "removed and the mean of the text's states, K = 0); K = 5 beside.",
+          "paired: GIRCSE K=20 minus Bidirectional-Avg K=0 > 0", _judge(*BIDIR, beside=((K5, (BIDIR_AVG, 0)),)),
+          _work(*BIDIR, (K5, (BIDIR_AVG, 0))), DEVIATIONS, (SOFT,)),
     Claim("gircse-data-scale", "gircse", "GIRCSE's lead over Causal-EOS is larger with less training data.",
-          f"{STS}: (GIRCSE minus Causal-EOS) trained on a quarter of the pairs, minus the same trained on all of "
-          "them.", "paired over independent bootstraps: the gap at the small size minus at the large > 0",
-          refuse(DATA, run=True), refuse(DATA, run=True), DEVIATIONS, (SOFT,)),
+          f"{STS}: (GIRCSE K=20 minus Causal-EOS K=0) each trained with the shipped recipe on a seeded {SMALL_PAIRS} "
+          "of the 1,406 positive pairs (a quarter, as 50K of 200K; `--train-pairs`) for as many passes over them "
+          f"({SMALL_STEPS} steps), minus the same trained on all of them (the shipped adapter and baseline).",
+          "paired (the four on the same resampled pairs): the gap on the quarter minus the gap on all > 0", _scale,
+          _scale_work, DEVIATIONS, (SOFT,)),
     Claim("gircse-cache-cost", "gircse", "With the KV cache, generating K = 5 soft tokens costs about one forward of "
           "the input.",
           f"{DOCUMENTS} documents of about 1,000 tokens (four Lee news articles each): the shipped adapter at K = 5 "
