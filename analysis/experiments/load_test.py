@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from analysis.core.errors import UserError
 from analysis.core.params import param
 from analysis.experiments import Measured
-from analysis.experiments.machinery.records import Sample, Table
+from analysis.experiments.machinery.records import Model, Sample, Table
 from analysis.experiments.machinery.render import table_markdown
 from analysis.experiments.machinery.scripts import run_script
 
@@ -60,7 +60,7 @@ def measure(config: Config, compute, progress) -> Measured:
                   r["peak_rss_mib"], r["server_start_seconds"]) for r in out["rounds"])
     return Measured(data="the app on a fresh cache per round (converted models and shipped seeds), headless Chromium",
                     sample=Sample(n=sum(counts) * (2 if config.modes == "both" else 1), how="every browser of every "
-                                  "round"), models=[],
+                                  "round"), models=[Model(name="default", identity=None)],
                     tables=[Table("rounds", "Seconds to the first figure per round, and the server's memory",
                                   ("users", "mode", "slowest s", "median s", "failures", "server peak MiB",
                                    "server start s"), rows, digits={"slowest s": 1, "median s": 1})],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from analysis.core.errors import UserError
 from cli.commands._common import add_model_arguments, check_weights, load_model
 
 NAME = "soft-tokens"
@@ -32,14 +33,20 @@ def add_arguments(parser) -> None:
 def run(args) -> dict:
     # lazy: keeps torch off the pages' and the command line's start
     from analysis.inspect.generation import generate_soft_tokens
-    from analysis.methods import parse_params  # lazy: keeps torch off the pages' and the command line's start
-    from analysis.methods.soft_tokens import SoftTokens  # lazy: keeps torch off the pages' and the command line's start
+    from analysis.methods import (
+        parse_params,  # lazy: keeps torch off the pages' and the command line's start
+    )
+    from analysis.methods.soft_tokens import (
+        SoftTokens,  # lazy: keeps torch off the pages' and the command line's start
+    )
 
     settings = dict(instruction=args.instruction, k=args.k, temperature=args.temperature, top_k=args.top_k,
                     mode=args.mode, adapter=args.adapter)
     settings.update(parse_params("soft_tokens", args.param))
     # The parameters are checked (finite temperature, K, top-k, instruction) before the model loads.
     method = SoftTokens(**settings)
+    if settings["k"] < 1:  # K = 0 is a valid embedding (the baseline), but there is nothing to show generated
+        raise UserError("Generate at least one soft token (k >= 1).")
     backbone = load_model(args)
     check_weights(method, backbone)  # shipped on a model without an adapter: the frozen model, and the output says so
     r = generate_soft_tokens(backbone, args.text, topn=args.top, **settings)
