@@ -19,7 +19,7 @@ from analysis.core.params import param
 from analysis.experiments import Measured
 from analysis.experiments.machinery.records import Model, Sample, Table
 from analysis.experiments.machinery.render import table_markdown
-from analysis.experiments.machinery.scripts import run_script
+from analysis.experiments.machinery.scripts import measured_by, run_script
 
 ID = "corpus_stream"
 TITLE = "Peak memory of retrieval over a corpus past the budgets: streamed from disk against read whole"
@@ -79,7 +79,4 @@ def block(records: list) -> str:
         return "(not measured yet: `python -m analysis measure corpus_stream`)"
     rec = max(records, key=lambda r: (r.config.get("documents", 0), r.date))
     table = table_markdown(dataclasses.replace(rec.table("modes"), title="", notes="", digits=DIGITS))
-    m = rec.machine
-    load = f"load {m.load_before[0]:.1f} before, {m.load_after[0]:.1f} after" if m and m.load_before else ""
-    return (f"Measured by `{rec.command}` ({rec.date}, at {(m.git_commit if m else None) or rec.code_version}, "
-            f"{load}): {' '.join(rec.findings)}\n\n" + table)
+    return f"{measured_by(rec)}: {' '.join(rec.findings)}\n\n" + table

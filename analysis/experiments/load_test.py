@@ -20,7 +20,7 @@ from analysis.core.params import param
 from analysis.experiments import Measured
 from analysis.experiments.machinery.records import Model, Sample, Table
 from analysis.experiments.machinery.render import table_markdown
-from analysis.experiments.machinery.scripts import run_script
+from analysis.experiments.machinery.scripts import measured_by, run_script
 
 ID = "load_test"
 TITLE = "Many users at once on one server: seconds to the first figure and the server's memory"
@@ -84,7 +84,4 @@ def block(records: list) -> str:
         return "(not measured yet: `python -m analysis measure load_test`)"
     rec = max(full, key=lambda r: r.date)
     table = table_markdown(dataclasses.replace(rec.table("rounds"), title="", notes=""))
-    m = rec.machine
-    load = f"load {m.load_before[0]:.1f} before, {m.load_after[0]:.1f} after" if m and m.load_before else ""
-    return (f"Measured by `{rec.command}` ({rec.date}, at {(m.git_commit if m else None) or rec.code_version}, "
-            f"{m.cores if m else '?'} cores, {load}): {' '.join(rec.findings)}\n\n" + table)
+    return f"{measured_by(rec)}: {' '.join(rec.findings)}\n\n" + table

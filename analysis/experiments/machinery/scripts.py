@@ -34,3 +34,11 @@ def run_script(name: str, args: list[str], *, out_flag: str = "--json") -> dict:
             last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
             raise UserError(f"scripts/{name} failed: {last[0]}")
         return json.loads(out.read_text(encoding="utf-8"))
+
+
+def measured_by(rec) -> str:
+    """"Measured by `command` (date, at commit, N cores, load before and after)": where a block's numbers come from."""
+    m = rec.machine
+    load = f", load {m.load_before[0]:.1f} before, {m.load_after[0]:.1f} after" if m and m.load_before else ""
+    return (f"Measured by `{rec.command}` ({rec.date}, at {(m.git_commit if m else None) or rec.code_version}, "
+            f"{m.cores if m else '?'} cores{load})")
