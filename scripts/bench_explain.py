@@ -1,9 +1,10 @@
 """Time one pair explanation (issue 50's budget: two ~30-token sentences on SmolLM2 within 15 s on two cores at the
 default settings, instant when cached), and what its parts cost.
 
-    python scripts/bench_explain.py [--model default] [--method prompteol] [--steps 32] [--directions 2] [--rounds 2]
+    python scripts/bench_explain.py [--model default] [--method prompteol] [--steps 16] [--rounds 2] [--json FILE]
+    python -m analysis measure explain_budget      # the same, as the record docs/BUDGETS.md's paragraph is rendered from
 
-Prints one JSON line: the wall time of each round of `explain_pair` (the minimum is the least disturbed), the time
+Prints one JSON line (and writes it to --json FILE): the wall time of each round of `explain_pair` (the minimum is the least disturbed), the time
 of plain forward passes of the same two prompts, once per path node (`encode`, no gradients: the load's yardstick,
 so the ratio between the two holds on a machine of any speed and load), the
 deletion/insertion curves and the logit lens of both texts timed once, the path nodes used, the completeness gap,
@@ -20,6 +21,7 @@ import json
 import os
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -45,6 +47,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--steps", type=int, default=STEPS)
     ap.add_argument("--directions", type=int, default=DIRECTIONS)
     ap.add_argument("--rounds", type=int, default=2, help="explanations timed (the minimum is reported)")
+    ap.add_argument("--json", help="also write the JSON line to this file")
     args = ap.parse_args(argv)
 
     load_before = os.getloadavg()[0]
@@ -86,6 +89,8 @@ def main(argv=None) -> dict:
            "torch_threads": torch.get_num_threads(), "load_before": round(load_before, 2),
            "load_after": round(os.getloadavg()[0], 2)}
     print(json.dumps(out))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out), encoding="utf-8")
     return out
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from analysis.core.errors import UserError
-from analysis.experiments import corpus_stream, first_figure, load_test
+from analysis.experiments import corpus_stream, explain_budget, first_figure, load_test
 from analysis.experiments.machinery import render
 from analysis.experiments.machinery.records import Machine
 from tests.test_experiments import small_record
@@ -69,6 +69,10 @@ def test_the_load_findings_say_how_many_users_one_server_held():
     said = load_test.findings(LOAD, 10)
     assert said[0].startswith("One default server held 4 user(s)") and "1,400 MiB" in said[1]
     assert "No round" in load_test.findings({**LOAD, "held_within": 0}, 10)[0]
+    assert len(said) == 2  # a record without CPU seconds says nothing of them
+    rounds = [{**r, "server_cpu_seconds": 30.0, "machine_cpu_seconds": 40.0} for r in LOAD["rounds"]]
+    share = load_test.findings({**LOAD, "rounds": rounds, "browser_nice": 19}, 10)[2]
+    assert share.startswith("With 8 users (same view) the server used 75%") and "at nice 19" in share
 
 
 def test_a_bad_user_count_is_one_sentence():
@@ -81,3 +85,23 @@ def test_the_stream_findings_compare_the_two_modes():
     said = corpus_stream.findings(STREAM)
     assert "peaked 20 MiB above" in said[0] and "(6.0x), with the same nDCG@10" in said[1]
     assert len(corpus_stream.findings({"streamed": STREAM["streamed"]})) == 1
+
+
+EXPLAIN = {"model": "m", "method": "prompteol", "tokens": [29, 29], "positions": [38, 38], "nodes": [15, 15],
+           "seconds": [12.0, 13.5], "best_seconds": 12.0, "cpu_seconds": [20.0, 21.0], "curves_seconds": 8.0,
+           "lens_seconds": 2.0, "cached_seconds": 0.002, "gap_relative": 0.178, "plain_forward_seconds": 0.9,
+           "explanation_per_plain_forward": 13.3}
+
+
+def test_the_explain_budget_says_whether_one_pair_fit_its_budget():
+    said = explain_budget.findings(EXPLAIN)
+    assert "12.0 s at 15 and 15 path nodes, within the 15 s budget" in said[0] and "0.002 s" in said[0]
+    assert "past the 15 s" in explain_budget.findings({**EXPLAIN, "best_seconds": 16.2})[0]
+    assert "17.8%" in said[2]
+    rec = small_record(id="explain_budget", experiment="explain_budget", findings=tuple(said),
+                       config={"steps": explain_budget.STEPS, "method": "prompteol"},
+                       command="python -m analysis measure explain_budget",
+                       machine=Machine(2, "2.13", 2, "3.11", (0.6, 1.0, 1.0), (1.2, 1, 1), git_commit="abc1234"))
+    block = explain_budget.block([rec])
+    assert block.startswith("Measured by `python -m analysis measure explain_budget`") and "load 0.6 before" in block
+    assert "not measured yet" in explain_budget.block([])

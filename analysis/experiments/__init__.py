@@ -43,6 +43,7 @@ EXPERIMENTS: dict[str, str] = {  # in the order docs/RESULTS.md shows them
     "dtype": "analysis.experiments.dtype",  # one record per model: bfloat16 against float32, what --dtype auto reads
     "training_precision": "analysis.experiments.training_precision",
     "explain_faithfulness": "analysis.experiments.explain_faithfulness",  # one record per model
+    "explain_budget": "analysis.experiments.explain_budget",  # one pair explained against its 15 s (BUDGETS.md)
     "first_figure": "analysis.experiments.first_figure",  # the app in a browser: seconds to each view's figure
     "load_test": "analysis.experiments.load_test",  # many browsers at once on one server (docs/BUDGETS.md)
     "corpus_stream": "analysis.experiments.corpus_stream",  # peak memory of a corpus past the budgets (BUDGETS.md)

@@ -37,6 +37,9 @@ class Config:
                        choices=("same", "different", "both"))
     timeout: float = param(180.0, "seconds a user waits for its figure", min=10, limit=900)
     target: float = param(10.0, "seconds per first figure the server must hold", min=1, limit=120)
+    browser_nice: int = param(19, "niceness of the browsers, which share the server's cores here (19: the server's "
+                                  "work first, as when a class's browsers run on their own machines; 0: as equals)",
+                              min=0, max=19)
 
 
 def users(text: str) -> list[int]:
@@ -53,17 +56,23 @@ def measure(config: Config, compute, progress) -> Measured:
     counts = users(config.users)
     progress(0, 1, f"{len(counts)} round(s) of browsers at once ({config.modes})")
     out = run_script("load_test.py", ["--users", ",".join(map(str, counts)), "--mode", config.modes,
-                                      "--timeout", str(config.timeout), "--target", str(config.target)],
+                                      "--timeout", str(config.timeout), "--target", str(config.target),
+                                      "--browser-nice", str(config.browser_nice)],
                      out_flag="--out")
     progress(1, 1, "done")
     rows = tuple((r["users"], r["mode"], r["slowest_seconds"], r["median_seconds"], r["failures"],
-                  r["peak_rss_mib"], r["server_start_seconds"]) for r in out["rounds"])
-    return Measured(data="the app on a fresh cache per round (converted models and shipped seeds), headless Chromium",
+                  r["peak_rss_mib"], r["server_cpu_seconds"], r["machine_cpu_seconds"], r["server_start_seconds"])
+                 for r in out["rounds"])
+    return Measured(data="the app on a fresh cache per round (converted models and shipped seeds), headless Chromium "
+                         f"on the same two cores at nice {config.browser_nice}",
                     sample=Sample(n=sum(counts) * (2 if config.modes == "both" else 1), how="every browser of every "
                                   "round"), models=[Model(name="default", identity=None)],
                     tables=[Table("rounds", "Seconds to the first figure per round, and the server's memory",
                                   ("users", "mode", "slowest s", "median s", "failures", "server peak MiB",
-                                   "server start s"), rows, digits={"slowest s": 1, "median s": 1})],
+                                   "server CPU s", "machine CPU s", "server start s"), rows,
+                                  digits={"slowest s": 1, "median s": 1, "server CPU s": 0, "machine CPU s": 0},
+                                  notes="CPU seconds over the round, the server's (process and children) and the "
+                                        "whole machine's: the difference is the browsers' (and anything else's).")],
                     findings=findings(out, config.target), extra=out)
 
 
@@ -74,6 +83,13 @@ def findings(out: dict, target: float) -> list[str]:
     peak = max((r["peak_rss_mib"] or 0 for r in out["rounds"]), default=0)
     said.append(f"The server's memory peaked at {peak:,.0f} MiB over all rounds (one model in memory however many "
                 "sessions).")
+    largest = max(out["rounds"], key=lambda r: (r["users"], r["mode"] == "same"))
+    if largest.get("machine_cpu_seconds"):
+        share = largest["server_cpu_seconds"] / largest["machine_cpu_seconds"]
+        said.append(f"With {largest['users']} users ({largest['mode']} view) the server used {share:.0%} of the "
+                    f"machine's CPU seconds and the browsers, on the same two cores at nice "
+                    f"{out.get('browser_nice', 0)}, the rest: the times are upper bounds for browsers on their own "
+                    "machines.")
     return said
 
 
