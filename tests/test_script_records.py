@@ -69,10 +69,11 @@ def test_the_load_findings_say_how_many_users_one_server_held():
     said = load_test.findings(LOAD, 10)
     assert said[0].startswith("One default server held 4 user(s)") and "1,400 MiB" in said[1]
     assert "No round" in load_test.findings({**LOAD, "held_within": 0}, 10)[0]
-    assert len(said) == 2  # a record without CPU seconds says nothing of them
+    assert len(said) == 2  # a record without CPU seconds or the server's log says nothing of them
     rounds = [{**r, "server_cpu_seconds": 30.0, "machine_cpu_seconds": 40.0} for r in LOAD["rounds"]]
-    share = load_test.findings({**LOAD, "rounds": rounds, "browser_nice": 19}, 10)[2]
-    assert share.startswith("With 8 users (same view) the server used 75%") and "at nice 19" in share
+    said = load_test.findings({**LOAD, "rounds": rounds, "browser_nice": 19, "server_held_within": 8}, 10)
+    assert said[1].startswith("The server itself sent every figure within 10 s to 8 user(s)")
+    assert said[3].startswith("With 8 users (same view) the server used 75%") and "at nice 19" in said[3]
 
 
 def test_a_bad_user_count_is_one_sentence():
@@ -96,6 +97,7 @@ EXPLAIN = {"model": "m", "method": "prompteol", "tokens": [29, 29], "positions":
 def test_the_explain_budget_says_whether_one_pair_fit_its_budget():
     said = explain_budget.findings(EXPLAIN)
     assert "12.0 s at 15 and 15 path nodes, within the 15 s budget" in said[0] and "0.002 s" in said[0]
+    assert "the fastest of 2 rounds: 12.0, 13.5 s" in said[0]
     assert "past the 15 s" in explain_budget.findings({**EXPLAIN, "best_seconds": 16.2})[0]
     assert "17.8%" in said[2]
     rec = small_record(id="explain_budget", experiment="explain_budget", findings=tuple(said),

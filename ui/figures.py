@@ -11,6 +11,7 @@ import streamlit as st
 
 from analysis.core.figure_layout import tidy
 from analysis.core.standalone import Document, heading, section
+from ui import timing
 from ui.text import md
 
 # The figures drawn so far in this script run, (name, figure) in page order; None outside a page body. Reset by
@@ -43,6 +44,7 @@ def show_figure(fig, data, name: str) -> None:
         "displaylogo": False,
         "toImageButtonOptions": {"format": "png", "filename": slug, "scale": 2},
     })
+    timing.figure_sent()
     st.download_button("Download data (CSV)", data.to_csv(index=False).encode("utf-8"), file_name=f"{slug}.csv",
                        mime="text/csv", key=f"csv_{slug}", on_click="ignore")
     figures = _PAGE_FIGURES.get()
