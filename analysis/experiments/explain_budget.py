@@ -61,7 +61,7 @@ def findings(out: dict) -> list[str]:
     rounds = ", ".join(f"{s:.1f}" for s in out["seconds"])
     return [f"One explanation took {best:.1f} s at {out['nodes'][0]} and {out['nodes'][1]} path nodes, {verdict} the "
             f"{BUDGET_SECONDS:g} s budget ({min(out['cpu_seconds']):.1f} CPU-s; the fastest of {len(out['seconds'])} "
-            f"rounds: {rounds} s, the first with the process's one-time set-up); read back from the cache, "
+            f"rounds: {rounds} s); read back from the cache, "
             f"{out['cached_seconds']:.3f} s.",
             f"It cost {out['explanation_per_plain_forward']:.1f}x the plain forward passes of its two prompts, one "
             f"per path node ({out['plain_forward_seconds']:.1f} s), a ratio that depends less on the machine's "
