@@ -19,7 +19,15 @@ from analysis.methods import get_method
 from analysis.models.backbone import load_backbone
 from cache import keys
 from cache.claims import report_summary
-from cache.compute import auto_window, cached_compress_predict, cached_encode, computed, encoded_stored, soft_scaling
+from cache.compute import (
+    auto_window,
+    cached_compress_predict,
+    cached_encode,
+    computed,
+    encoded_stored,
+    ledger,
+    soft_scaling,
+)
 from cache.sweep import cached_sweep
 
 
@@ -34,6 +42,10 @@ class Cached:
 
     def backbone(self, name):
         return self._backbones(name)
+
+    def ledger(self):
+        """A context counting the values read from the store and those computed (`cache.compute.ledger`)."""
+        return ledger()
 
     def backbone_in(self, backbone, dtype):
         return backbone if backbone.facts.dtype == dtype else self._backbones(backbone.facts.name, dtype=dtype)

@@ -21,6 +21,8 @@ import json
 import time
 import warnings
 from collections.abc import Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -37,6 +39,22 @@ from cache.vectors import Row, VectorStore
 
 FLUSH_SECONDS = 20.0  # while encoding a corpus, a shard at least this often: a crash loses at most this much work
 FLUSH_DOCUMENTS = 512  # ... or every this many documents, whichever comes first
+
+
+_LEDGER: ContextVar[dict | None] = ContextVar("cache_ledger", default=None)
+
+
+@contextmanager
+def ledger():
+    """While open, counts the entries `computed` read back and those it computed, with the seconds each took when it
+    was computed (its meta's): a measurement resumed from the cache can then say that its own wall time is not what
+    its numbers cost."""
+    book = {"read": 0, "read_seconds": 0.0, "computed": 0, "computed_seconds": 0.0}
+    token = _LEDGER.set(book)
+    try:
+        yield book
+    finally:
+        _LEDGER.reset(token)
 
 
 def computed(store, namespace: str, parts: dict, compute: Callable, progress: Progress | None = None,
@@ -64,6 +82,11 @@ def computed(store, namespace: str, parts: dict, compute: Callable, progress: Pr
         arrays, meta = entry.arrays, entry.meta
     for w in caught:
         warnings.warn(w.message, stacklevel=3)  # the Warning instance keeps its category
+    book = _LEDGER.get()
+    if book is not None:
+        kind = "read" if hit else "computed"
+        book[kind] += 1
+        book[f"{kind}_seconds"] += float(meta.get("seconds") or 0.0)
     return arrays, meta, hit
 
 

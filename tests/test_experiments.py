@@ -253,3 +253,30 @@ def test_the_front_documents_stay_short_enough_to_read():
     for name, limit in (("README.md", 250), ("docs/ARCHITECTURE.md", 200)):
         n = len((repo / name).read_text(encoding="utf-8").splitlines())
         assert n <= limit, f"{name} has {n} lines (at most {limit}): move detail to docs/ or docstrings"
+
+
+def test_a_resumed_measurement_says_what_its_stored_values_cost(tmp_path, monkeypatch, capsys):
+    """A record's wall time is its own run's: one that read values an earlier run computed says how many, and what
+    they took then (`cache.compute.ledger`, counted by the command), so a 3-second resume of an hour's work is not
+    published as a 3-second measurement."""
+    import time
+
+    from cli.commands import measure as command
+    from conftest import run_cli
+
+    def fake(experiment_id, config, *, compute, progress):
+        compute.remember({"demo": 1}, lambda: time.sleep(0.2) or 1.0)
+        return small_record(id="corpus_stream", experiment="corpus_stream", config={},
+                            command="python -m analysis measure corpus_stream", wall_seconds=0.5)
+
+    monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(command, "measure", fake)
+    folder = tmp_path / "records"
+    for _ in range(2):
+        code, out, err = run_cli(capsys, "measure", "corpus_stream", "--records", folder)
+        assert code == 0, err
+        notes = records.read("corpus_stream", folder).notes
+        if _ == 0:
+            assert notes == ()  # computed now: nothing to say
+    assert notes[-1].startswith("Resumed from the cache: 1 of 1 stored values were read, computed earlier by the same "
+                                "code in 0.0 min; 0 computed now in 0.0 min; this run took 0.0 min.")

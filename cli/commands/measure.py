@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 
 from tqdm import tqdm
@@ -51,12 +53,25 @@ def run(args) -> dict:
         compute = Cached(default_store())
     bar = _progress(args.experiment)
     try:
-        record = measure(args.experiment, config, compute=compute, progress=bar)
+        with compute.ledger() if compute is not None else nullcontext() as book:
+            record = measure(args.experiment, config, compute=compute, progress=bar)
     finally:
         bar.close()
+    if book and book["read"]:
+        record = dataclasses.replace(record, notes=(*record.notes, reuse_note(book, record.wall_seconds)))
     path = records.write(record, folder)
     return {"written": str(path), "id": record.id, "wall_seconds": record.wall_seconds,
             "findings": list(record.findings)}
+
+
+def reuse_note(book: dict, wall_seconds: float | None) -> str:
+    """What a run that read stored values says of its wall time: those values' count and what they took when an
+    earlier run of the same code computed them."""
+    total = book["read"] + book["computed"]
+    took = f"; this run took {wall_seconds / 60:.1f} min" if wall_seconds is not None else ""
+    return (f"Resumed from the cache: {book['read']:,} of {total:,} stored values were read, computed earlier by the "
+            f"same code in {book['read_seconds'] / 60:.1f} min; {book['computed']:,} computed now in "
+            f"{book['computed_seconds'] / 60:.1f} min{took}.")
 
 
 def _progress(name: str):
