@@ -3,9 +3,7 @@
 import streamlit as st
 
 import ui
-from ui import timing
 
-timing.run_started()  # a load test's server log (EMBEDSCOPE_SERVER_LOG): when each session's run began
 st.set_page_config(page_title="embedscope", page_icon="🔬", layout="wide")
 page = st.navigation(ui.pages())  # first: resolve the requested page before anything slow (the model) runs
 ui.sidebar()

@@ -7,8 +7,7 @@ class meets it; the N browsers (each its own Chromium process, started before th
 same moment. Per user: seconds to the first figure, or the failure. Per round: the server's resident memory (its
 process and children) every half second, its peak, the slowest user, the CPU seconds the server used against the
 machine's from the opening on (the rest went to the browsers), and when the server sent each session's first figure
-and when its script began, that is its browser had loaded and connected (`ui/timing.py`'s log, from the moment the
-browsers opened their addresses): the server's part of each wait lies between the two. The
+(`ui/timing.py`'s log, from the moment the browsers opened their addresses): the server's part of each wait. The
 browsers share the server's two cores here, where a class's run on their own machines: they run at `--browser-nice`
 (19 by default), so the server's work comes first and a browser renders in the cores' idle time; `--browser-nice 0`
 measures them as equals. The one JSON file written (`--out`) holds every number, the machine and its load;
@@ -149,8 +148,7 @@ def round_of(n: int, mode: str, paths: list[str], timeout: float, nice: int) -> 
             sampler.join(5)
             proc.terminate()
             proc.wait(timeout=30)
-        opened = min((r["opened_at"] for r in results if r.get("opened_at")), default=0.0)
-        connected, sent = first_events(log, opened, "run"), first_events(log, opened)
+        sent = first_figures(log, min((r["opened_at"] for r in results if r.get("opened_at")), default=0.0))
     times = [r["seconds"] for r in results if r.get("seconds") is not None and not r.get("error")]
     return {"users": n, "mode": mode, "server_start_seconds": round(up, 2), "results": results,
             "failures": sum(1 for r in results if r.get("error") or r.get("seconds") is None),
@@ -158,21 +156,18 @@ def round_of(n: int, mode: str, paths: list[str], timeout: float, nice: int) -> 
             "median_seconds": round(statistics.median(times), 2) if times else None,
             "peak_rss_mib": max((m for _, m in rss), default=None), "rss_mib": rss,
             "server_cpu_seconds": round(server_cpu, 1), "machine_cpu_seconds": round(busy, 1),
-            "browser_nice": nice, "server_sent_seconds": sent, "connected_seconds": connected,
-            "connected_slowest_seconds": max(connected) if len(connected) == n else None,
+            "browser_nice": nice, "server_sent_seconds": sent,
             "server_slowest_seconds": max(sent) if len(sent) == n else None,
             "server_median_seconds": round(statistics.median(sent), 2) if sent else None}
 
 
-def first_events(log: Path, opened_at: float, event: str = "figure") -> list[float]:
-    """Seconds from the browsers' opening to each session's first `event` in the server's log ("run": its script
-    began, that is its browser had loaded and connected; "figure": its first figure was sent), sorted."""
+def first_figures(log: Path, opened_at: float) -> list[float]:
+    """Seconds from the browsers' opening to each session's first figure sent, from the server's log (sorted)."""
     first: dict = {}
     if log.is_file():
         for line in log.read_text(encoding="utf-8").splitlines():
-            e = json.loads(line)
-            if e["event"] == event:
-                first.setdefault(e["session"], e["time"])
+            event = json.loads(line)
+            first.setdefault(event["session"], event["time"])
     return sorted(round(t - opened_at, 2) for t in first.values())
 
 

@@ -60,8 +60,7 @@ def measure(config: Config, compute, progress) -> Measured:
                                       "--browser-nice", str(config.browser_nice)],
                      out_flag="--out")
     progress(1, 1, "done")
-    rows = tuple((r["users"], r["mode"], r["slowest_seconds"], r["median_seconds"], r["connected_slowest_seconds"],
-                  r["server_slowest_seconds"],
+    rows = tuple((r["users"], r["mode"], r["slowest_seconds"], r["median_seconds"], r["server_slowest_seconds"],
                   r["server_median_seconds"], r["failures"], r["peak_rss_mib"], r["server_cpu_seconds"],
                   r["machine_cpu_seconds"], r["server_start_seconds"]) for r in out["rounds"])
     return Measured(data="the app on a fresh cache per round (converted models and shipped seeds), headless Chromium "
@@ -69,15 +68,12 @@ def measure(config: Config, compute, progress) -> Measured:
                     sample=Sample(n=sum(counts) * (2 if config.modes == "both" else 1), how="every browser of every "
                                   "round"), models=[Model(name="default", identity=None)],
                     tables=[Table("rounds", "Seconds to the first figure per round, and the server's memory",
-                                  ("users", "mode", "slowest s", "median s", "connected: slowest s",
-                                   "sent: slowest s", "sent: median s",
+                                  ("users", "mode", "slowest s", "median s", "sent: slowest s", "sent: median s",
                                    "failures", "server peak MiB", "server CPU s", "machine CPU s", "server start s"),
-                                  rows, digits={"slowest s": 1, "median s": 1, "connected: slowest s": 1,
-                                                "sent: slowest s": 1,
+                                  rows, digits={"slowest s": 1, "median s": 1, "sent: slowest s": 1,
                                                 "sent: median s": 1, "server CPU s": 0, "machine CPU s": 0},
-                                  notes="slowest and median: seconds until a browser showed its figure; connected: "
-                                        "until its session's script began (the browser had loaded the page and "
-                                        "connected); sent: until the server sent the figure; CPU seconds over the "
+                                  notes="slowest and median: seconds until a browser showed its figure; sent: until "
+                                        "the server sent it (the server's part of the wait); CPU seconds over the "
                                         "round, the server's (process and children) and the whole machine's: the "
                                         "difference is the browsers' (and anything else's).")],
                     findings=findings(out, config.target), extra=out)
@@ -96,10 +92,6 @@ def findings(out: dict, target: float) -> list[str]:
     said.append(f"The server's memory peaked at {peak:,.0f} MiB over all rounds (one model in memory however many "
                 "sessions).")
     largest = max(out["rounds"], key=lambda r: (r["users"], r["mode"] == "same"))
-    if largest.get("connected_slowest_seconds") is not None and largest.get("server_slowest_seconds") is not None:
-        said.append(f"With {largest['users']} users on one step the last browser connected "
-                    f"{largest['connected_slowest_seconds']:.1f} s after the opening and the server sent the last "
-                    f"figure at {largest['server_slowest_seconds']:.1f} s.")
     if largest.get("machine_cpu_seconds"):
         share = largest["server_cpu_seconds"] / largest["machine_cpu_seconds"]
         said.append(f"With {largest['users']} users ({largest['mode']} view) the server used {share:.0%} of the "
