@@ -100,3 +100,28 @@ def run_cli(capsys, *argv):
     out, err = capsys.readouterr()
     return code, (json.loads(out) if code == 0 else None), err
 
+
+
+@pytest.fixture
+def hash_encoder(monkeypatch):
+    """The hashed-trigram stand-in for MiniLM behind every Causal2Vec path, with no bridge memo of another encoder."""
+    from analysis.methods import causal2vec as c2v_module
+    from analysis.models import minilm
+    from toys import HashEncoder
+
+    enc = HashEncoder()
+    monkeypatch.setattr(minilm, "load_encoder", lambda: enc)
+    c2v_module._memo.clear()  # bridges loaded with the real encoder must not serve this one
+    yield enc
+    c2v_module._memo.clear()
+
+
+@pytest.fixture
+def artefacts(tmp_path, monkeypatch):
+    """An empty stand-in for analysis/artefacts/: every shipped-weights lookup and --ship write goes there."""
+    from analysis.weights import artefacts as module
+
+    root = tmp_path / "artefacts"
+    root.mkdir()
+    monkeypatch.setattr(module, "ARTEFACTS", root)
+    return root

@@ -1,7 +1,6 @@
 """Causal2Vec: where the contextual token lands, determinism, exactness against a real token, training on a toy
 set (tiny models, a tiny stand-in encoder), bridge refusals and cache keys; the shipped bridge on the real model."""
 
-import hashlib
 import subprocess
 import sys
 
@@ -9,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 
-import analysis.models.minilm as se
 from analysis.data.corpora import Pairs
 from analysis.core.errors import UserError
 from analysis.core.forward import run
@@ -17,30 +15,7 @@ from analysis.methods import get_method
 from analysis.methods import causal2vec as c2v_module
 from analysis.methods.causal2vec import CONTEXTUAL, Bridge, contextual_inputs, readout_at
 from analysis.models.tiny import tiny_backbone
-
-TEXTS = ["A cat sat on the mat.", "Dogs run.", "The bank by the river raised its rates."]
-
-
-class HashEncoder:
-    """A tiny deterministic stand-in for MiniLM: hashed character trigrams, 32-d, unit norm."""
-
-    dim, n_layers, identity = 32, 0, "hash-encoder"
-
-    def embed(self, texts, layers=None, normalize=True, batch_size=64):
-        out = torch.zeros(len(texts), self.dim)
-        for i, t in enumerate(texts):
-            for j in range(len(t) - 2):
-                out[i, int(hashlib.md5(t[j : j + 3].encode()).hexdigest(), 16) % self.dim] += 1.0
-        return torch.nn.functional.normalize(out, dim=-1)
-
-
-@pytest.fixture
-def hash_encoder(monkeypatch):
-    enc = HashEncoder()
-    monkeypatch.setattr(se, "load_encoder", lambda: enc)
-    c2v_module._memo.clear()  # bridges loaded with the real encoder must not serve this one
-    yield enc
-    c2v_module._memo.clear()
+from toys import TEXTS, toy_pairs
 
 
 @pytest.mark.parametrize("side", ["right", "left"])
@@ -129,19 +104,6 @@ def test_cutting_after_c_leaves_the_contextual_state_unchanged(tiny, hash_encode
         return readout_at(cap.hidden[L], batch, "contextual")
 
     torch.testing.assert_close(contextual(True), contextual(False), rtol=0, atol=1e-5)
-
-
-def toy_pairs(n=48, seed=0):
-    rng = np.random.default_rng(seed)
-    words = "cat dog bank river money fox runs sleeps jumps quick lazy old".split()
-    left, right, scores = [], [], []
-    for i in range(n):
-        a = " ".join(rng.choice(words, 4))
-        same = i % 2 == 0
-        left.append(a + ".")
-        right.append((a if same else " ".join(rng.choice(words, 4))) + " !")
-        scores.append(5.0 if same else 0.5 + (i % 3))
-    return Pairs("toy", left, right, scores)
 
 
 @pytest.mark.parametrize("lora_rank,train_readout,loss", [(0, "contextual", "both"), (4, "concat", "infonce"),

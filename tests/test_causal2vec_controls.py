@@ -2,56 +2,17 @@
 decoder without the contextual token and Table 4's trained concatenation. Mechanics on a tiny model with a stand-in
 encoder: they train, ship beside the system, and the method reads them without C."""
 
-import hashlib
 
 import numpy as np
 import pytest
 import torch
 
-import analysis.models.minilm as se
 from analysis.core.errors import UserError
 from analysis.data.corpora import Pairs
-from analysis.methods import causal2vec as c2v_module
 from analysis.methods import get_method
 from analysis.methods.causal2vec import CONTEXTUAL
 from analysis.models.tiny import tiny_backbone
-
-TEXTS = ["A cat sat on the mat.", "Dogs run.", "The bank by the river raised its rates."]
-
-
-class HashEncoder:
-    """A tiny deterministic stand-in for MiniLM: hashed character trigrams, 32-d, unit norm."""
-
-    dim, n_layers, identity = 32, 0, "hash-encoder"
-
-    def embed(self, texts, layers=None, normalize=True, batch_size=64):
-        out = torch.zeros(len(texts), self.dim)
-        for i, t in enumerate(texts):
-            for j in range(len(t) - 2):
-                out[i, int(hashlib.md5(t[j: j + 3].encode()).hexdigest(), 16) % self.dim] += 1.0
-        return torch.nn.functional.normalize(out, dim=-1)
-
-
-@pytest.fixture
-def hash_encoder(monkeypatch):
-    enc = HashEncoder()
-    monkeypatch.setattr(se, "load_encoder", lambda: enc)
-    c2v_module._memo.clear()
-    yield enc
-    c2v_module._memo.clear()
-
-
-def toy_pairs(n: int) -> Pairs:
-    rng = np.random.default_rng(0)
-    words = "river bank money cat dog sun rain road city tree book song".split()
-    left, right, scores = [], [], []
-    for i in range(n):
-        a = " ".join(rng.choice(words, 4))
-        same = i % 2 == 0
-        left.append(a + ".")
-        right.append((a if same else " ".join(rng.choice(words, 4))) + " !")
-        scores.append(5.0 if same else 0.5 + (i % 3))
-    return Pairs("toy", left, right, scores)
+from toys import TEXTS, toy_pairs
 
 
 def train_control(tmp_path, encoder, control: str):

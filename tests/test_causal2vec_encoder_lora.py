@@ -13,7 +13,7 @@ from analysis.data.corpora import Pairs
 from analysis.methods import causal2vec as c2v_module
 from analysis.methods import get_method
 from analysis.weights import encoder_lora
-from tests.test_causal2vec import TEXTS, toy_pairs
+from toys import TEXTS, toy_pairs
 
 
 @pytest.fixture

@@ -15,20 +15,11 @@ import torch
 from analysis.core.errors import UserError
 from analysis.methods import get_method
 from analysis.methods.soft_tokens import SoftTokenParams
+from toys import toy_genre_pairs
+
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "analysis" / "artefacts" / "gircse" / "smollm2-135m"
-
-
-@pytest.fixture
-def artefacts(tmp_path, monkeypatch):
-    """An empty stand-in for analysis/artefacts/: every shipped-weights lookup and --ship write goes there."""
-    from analysis.weights import artefacts as module
-
-    root = tmp_path / "artefacts"
-    root.mkdir()
-    monkeypatch.setattr(module, "ARTEFACTS", root)
-    return root
 
 
 def fake_adapter(bb, folder, seed: int, objective: str | None = "icr") -> Path:
@@ -46,15 +37,6 @@ def fake_adapter(bb, folder, seed: int, objective: str | None = "icr") -> Path:
                                              "hyperparameters": hp, "steps_done": 3, "best_step": 2,
                                              "best_score": 0.5, "wall_seconds": 60.0, "examples_per_second": 1.5,
                                              "partial": False, "command": "python -m analysis train gircse"})
-
-
-def toy_pairs():
-    from analysis.data.corpora import Pairs
-
-    words = "cat dog bank river money fox runs sleeps".split()
-    rng = np.random.default_rng(0)
-    left = [" ".join(rng.choice(words, 3)) for _ in range(12)]
-    return Pairs("toy", left, [t + " !" for t in left], [5.0] * 8 + [0.5] * 4, ["a"] * 12)
 
 
 # ---- adapter=causal-eos ------------------------------------------------------------------------------------------
@@ -120,7 +102,7 @@ def test_train_ship_puts_each_objective_in_its_place(tiny_llama, artefacts, tmp_
     before = (model_dir / "manifest.json").read_text()
     config = Config(out=str(tmp_path / "run"), steps=1, batch_size=4, eval_every=1, k=2, objective=objective,
                     lora_rank=2, lora_alpha=4, lora_layers=2, eval_pairs=10, ship=True)
-    summary = run("gircse", config, backbone=tiny_llama, train_pairs=toy_pairs(), dev_pairs=toy_pairs())
+    summary = run("gircse", config, backbone=tiny_llama, train_pairs=toy_genre_pairs(), dev_pairs=toy_genre_pairs())
     dest = (model_dir / place).resolve()
     assert Path(summary["shipped"]).resolve() == dest
     assert json.loads((dest / "manifest.json").read_text())["hyperparameters"]["objective"] == objective

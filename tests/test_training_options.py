@@ -8,11 +8,9 @@ and `train all` trains them after their system's other parts. Shipped folders ar
 import numpy as np
 import pytest
 import torch
-from test_causal2vec_controls import TEXTS, HashEncoder, toy_pairs
 from test_gircse_shipping import fake_adapter
-from test_gircse_shipping import toy_pairs as gircse_pairs
+from toys import TEXTS, toy_genre_pairs, toy_pairs
 
-import analysis.models.minilm as se
 from analysis.core.errors import UserError
 from analysis.core.forward import run
 from analysis.core.tokens import encode_texts
@@ -26,26 +24,6 @@ from analysis.models.tiny import tiny_backbone
 from analysis.training.systems import run as train
 
 BY_ID = {c.id: c for c in CLAIMS}
-
-
-@pytest.fixture
-def artefacts(tmp_path, monkeypatch):
-    """An empty stand-in for analysis/artefacts/: every shipped-weights lookup and --ship write goes there."""
-    from analysis.weights import artefacts as module
-
-    root = tmp_path / "artefacts"
-    root.mkdir()
-    monkeypatch.setattr(module, "ARTEFACTS", root)
-    return root
-
-
-@pytest.fixture
-def encoder(monkeypatch):
-    enc = HashEncoder()
-    monkeypatch.setattr(se, "load_encoder", lambda: enc)
-    c2v_module._memo.clear()
-    yield enc
-    c2v_module._memo.clear()
 
 
 class Ctx:
@@ -112,8 +90,8 @@ def test_the_mask_is_removed_in_every_architecture_and_restored_after(tiny):
 
 
 # ---- Causal2Vec: --attention bidirectional (Table 15) ---------------------------------------------------------------
-def test_causal2vec_bidirectional_trains_ships_apart_and_reads_back_bidirectional(tmp_path, artefacts, encoder):
-    bb, summary = train_c2v(tmp_path, "bidir", encoder, attention="bidirectional")
+def test_causal2vec_bidirectional_trains_ships_apart_and_reads_back_bidirectional(tmp_path, artefacts, hash_encoder):
+    bb, summary = train_c2v(tmp_path, "bidir", hash_encoder, attention="bidirectional")
     place = artefacts / "causal2vec" / "tiny-llama" / "ablations" / "bidirectional"
     assert summary["shipped"] == str(place) and not (artefacts / "causal2vec" / "tiny-llama" / "manifest.json").exists()
     from analysis.weights.artefacts import read_manifest
@@ -129,17 +107,17 @@ def test_causal2vec_bidirectional_trains_ships_apart_and_reads_back_bidirectiona
     for i, text in enumerate(TEXTS):  # the causal reading is the old code path, bit for bit
         np.testing.assert_array_equal(as_causal.encode(bb, [text], normalize=False)[0], by_hand(as_causal, bb, text))
     with pytest.raises(UserError, match="only under the causal mask"):
-        train_c2v(tmp_path, "cut", encoder, attention="bidirectional", train_readout="contextual")
+        train_c2v(tmp_path, "cut", hash_encoder, attention="bidirectional", train_readout="contextual")
 
 
-def test_the_trainer_encodes_as_the_method_reads(tiny_llama, encoder):
+def test_the_trainer_encodes_as_the_method_reads(tiny_llama, hash_encoder):
     """At its start (untrained bridge, LoRA's B at zero) the trainer's forward is the method's, mask and position
     included: what trains is what is read."""
     from analysis.training.causal2vec import Config, Trainee
 
     for options in ({"attention": "bidirectional"}, {"contextual_position": "before"}, {}):
         config = Config(instruction="Query: ", lora_rank=4, **options)
-        trainee = Trainee.build(config, tiny_llama, encoder, "")
+        trainee = Trainee.build(config, tiny_llama, hash_encoder, "")
         with torch.no_grad():
             trained = trainee.embed(TEXTS).numpy()
         method = get_method("causal2vec", bridge="untrained", instruction="Query: ", **options)
@@ -147,8 +125,8 @@ def test_the_trainer_encodes_as_the_method_reads(tiny_llama, encoder):
 
 
 # ---- Causal2Vec: --contextual-position before (Table 14) ------------------------------------------------------------
-def test_causal2vec_contextual_before_trains_ships_apart_and_reads_back_before(tmp_path, artefacts, encoder):
-    bb, summary = train_c2v(tmp_path, "before", encoder, contextual_position="before")
+def test_causal2vec_contextual_before_trains_ships_apart_and_reads_back_before(tmp_path, artefacts, hash_encoder):
+    bb, summary = train_c2v(tmp_path, "before", hash_encoder, contextual_position="before")
     place = artefacts / "causal2vec" / "tiny-llama" / "ablations" / "contextual-before"
     assert summary["shipped"] == str(place)
     read = get_method("causal2vec", bridge=str(place))
@@ -188,7 +166,7 @@ def train_gircse(tmp_path, name: str, bb, **options):
 
     config = Config(out=str(tmp_path / name), steps=2, batch_size=4, eval_every=1, k=2, lora_rank=2, lora_alpha=4,
                     lora_layers=2, eval_pairs=10, ship=True, **options)
-    return train("gircse", config, backbone=bb, train_pairs=gircse_pairs(), dev_pairs=gircse_pairs())
+    return train("gircse", config, backbone=bb, train_pairs=toy_genre_pairs(), dev_pairs=toy_genre_pairs())
 
 
 def test_gircse_bidirectional_avg_trains_ships_apart_and_reads_back_bidirectional(tmp_path, artefacts, tiny_llama):
@@ -290,7 +268,7 @@ def test_train_pairs_trains_on_its_sample_records_it_and_ships_apart(tmp_path, a
     from analysis.weights.artefacts import read_manifest
 
     config = Config(train_pairs=4, batch_size=4, k=2, lora_rank=2, lora_alpha=4, lora_layers=2, eval_pairs=10)
-    job = setup(config, tiny_llama, train_pairs=gircse_pairs(), dev_pairs=gircse_pairs())
+    job = setup(config, tiny_llama, train_pairs=toy_genre_pairs(), dev_pairs=toy_genre_pairs())
     seen = {t for _ in range(6) for t in next(job.batches)[0]}
     assert len(seen) == 4 and job.data["positive_pairs"] == 4  # 4 of the 8 positives, nothing else in the batches
     summary = train_gircse(tmp_path, "small", tiny_llama, train_pairs=4)
@@ -306,10 +284,10 @@ def test_train_pairs_trains_on_its_sample_records_it_and_ships_apart(tmp_path, a
 
 
 # ---- the claims: "not measured" with the command until the run ships, then read ------------------------------------
-def test_the_causal2vec_claims_say_what_to_train_then_read_the_variant(tmp_path, artefacts, encoder):
+def test_the_causal2vec_claims_say_what_to_train_then_read_the_variant(tmp_path, artefacts, hash_encoder):
     from analysis.experiments.claims.causal2vec import _variant
 
-    bb, _ = train_c2v(tmp_path, "system", encoder)  # the system, shipped for this model
+    bb, _ = train_c2v(tmp_path, "system", hash_encoder)  # the system, shipped for this model
     ctx = Ctx(bb)
     for claim, flags in (("c2v-causal-vs-bidir", "--attention bidirectional"),
                          ("c2v-ctx-position", "--contextual-position before")):
@@ -318,7 +296,7 @@ def test_the_causal2vec_claims_say_what_to_train_then_read_the_variant(tmp_path,
                 call(ctx)
             assert f"`python -m analysis train causal2vec --model tiny-llama {flags} --ship`" in str(err.value)
             assert " min here" in str(err.value) and "not built" not in str(err.value)
-    train_c2v(tmp_path, "bidir", encoder, attention="bidirectional")
+    train_c2v(tmp_path, "bidir", hash_encoder, attention="bidirectional")
     method = _variant(ctx, "c2v-causal-vs-bidir")
     assert method.params.attention == "bidirectional" and "ablations/bidirectional" in method.params.bridge
     with pytest.raises(NeedsRun, match="--contextual-position before"):
