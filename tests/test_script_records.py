@@ -72,7 +72,7 @@ def test_the_load_findings_say_how_many_users_one_server_held():
     assert len(said) == 2  # a record without CPU seconds or the server's log says nothing of them
     rounds = [{**r, "server_cpu_seconds": 30.0, "machine_cpu_seconds": 40.0} for r in LOAD["rounds"]]
     said = load_test.findings({**LOAD, "rounds": rounds, "browser_nice": 19, "server_held_within": 8}, 10)
-    assert said[1].startswith("The server itself sent every figure within 10 s to 8 user(s)")
+    assert said[1].startswith("The server sent every figure within 10 s to 8 user(s) on one step")
     assert said[3].startswith("With 8 users (same view) the server used 75%") and "at nice 19" in said[3]
 
 

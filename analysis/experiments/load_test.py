@@ -85,9 +85,10 @@ def findings(out: dict, target: float) -> list[str]:
             if held else f"No round of users on the same lesson step all drew within {target:g} s."]
     if "server_held_within" in out:
         sent = out["server_held_within"]
-        said.append(f"The server itself sent every figure within {target:g} s to {sent} user(s) on one step: the "
-                    "number a class holds whose browsers run on their own machines." if sent else
-                    f"The server itself did not send every figure within {target:g} s in any round on one step.")
+        said.append(f"The server sent every figure within {target:g} s to {sent} user(s) on one step (a session "
+                    "starts once its browser has loaded the page, here on the same cores)." if sent else
+                    f"The server did not send every figure within {target:g} s in any round on one step (a session "
+                    "starts once its browser has loaded the page, here on the same cores).")
     peak = max((r["peak_rss_mib"] or 0 for r in out["rounds"]), default=0)
     said.append(f"The server's memory peaked at {peak:,.0f} MiB over all rounds (one model in memory however many "
                 "sessions).")
