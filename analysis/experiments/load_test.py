@@ -28,6 +28,8 @@ HELP = ("N headless browsers at once against one fresh `streamlit run app.py`, a
         "on different views (different): each user's seconds to the first figure, failures, the server's peak "
         "memory, and the largest N whose users on the same view all drew within the target.")
 BLOCK = "load-test"  # the docs/BUDGETS.md block this record fills
+DIGITS = {"slowest s": 1, "median s": 1, "sent: slowest s": 1, "sent: median s": 1, "server peak MiB": 0,
+          "server CPU s": 0, "machine CPU s": 0, "server start s": 1}
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,7 @@ def measure(config: Config, compute, progress) -> Measured:
                     tables=[Table("rounds", "Seconds to the first figure per round, and the server's memory",
                                   ("users", "mode", "slowest s", "median s", "sent: slowest s", "sent: median s",
                                    "failures", "server peak MiB", "server CPU s", "machine CPU s", "server start s"),
-                                  rows, digits={"slowest s": 1, "median s": 1, "sent: slowest s": 1,
-                                                "sent: median s": 1, "server CPU s": 0, "machine CPU s": 0},
+                                  rows, digits=DIGITS,
                                   notes="slowest and median: seconds until a browser showed its figure; sent: until "
                                         "the server sent it (the server's part of the wait); CPU seconds over the "
                                         "round, the server's (process and children) and the whole machine's: the "
@@ -108,5 +109,5 @@ def block(records: list) -> str:
     if not full:
         return "(not measured yet: `python -m analysis measure load_test`)"
     rec = max(full, key=lambda r: r.date)
-    table = table_markdown(dataclasses.replace(rec.table("rounds"), title="", notes=""))
+    table = table_markdown(dataclasses.replace(rec.table("rounds"), title="", notes="", digits=DIGITS))
     return f"{measured_by(rec)}: {' '.join(rec.findings)}\n\n" + table
