@@ -245,3 +245,15 @@ def test_the_cache_makes_a_repeat_instant(tiny_llama, tmp_path):
     assert X.logit_lens(compute, tiny_llama, m, TEXT_A)[0].tokens == lens.tokens
     _, other = X.explanation(compute, tiny_llama, m, TEXT_A, TEXT_B, Settings(steps=10, directions=1))
     assert not other
+
+
+def test_kv_embeddings_auto_window_is_resolved_before_the_passes_are_recorded(tiny_llama):
+    """`explain --no-cache --method kv_embedding` failed with "N first-layer inputs but M labelled positions": left to
+    the method, `layers=auto` ran its window's own forward passes inside the recorded ones. The door resolves it
+    first, through `Compute.window` (computed by the direct door, read by the cached one)."""
+    m, settings = get_method("kv_embedding", layers="auto"), Settings(steps=4, directions=1)
+    assert m.needs_window(tiny_llama)
+    ex, _ = X.explanation(Direct(), tiny_llama, m, TEXT_A, TEXT_B, settings)
+    assert np.isfinite(ex.gap["relative"])
+    curves, _ = X.curves(Direct(), tiny_llama, m, TEXT_A, TEXT_B, settings)
+    assert curves.gains and X.logit_lens(Direct(), tiny_llama, m, TEXT_A)[0].tokens

@@ -37,6 +37,16 @@ def _kept(compute, parts: dict, modules: tuple, make: Callable[[], dict]) -> tup
     return compute.remember(parts, run, modules=modules), not ran
 
 
+def _ready(compute, backbone, method):
+    """`method` with KV-Embedding's `layers=auto` window resolved through the door (the cache's, when there is one)
+    before an explanation records its forward passes: left to the method, the window's own passes ran inside them
+    and were recorded as the text's."""
+    if not getattr(method, "needs_window", lambda b: False)(backbone):
+        return method
+    selection, _ = compute.window(backbone)
+    return method.with_window(backbone, selection.layers)
+
+
 def _parts(kind: str, backbone, method, texts: dict) -> dict:
     return {"explain": kind, "model": backbone.identity, "method": method.name, "params": method.params, **texts}
 
@@ -55,7 +65,7 @@ def explanation(compute, backbone, method, text_a: str, text_b: str, settings: S
     backbone = in_float32(backbone)
     parts = {**_parts("pair", backbone, method, {"a": text_a, "b": text_b}), "settings": asdict(settings)}
     value, hit = _kept(compute, parts, (type(method).__module__, A.__name__), lambda: A.explain_pair(
-        backbone, method, text_a, text_b, **asdict(settings), progress=progress).to_json())
+        backbone, _ready(compute, backbone, method), text_a, text_b, **asdict(settings), progress=progress).to_json())
     return A.Explanation.from_json(value), hit
 
 
@@ -71,8 +81,8 @@ def curves(compute, backbone, method, text_a: str, text_b: str, settings: Settin
 
     def make() -> dict:
         ex, _ = explanation(compute, backbone, method, text_a, text_b, settings, progress)
-        return F.pair_curves(backbone, method, ex, fractions=fractions, randoms=randoms, seed=seed,
-                             through_generation=settings.through_generation).to_json()
+        return F.pair_curves(backbone, _ready(compute, backbone, method), ex, fractions=fractions, randoms=randoms,
+                             seed=seed, through_generation=settings.through_generation).to_json()
 
     value, hit = _kept(compute, parts, (type(method).__module__, A.__name__, F.__name__), make)
     return F.Curves.from_json(value), hit
@@ -82,5 +92,5 @@ def logit_lens(compute, backbone, method, text: str, top: int = LL.TOP) -> tuple
     """(`logit_lens.decode(backbone, method, text, top=top)`, hit)."""
     parts = {**_parts("logit_lens", backbone, method, {"text": text}), "top": int(top)}
     value, hit = _kept(compute, parts, (type(method).__module__, LL.__name__),
-                       lambda: LL.decode(backbone, method, text, top=top).to_json())
+                       lambda: LL.decode(backbone, _ready(compute, backbone, method), text, top=top).to_json())
     return LL.Lens.from_json(value), hit
