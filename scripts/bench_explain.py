@@ -2,11 +2,11 @@
 default settings, instant when cached), and what its parts cost.
 
     python scripts/bench_explain.py [--model default] [--method prompteol] [--steps 16] [--rounds 2] [--json FILE]
-    python -m analysis measure explain_budget      # the same, as the record docs/BUDGETS.md's paragraph is rendered from
+    python -m analysis measure explain_budget   # the same, as the record BUDGETS.md renders
 
-Prints one JSON line (and writes it to --json FILE): the wall time of each round of `explain_pair` (the minimum is the least disturbed), the time
-of plain forward passes of the same two prompts, once per path node (`encode`, no gradients: the load's yardstick,
-so the ratio between the two holds on a machine of any speed and load), the
+Prints one JSON line (and writes it to --json FILE): the wall time of each round of `explain_pair` (the minimum is
+the least disturbed), the time of plain forward passes of the same two prompts, once per path node (`encode`, no
+gradients: the load's yardstick, a ratio that depends less on the machine's speed and load than the seconds do), the
 deletion/insertion curves and the logit lens of both texts timed once, the path nodes used, the completeness gap,
 the time of a second call through the cache (a fresh temporary store: the first call computes, the second reads), the
 tokens of each text with the method's prompt, torch's threads, the process's CPU seconds per round (on a busy

@@ -61,8 +61,7 @@ def findings(out: dict) -> list[str]:
     rounds = ", ".join(f"{s:.1f}" for s in out["seconds"])
     return [f"One explanation took {best:.1f} s at {out['nodes'][0]} and {out['nodes'][1]} path nodes, {verdict} the "
             f"{BUDGET_SECONDS:g} s budget ({min(out['cpu_seconds']):.1f} CPU-s; the fastest of {len(out['seconds'])} "
-            f"rounds: {rounds} s); read back from the cache, "
-            f"{out['cached_seconds']:.3f} s.",
+            f"rounds: {rounds} s); read back from the cache, {out['cached_seconds']:.3f} s.",
             f"It cost {out['explanation_per_plain_forward']:.1f}x the plain forward passes of its two prompts, one "
             f"per path node ({out['plain_forward_seconds']:.1f} s), a ratio that depends less on the machine's "
             "speed and load than the seconds do.",
@@ -72,7 +71,8 @@ def findings(out: dict) -> list[str]:
 
 def block(records: list) -> str:
     """docs/BUDGETS.md's explanation paragraph: the latest record at the default settings, with its load."""
-    default = [r for r in records if r.config.get("steps") == STEPS and r.config.get("method") == "prompteol"]
+    ours = Config()  # the record at the defaults, not a smoke run at other settings
+    default = [r for r in records if r.config.get("steps") == ours.steps and r.config.get("method") == ours.method]
     if not default:
         return "(not measured yet: `python -m analysis measure explain_budget`)"
     rec = max(default, key=lambda r: r.date)
