@@ -88,7 +88,7 @@ def test_parts_added_since_a_queue_ran_are_timed_planned_and_trained(cache):
 
 
 def test_a_killed_queue_resumes_where_it_stopped(cache):
-    script = textwrap.dedent(f"""
+    script = textwrap.dedent("""
         import dummy_system
         from analysis.models.tiny import tiny_backbone
         from analysis.training.queue import run_queue
@@ -120,6 +120,33 @@ def test_a_killed_queue_resumes_where_it_stopped(cache):
     assert first_manifest.stat().st_mtime_ns == first_written  # not trained again
     log = json.loads(next(cache.glob("runs/dummy/*/all-second/run/log.json")).read_text())
     assert [t["step"] for t in log["train"]] == list(range(1, 13))  # steps before the kill kept, none twice
+
+
+def test_parts_shipped_before_are_not_trained_again_unless_asked(cache, tmp_path, monkeypatch):
+    """A model whose parts this repository already shipped (whole recipes, trained one command at a time) gets only
+    the missing parts from `train all`: it once planned every part at a share of its recipe and shipped the shortened
+    runs over the whole-recipe weights. A part that warms up from an adopted one starts from the shipped folder."""
+    from analysis.weights import artefacts
+
+    monkeypatch.setattr(artefacts, "ARTEFACTS", tmp_path / "artefacts")
+    run_queue("default", 1.0, parts=PARTS_3[:1], backbone_for=lambda: tiny_backbone("llama"), say=lambda text: None)
+    shipped = next((tmp_path / "artefacts").glob("dummy/*/manifest.json"))
+    written = shipped.stat().st_mtime_ns
+    monkeypatch.setenv("EMBEDSCOPE_CACHE", str(tmp_path / "another-cache"))  # a new machine: no run folders
+    warm = Part("warm", "dummy", {"steps": 2}, ("kv-bias",), "dummy", warm_from="first")
+    told = []
+    state = run_queue("default", 1.0, parts=(PARTS_3[0], warm), backbone_for=lambda: tiny_backbone("llama"),
+                      ship=False, say=told.append)
+    assert state["parts"]["first"]["from"].startswith("shipped before this queue")
+    assert state["parts"]["warm"]["status"] == "done" and shipped.stat().st_mtime_ns == written
+    assert any("not trained again" in line and "first" in line for line in told)
+    assert any(" 1. first" in line and "done: shipped before this queue" in line for line in told)
+    state = run_queue("default", 1.0, parts=PARTS_3[:1], backbone_for=lambda: tiny_backbone("llama"),
+                      say=told.append)
+    assert "every part is trained for this model already" in told[-1] and state["parts"]["first"]["status"] == "done"
+    state = run_queue("default", 1.0, parts=PARTS_3[:1], backbone_for=lambda: tiny_backbone("llama"), retrain=True,
+                      say=lambda text: None)
+    assert "from" not in state["parts"]["first"] and shipped.stat().st_mtime_ns != written
 
 
 def test_the_help_says_how_long_each_part_took_here_for_each_built_in_model(capsys):

@@ -10,12 +10,14 @@ claims come first, so a small budget still answers the most.
 
 Before any training the queue times each kind of step on this machine (`probe`: two optimiser steps and one
 validation of each system variant, on the model asked for, stored beside the runs so a resumed queue does not time
-again), then plans: a part's estimate is its recipe's steps times the measured step time plus its validations.
-When the whole plan exceeds the budget every part keeps the same share of its recipe (never below `MIN_SHARE`, with
-its cosine schedule fitted to the shortened run); parts that do not fit even so are listed and skipped. Each part
-then trains into its own run folder (`<cache>/runs/<system>/<model>/all-<part>`), resumes from its checkpoint when
-the queue is started again, stops cleanly at its own time limit, and ships into `analysis/artefacts/<system>/<model>/`
-where the board reads it (`--no-ship` keeps everything in the cache). The queue's state (`queue.json` under
+again), then plans, leaving out the parts this repository already shipped for the model (`adopt_shipped`: the
+SmolLM2 recipes were trained one command at a time, whole): a part's estimate is its recipe's steps times the
+measured step time plus its validations. When the whole plan exceeds the budget every part keeps the same share of
+its recipe (never below `MIN_SHARE`, with its cosine schedule fitted to the shortened run); parts that do not fit
+even so are listed and skipped. Each part then trains into its own run folder
+(`<cache>/runs/<system>/<model>/all-<part>`), resumes from its checkpoint when the queue is started again, stops
+cleanly at its own time limit, and ships into `analysis/artefacts/<system>/<model>/` where the board reads it
+(`--no-ship` keeps everything in the cache). The queue's state (`queue.json` under
 `<cache>/runs/all/<model>/`) records each part's plan, wall time and result.
 
     plan = make_plan("gemma3-270m", budget_hours=8, step_seconds=probe(backbone))   # what will run, how long
@@ -46,7 +48,8 @@ QUEUE_HELP = ("Train, in order, every trained system and control the claims boar
               "Bidirectional-Avg baselines, ablation ladder and quarter-data runs, the compression system with "
               "Experiments B2, B and C), each resumable and stopped cleanly at its share of --budget-hours. "
               "Before training it times each kind of step on this machine and prints the plan: each part's steps, "
-              "its estimated minutes, and what will not fit. Run it again to resume where it stopped.")
+              "its estimated minutes, and what will not fit. Parts this repository already shipped for the model count as "
+              "done (--retrain trains them again). Run it again to resume where it stopped.")
 MIN_SHARE = 0.25  # a part shortened below a quarter of its recipe would not say what the recipe says: skipped
 MIN_BUDGET_MINUTES = 10.0  # below this not even one validation of the cheapest part fits on a CPU: refused at once
 SAFETY = 1.3  # a part's time limit is its estimate times this: the schedule ends first, the clock is a backstop
@@ -120,6 +123,7 @@ class Planned:
     minutes: float
     fits: bool
     why: str = ""
+    done: str = ""  # how it was done before this plan ("shipped before this queue, 2026-11-24"): not trained again
 
 
 @dataclass
@@ -189,11 +193,14 @@ def describe(plan: list[Planned], step_seconds: dict) -> str:
     """The plan as a user reads it before anything trains."""
     lines = []
     for i, p in enumerate(plan, 1):
+        if p.done:
+            lines.append(f"{i:2d}. {p.part:26s} {p.steps:4d}/{p.recipe_steps} steps  done: {p.done}")
+            continue
         cost = step_seconds[p.variant]
         head = f"{i:2d}. {p.part:26s} {p.steps:4d}/{p.recipe_steps} steps  ~{p.minutes:5.1f} min"
         lines.append(f"{head}  ({cost['step']:.1f} s a step, {cost['eval']:.0f} s a validation)" if p.fits
                      else f"{head}  will not fit: {p.why}")
-    total = sum(p.minutes for p in plan if p.fits)
+    total = sum(p.minutes for p in plan if p.fits and not p.done)
     lines.append(f"    in all about {total / 60:.1f} h; {sum(not p.fits for p in plan)} part(s) will not fit")
     return "\n".join(lines)
 
@@ -239,6 +246,34 @@ def took_here(part: Part, model: str) -> str:
     return f"{minutes}, {m.get('steps_done', '?')} steps, {str(m.get('created', ''))[:10] or 'undated'}"
 
 
+def shipped_folder(part: Part, facts) -> Path:
+    """Where `part` ships for the model of `facts` (it holds a manifest when this repository trained it)."""
+    return shipped_dir(part.system, facts) / systems.ship_place(part.system, part.settings)
+
+
+def adopt_shipped(state: QueueState, parts, facts) -> list[str]:
+    """Count the parts this repository already trained and shipped for this model (their manifest says the run
+    ended) as done, so the queue spends its budget on what is missing instead of training them again at a share of
+    their recipe over the whole-recipe weights. Returns the labels adopted now."""
+    adopted = []
+    for part in parts:
+        if part.label in state.parts:
+            continue
+        folder = shipped_folder(part, facts)
+        try:
+            manifest = read_manifest(folder)
+        except UserError:
+            continue
+        if manifest.get("partial") is not False:
+            continue
+        state.parts[part.label] = {"status": "done", "steps": manifest.get("steps_done"), "wall_seconds": 0.0,
+                                   "shipped": systems.ship_place(part.system, part.settings), "folder": str(folder),
+                                   "from": "shipped before this queue, "
+                                           f"{str(manifest.get('created', ''))[:10] or 'undated'}"}
+        adopted.append(part.label)
+    return adopted
+
+
 def _ship(part: Part, folder: Path) -> str:
     return systems.install(part.system, folder)["place"]
 
@@ -252,11 +287,19 @@ def _plan(state: QueueState, parts, budget_hours: float) -> list[Planned]:
     spent = sum(r.get("wall_seconds", 0.0) for r in state.parts.values()) / 60
     todo = [p for p in parts if state.parts.get(p.label, {}).get("status") != "done"]
     fresh = {p.part: p for p in make_plan(todo, state.step_seconds, budget_hours * 60 - spent)}
-    return [fresh.get(p.label) or next(q for q in stored if q.part == p.label) for p in parts]
+    before = {q.part: q for q in stored}
+    return [fresh.get(p.label) or before.get(p.label) or _done(p, state.parts[p.label]) for p in parts]
+
+
+def _done(part: Part, record: dict) -> Planned:
+    """A part done before this plan (adopted from its shipped weights), as the plan lists it."""
+    recipe = part.config("default").steps
+    return Planned(part.label, part.variant, record.get("steps") or recipe, recipe, 0.0, True,
+                   done=record.get("from", "done"))
 
 
 def run_queue(model: str, budget_hours: float, *, precision: str = "float32", ship: bool = True, parts=PARTS,
-              backbone_for=None, say=print, progress_for=None, dry_run: bool = False) -> dict:
+              backbone_for=None, say=print, progress_for=None, dry_run: bool = False, retrain: bool = False) -> dict:
     """Plan, then train every part that fits, in order, resuming from `queue.json` and each part's checkpoint.
 
     Args:
@@ -264,6 +307,7 @@ def run_queue(model: str, budget_hours: float, *, precision: str = "float32", sh
         say: where the plan and each part's start and end are told (the command: stderr).
         progress_for: part label -> the training loop's progress callback (the command: a progress bar).
         dry_run: plan and tell, train nothing.
+        retrain: train the parts already shipped for this model too (else they count as done: `adopt_shipped`).
     Returns the queue's state as a dict (what `queue.json` holds)."""
     check_budget(budget_hours)
     if backbone_for is None:
@@ -272,9 +316,15 @@ def run_queue(model: str, budget_hours: float, *, precision: str = "float32", sh
     folder = queue_folder(backbone.facts)
     runs.prepare(folder)  # writable, before the probe spends minutes
     state = QueueState.load(folder)
-    if state is None or state.precision != precision or state.model != model:
+    if state is None or state.precision != precision or state.model != model or retrain:
         state = QueueState(model=model, budget_hours=budget_hours, precision=precision)
-    untimed = [p for p in parts if p.variant not in state.step_seconds]  # all at first; a new part's kind later
+    adopted = [] if retrain else adopt_shipped(state, parts, backbone.facts)
+    if adopted:
+        state.plan = []  # planned before these were adopted: the budget goes to what is left
+        say(f"already trained and shipped for this model, not trained again (--retrain trains them): "
+            f"{', '.join(adopted)}")
+    todo = [p for p in parts if state.parts.get(p.label, {}).get("status") != "done"]
+    untimed = [p for p in todo if p.variant not in state.step_seconds]  # all at first; a new part's kind later
     if untimed:
         state.step_seconds.update(probe(backbone, untimed, precision=precision, progress=say))
         state.save(folder)
@@ -282,9 +332,13 @@ def run_queue(model: str, budget_hours: float, *, precision: str = "float32", sh
     state.plan, state.budget_hours = [dataclasses.asdict(p) for p in plan], budget_hours
     state.save(folder)
     say(describe(plan, state.step_seconds))
-    if not any(p.fits for p in plan):
+    left = [p for p in plan if not p.done]
+    if not left:
+        say("every part is trained for this model already; --retrain trains them again.")
+        return dataclasses.asdict(state)
+    if not any(p.fits for p in left):
         raise UserError(f"--budget-hours {budget_hours:g} holds none of the parts on this machine (the cheapest needs "
-                        f"{min(p.minutes for p in plan):.0f} min at {MIN_SHARE:.0%} of its recipe).")
+                        f"{min(p.minutes for p in left):.0f} min at {MIN_SHARE:.0%} of its recipe).")
     if dry_run:
         return dataclasses.asdict(state)
     for part, planned in zip(parts, plan):
@@ -303,8 +357,10 @@ def _run_part(part: Part, planned: Planned, state: QueueState, folder: Path, bac
     over = {"steps": planned.steps, "max_minutes": max(1.0, planned.minutes * SAFETY), "out": str(out),
             "resume": (out / runs.RUN / "checkpoint" / "state.json").is_file(), "precision": state.precision}
     if part.warm_from:
-        warm = run_folder(next(p for p in parts if p.label == part.warm_from), backbone.facts)
-        if state.parts.get(part.warm_from, {}).get("status") != "done" or not (warm / MANIFEST).is_file():
+        source = state.parts.get(part.warm_from, {})
+        warm = Path(source.get("folder") or run_folder(next(p for p in parts if p.label == part.warm_from),
+                                                        backbone.facts))
+        if source.get("status") != "done" or not (warm / MANIFEST).is_file():
             state.parts[part.label] = {"status": "skipped", "why": f"needs {part.warm_from} trained first"}
             state.save(folder)
             return

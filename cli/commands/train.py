@@ -53,6 +53,8 @@ def _add_all(sub) -> None:
     p.add_argument("--no-ship", action="store_true", help="keep every result in the cache's run folders instead of "
                    "shipping it into analysis/artefacts/<system>/<model>/")
     p.add_argument("--dry-run", action="store_true", help="time the steps and print the plan; train nothing")
+    p.add_argument("--retrain", action="store_true", help="train again the parts this repository already shipped "
+                   "for the model (by default they count as done and the budget goes to what is missing)")
 
 
 def run(args) -> dict:
@@ -74,7 +76,7 @@ def run(args) -> dict:
         try:
             return run_queue(args.model, args.budget_hours, precision=args.precision, ship=not args.no_ship,
                              say=lambda text: print(text, file=sys.stderr, flush=True), progress_for=progress_for,
-                             dry_run=args.dry_run)
+                             dry_run=args.dry_run, retrain=args.retrain)
         finally:
             for bar in bars:
                 bar.close()
