@@ -21,6 +21,7 @@ figure) within `--target` seconds (the issue's 10 s), which docs/BUDGETS.md repo
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import platform
@@ -39,6 +40,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
 from bench_first_figure import DRAWN, FIGURE, NO_FIGURE, launch, load, start_server, targets  # noqa: E402
+from protocol_client import open_together  # noqa: E402
 
 from analysis.core.paths import cache_root  # noqa: E402
 
@@ -121,8 +123,22 @@ def user(url: str, path: str, timeout: float, ready: threading.Barrier, out: dic
         out["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
 
 
-def round_of(n: int, mode: str, paths: list[str], timeout: float, nice: int) -> dict:
-    """One round: a fresh server, `n` browsers at once, the server's memory sampled throughout."""
+def browsers(url: str, paths: list[str], timeout: float, nice: int, opened) -> list[dict]:
+    """One headless browser per path, each in its own thread, opening together once all are up."""
+    results = [{} for _ in paths]
+    ready = threading.Barrier(len(paths), action=opened)
+    threads = [threading.Thread(target=user, args=(url, path, timeout, ready, out, nice))
+               for path, out in zip(paths, results)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout + 330)
+    return results
+
+
+def round_of(n: int, mode: str, paths: list[str], timeout: float, nice: int, client: str = "browser") -> dict:
+    """One round: a fresh server, `n` users at once (browsers, or protocol clients), the server's memory sampled
+    throughout."""
     with tempfile.TemporaryDirectory(prefix="embedscope-load-") as tmp:
         (Path(tmp) / "models").symlink_to(cache_root() / "models", target_is_directory=True)
         started, log = time.perf_counter(), Path(tmp) / "server.jsonl"
@@ -131,16 +147,14 @@ def round_of(n: int, mode: str, paths: list[str], timeout: float, nice: int) -> 
         rss, stop = [], threading.Event()
         sampler = threading.Thread(target=sample_rss, args=(proc.pid, stop, rss), daemon=True)
         sampler.start()
-        results = [{} for _ in range(n)]
-        at_open: dict = {}  # the CPU counters when every browser is up and all open their address at once
-        ready = threading.Barrier(n, action=lambda: at_open.update(server=cpu_seconds(proc.pid), busy=busy_seconds()))
-        threads = [threading.Thread(target=user, args=(url, paths[i], timeout, ready, results[i], nice))
-                   for i in range(n)]
+        at_open: dict = {}  # the CPU counters when every user is connected and all open their address at once
+
+        def opened():
+            at_open.update(server=cpu_seconds(proc.pid), busy=busy_seconds())
+
         try:
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(timeout + 330)
+            results = (browsers(url, paths, timeout, nice, opened) if client == "browser"
+                       else asyncio.run(open_together(url, paths, timeout, opened)))
         finally:
             server_cpu = cpu_seconds(proc.pid) - at_open.get("server", 0.0)
             busy = busy_seconds() - at_open.get("busy", busy_seconds())
@@ -156,7 +170,7 @@ def round_of(n: int, mode: str, paths: list[str], timeout: float, nice: int) -> 
             "median_seconds": round(statistics.median(times), 2) if times else None,
             "peak_rss_mib": max((m for _, m in rss), default=None), "rss_mib": rss,
             "server_cpu_seconds": round(server_cpu, 1), "machine_cpu_seconds": round(busy, 1),
-            "browser_nice": nice, "server_sent_seconds": sent,
+            "client": client, "browser_nice": nice if client == "browser" else None, "server_sent_seconds": sent,
             "server_slowest_seconds": max(sent) if len(sent) == n else None,
             "server_median_seconds": round(statistics.median(sent), 2) if sent else None}
 
@@ -190,6 +204,10 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=10, help="seconds per first figure the server must hold")
     parser.add_argument("--browser-nice", type=int, default=19, choices=range(0, 20), metavar="0-19",
                         help="niceness of the browsers (19: the server first, as when they run elsewhere)")
+    parser.add_argument("--client", choices=["browser", "protocol"], default="browser",
+                        help="browser: headless Chromium (what a user sees, drawing included, on these cores); "
+                             "protocol: a session over the server's websocket without a browser (the server's part "
+                             "alone, as when a class's browsers run on their own machines)")
     parser.add_argument("--out", required=True, help="the JSON file to write")
     args = parser.parse_args()
     users = [int(u) for u in args.users.split(",")]
@@ -199,10 +217,11 @@ def main() -> None:
     record = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "started": datetime.now(timezone.utc)
               .isoformat(timespec="seconds"), "machine": {"cores": os.cpu_count(), "platform": platform.platform(),
               "memory_gib": round(psutil.virtual_memory().total / 2**30, 1)}, "load_before": load(),
-              "target_seconds": args.target, "browser_nice": args.browser_nice, "rounds": []}
+              "target_seconds": args.target, "client": args.client,
+              "browser_nice": args.browser_nice if args.client == "browser" else None, "rounds": []}
     for n in users:
         for mode in modes:
-            r = round_of(n, mode, addresses(mode, n, args.view, views), args.timeout, args.browser_nice)
+            r = round_of(n, mode, addresses(mode, n, args.view, views), args.timeout, args.browser_nice, args.client)
             record["rounds"].append(r)
             print(f"N={n} {mode}: slowest {r['slowest_seconds']} s, median {r['median_seconds']} s, "
                   f"{r['failures']} failure(s), server peak {r['peak_rss_mib']} MiB, "

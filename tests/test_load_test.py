@@ -1,5 +1,6 @@
-"""scripts/load_test.py's bookkeeping, without a browser: who opens what, and the number of users the server held.
-(The script itself is run at N = 1-2 by hand; its real measurement needs a quiet machine: /work/notes, BUDGETS.md.)"""
+"""scripts/load_test.py's bookkeeping, without a browser: who opens what, and the number of users the server held;
+and its protocol client against a real Streamlit server on a small app. (The measurement itself needs a quiet
+machine: `python -m analysis measure load_test`, docs/BUDGETS.md.)"""
 
 import sys
 from pathlib import Path
@@ -50,3 +51,73 @@ def test_the_servers_part_of_the_wait_is_read_from_its_log(tmp_path, monkeypatch
     assert load_test.first_figures(tmp_path / "absent.jsonl", 100.0) == []
     rounds = [{"users": 4, "mode": "same", "failures": 0, "slowest_seconds": 30.0, "server_slowest_seconds": 6.0}]
     assert load_test.held_within(rounds, 10) == 0 and load_test.held_within(rounds, 10, "server_slowest_seconds") == 4
+
+
+def test_the_protocol_client_asks_for_a_page_as_a_browser_does_and_reads_what_comes_back():
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    import protocol_client
+
+    sent = BackMsg.FromString(protocol_client.request("lessons?lesson=why-last&step=2"))
+    assert (sent.rerun_script.page_name, sent.rerun_script.query_string) == ("lessons", "lesson=why-last&step=2")
+    chart = ForwardMsg()
+    chart.delta.new_element.plotly_chart.spec = "{}"
+    error = ForwardMsg()
+    error.delta.new_element.alert.format = protocol_client.ALERT_ERROR
+    stopped, done = ForwardMsg(), ForwardMsg()
+    stopped.script_finished, done.script_finished = ForwardMsg.FINISHED_EARLY_FOR_RERUN, ForwardMsg.FINISHED_SUCCESSFULLY
+    assert protocol_client.read(chart.SerializeToString()) == ("element", "plotly_chart")
+    assert protocol_client.read(error.SerializeToString()) == ("element", "error")
+    assert protocol_client.read(stopped.SerializeToString()) == ("script_stopped", "FINISHED_EARLY_FOR_RERUN")
+    assert protocol_client.read(done.SerializeToString()) == ("script_finished", "")
+
+
+APP = """
+import time
+import streamlit as st
+if st.query_params.get("fail"):
+    st.error("refused")
+elif st.query_params.get("text"):
+    st.markdown("no chart here")
+else:
+    time.sleep(0.3)
+    st.line_chart([1, 3, 2])
+"""
+
+
+def test_protocol_clients_open_a_real_server_together_and_see_its_figures_and_errors(tmp_path):
+    import asyncio
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    import protocol_client
+
+    (tmp_path / "app.py").write_text(APP)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                             "--server.port", str(port), "--server.address", "127.0.0.1",
+                             "--browser.gatherUsageStats", "false"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.25)
+        opened = []
+        got = asyncio.run(protocol_client.open_together(url, ["?a=1", "?a=2", "?fail=1", "?text=1"], timeout=30,
+                                                        opened=lambda: opened.append(time.time())))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    refused = ("page", "an error box on the page")
+    assert [(g["seen"], g["error"]) for g in got] == [("figure", None), ("figure", None), refused, ("page", None)]
+    assert len(opened) == 1 and all(g["opened_at"] >= opened[0] for g in got)
+    assert all(0.3 <= g["seconds"] < 30 for g in got[:2])

@@ -7,6 +7,7 @@ The browsers are `scripts/load_test.py` (it knows the pages, which this library 
 the shipped seeds, as a class meets it.
 
     python -m analysis measure load_test                                 # N = 1, 4, 8, 16, both modes (~15 min)
+    python -m analysis measure load_test --client protocol               # the server's part alone, no browsers
     python -m analysis measure load_test --users 1,2 --modes same        # a smoke run
 """
 
@@ -39,6 +40,10 @@ class Config:
                        choices=("same", "different", "both"))
     timeout: float = param(180.0, "seconds a user waits for its figure", min=10, limit=900)
     target: float = param(10.0, "seconds per first figure the server must hold", min=1, limit=120)
+    client: str = param("browser", "browser: headless Chromium on these cores (what a user sees, drawing included); "
+                                    "protocol: sessions over the server's websocket without a browser (the server's "
+                                    "part alone, as when a class's browsers run on their own machines)",
+                        choices=("browser", "protocol"))
     browser_nice: int = param(19, "niceness of the browsers, which share the server's cores here (19: the server's "
                                   "work first, as when a class's browsers run on their own machines; 0: as equals)",
                               min=0, max=19)
@@ -59,14 +64,16 @@ def measure(config: Config, compute, progress) -> Measured:
     progress(0, 1, f"{len(counts)} round(s) of browsers at once ({config.modes})")
     out = run_script("load_test.py", ["--users", ",".join(map(str, counts)), "--mode", config.modes,
                                       "--timeout", str(config.timeout), "--target", str(config.target),
-                                      "--browser-nice", str(config.browser_nice)],
+                                      "--browser-nice", str(config.browser_nice), "--client", config.client],
                      out_flag="--out")
     progress(1, 1, "done")
     rows = tuple((r["users"], r["mode"], r["slowest_seconds"], r["median_seconds"], r["server_slowest_seconds"],
                   r["server_median_seconds"], r["failures"], r["peak_rss_mib"], r["server_cpu_seconds"],
                   r["machine_cpu_seconds"], r["server_start_seconds"]) for r in out["rounds"])
-    return Measured(data="the app on a fresh cache per round (converted models and shipped seeds), headless Chromium "
-                         f"on the same two cores at nice {config.browser_nice}",
+    users_are = (f"headless Chromium on the same two cores at nice {config.browser_nice}" if config.client == "browser"
+                 else "protocol clients (Streamlit's websocket messages a browser sends on opening an address, no "
+                      "drawing) in one process on the same cores")
+    return Measured(data=f"the app on a fresh cache per round (converted models and shipped seeds), {users_are}",
                     sample=Sample(n=sum(counts) * (2 if config.modes == "both" else 1), how="every browser of every "
                                   "round"), models=[Model(name="default", identity=None)],
                     tables=[Table("rounds", "Seconds to the first figure per round, and the server's memory",
@@ -81,10 +88,12 @@ def measure(config: Config, compute, progress) -> Measured:
 
 
 def findings(out: dict, target: float) -> list[str]:
+    protocol = out.get("client") == "protocol"
+    drew = "was sent its figure" if protocol else "drew"
     held = out["held_within"]
-    said = [f"One default server held {held} user(s) on the same lesson step, each drawing within {target:g} s."
-            if held else f"No round of users on the same lesson step all drew within {target:g} s."]
-    if "server_held_within" in out:
+    said = [f"One default server held {held} user(s) on the same lesson step, each that {drew} within {target:g} s."
+            if held else f"No round of users on the same lesson step all {drew} within {target:g} s."]
+    if "server_held_within" in out and not protocol:
         sent = out["server_held_within"]
         said.append(f"The server sent every figure within {target:g} s to {sent} user(s) on one step (a session "
                     "starts once its browser has loaded the page, here on the same cores)." if sent else
@@ -97,17 +106,22 @@ def findings(out: dict, target: float) -> list[str]:
     if largest.get("machine_cpu_seconds"):
         share = largest["server_cpu_seconds"] / largest["machine_cpu_seconds"]
         said.append(f"With {largest['users']} users ({largest['mode']} view) the server used {share:.0%} of the "
-                    f"machine's CPU seconds and the browsers, on the same two cores at nice "
-                    f"{out.get('browser_nice', 0)}, the rest: the times are upper bounds for browsers on their own "
-                    "machines.")
+                    + ("machine's CPU seconds, the protocol clients and anything else the rest." if protocol else
+                       f"machine's CPU seconds and the browsers, on the same two cores at nice "
+                       f"{out.get('browser_nice', 0)}, the rest: the times are upper bounds for browsers on their "
+                       "own machines."))
     return said
 
 
 def block(records: list) -> str:
-    """docs/BUDGETS.md's load table: the latest full record (N = 1, 4, 8, 16), its command, date, commit and load."""
-    full = [r for r in records if r.config.get("modes") == "both"]
-    if not full:
-        return "(not measured yet: `python -m analysis measure load_test`)"
-    rec = max(full, key=lambda r: r.date)
-    table = table_markdown(dataclasses.replace(rec.table("rounds"), title="", notes="", digits=DIGITS))
-    return f"{measured_by(rec)}: {' '.join(rec.findings)}\n\n" + table
+    """docs/BUDGETS.md's load tables: the latest full record (N = 1, 4, 8, 16, both modes) with browsers, and the
+    latest with protocol clients (the server's part alone), each with its command, date, commit and load."""
+    parts = []
+    for client, what in (("browser", "Headless browsers on the server's cores"),
+                         ("protocol", "Protocol clients, no browser (the server's part alone)")):
+        full = [r for r in records if r.config.get("modes") == "both" and r.config.get("client", "browser") == client]
+        if full:
+            rec = max(full, key=lambda r: r.date)
+            table = table_markdown(dataclasses.replace(rec.table("rounds"), title="", notes="", digits=DIGITS))
+            parts.append(f"**{what}.** {measured_by(rec)}: {' '.join(rec.findings)}\n\n{table}")
+    return "\n\n".join(parts) or "(not measured yet: `python -m analysis measure load_test`)"
