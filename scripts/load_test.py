@@ -7,7 +7,10 @@ class meets it; the N browsers (each its own Chromium process, started before th
 same moment. Per user: seconds to the first figure, or the failure. Per round: the server's resident memory (its
 process and children) every half second, its peak, the slowest user, the CPU seconds the server used against the
 machine's from the opening on (the rest went to the browsers), and when the server sent each session's first figure
-(`ui/timing.py`'s log, from the moment the browsers opened their addresses): the server's part of each wait. The
+(`ui/timing.py`'s log, from the moment the browsers opened their addresses): the server's part of each wait.
+`--servers warm` lets someone open the home page first, as a teacher does before class (the process has imported
+its modules and loaded the model; the class's figures are still to compute). `--client protocol` replaces the
+browsers by sessions over the server's websocket (`protocol_client.py`): the server's part alone. The
 browsers share the server's two cores here, where a class's run on their own machines: they run at `--browser-nice`
 (19 by default), so the server's work comes first and a browser renders in the cores' idle time; `--browser-nice 0`
 measures them as equals. The one JSON file written (`--out`) holds every number, the machine and its load;
@@ -136,14 +139,19 @@ def browsers(url: str, paths: list[str], timeout: float, nice: int, opened) -> l
     return results
 
 
-def round_of(n: int, mode: str, paths: list[str], timeout: float, nice: int, client: str = "browser") -> dict:
-    """One round: a fresh server, `n` users at once (browsers, or protocol clients), the server's memory sampled
-    throughout."""
+def round_of(n: int, mode: str, paths: list[str], timeout: float, nice: int, client: str = "browser",
+             server: str = "fresh") -> dict:
+    """One round: a new server, `n` users at once (browsers, or protocol clients), the server's memory sampled
+    throughout. server="warm": someone opened the home page first (the teacher before class: the process has
+    imported its modules and loaded the model, the class's figures are still to compute), untimed."""
     with tempfile.TemporaryDirectory(prefix="embedscope-load-") as tmp:
         (Path(tmp) / "models").symlink_to(cache_root() / "models", target_is_directory=True)
         started, log = time.perf_counter(), Path(tmp) / "server.jsonl"
         proc, url = start_server({**os.environ, "EMBEDSCOPE_CACHE": tmp, "EMBEDSCOPE_SERVER_LOG": str(log)})
         up = time.perf_counter() - started
+        if server == "warm":
+            asyncio.run(open_together(url, [""], timeout))
+            log.unlink(missing_ok=True)
         rss, stop = [], threading.Event()
         sampler = threading.Thread(target=sample_rss, args=(proc.pid, stop, rss), daemon=True)
         sampler.start()
@@ -164,7 +172,7 @@ def round_of(n: int, mode: str, paths: list[str], timeout: float, nice: int, cli
             proc.wait(timeout=30)
         sent = first_figures(log, min((r["opened_at"] for r in results if r.get("opened_at")), default=0.0))
     times = [r["seconds"] for r in results if r.get("seconds") is not None and not r.get("error")]
-    return {"users": n, "mode": mode, "server_start_seconds": round(up, 2), "results": results,
+    return {"users": n, "mode": mode, "server": server, "server_start_seconds": round(up, 2), "results": results,
             "failures": sum(1 for r in results if r.get("error") or r.get("seconds") is None),
             "slowest_seconds": max(times) if times else None,
             "median_seconds": round(statistics.median(times), 2) if times else None,
@@ -185,10 +193,11 @@ def first_figures(log: Path, opened_at: float) -> list[float]:
     return sorted(round(t - opened_at, 2) for t in first.values())
 
 
-def held_within(rounds: list[dict], target: float, key: str = "slowest_seconds") -> int:
+def held_within(rounds: list[dict], target: float, key: str = "slowest_seconds", server: str = "fresh") -> int:
     """The largest N whose users on the same view all drew (or, key="server_slowest_seconds", were all sent their
-    figure) within `target` seconds, without a failure (0: none)."""
+    figure) within `target` seconds, without a failure, on a `server` ("fresh" or "warm") server (0: none)."""
     ok = [r["users"] for r in rounds if r["mode"] == "same" and not r["failures"]
+          and r.get("server", "fresh") == server
           and r.get(key) is not None and r[key] <= target]
     return max(ok, default=0)
 
@@ -208,6 +217,9 @@ def main() -> None:
                         help="browser: headless Chromium (what a user sees, drawing included, on these cores); "
                              "protocol: a session over the server's websocket without a browser (the server's part "
                              "alone, as when a class's browsers run on their own machines)")
+    parser.add_argument("--servers", choices=["fresh", "warm", "both"], default="fresh",
+                        help="fresh: the users are the server's first visitors; warm: someone opened the home page "
+                             "first (modules imported, model loaded), as a teacher does before class; or both")
     parser.add_argument("--out", required=True, help="the JSON file to write")
     args = parser.parse_args()
     users = [int(u) for u in args.users.split(",")]
@@ -219,20 +231,25 @@ def main() -> None:
               "memory_gib": round(psutil.virtual_memory().total / 2**30, 1)}, "load_before": load(),
               "target_seconds": args.target, "client": args.client,
               "browser_nice": args.browser_nice if args.client == "browser" else None, "rounds": []}
-    for n in users:
-        for mode in modes:
-            r = round_of(n, mode, addresses(mode, n, args.view, views), args.timeout, args.browser_nice, args.client)
-            record["rounds"].append(r)
-            print(f"N={n} {mode}: slowest {r['slowest_seconds']} s, median {r['median_seconds']} s, "
-                  f"{r['failures']} failure(s), server peak {r['peak_rss_mib']} MiB, "
-                  f"server CPU {r['server_cpu_seconds']} "
-                  f"of the machine's {r['machine_cpu_seconds']} s, last figure sent at {r['server_slowest_seconds']} s",
-                  flush=True)
+    servers = ["fresh", "warm"] if args.servers == "both" else [args.servers]
+    for server in servers:
+        for n in users:
+            for mode in modes:
+                r = round_of(n, mode, addresses(mode, n, args.view, views), args.timeout, args.browser_nice,
+                             args.client, server)
+                record["rounds"].append(r)
+                print(f"{server} server, N={n} {mode}: slowest {r['slowest_seconds']} s, median "
+                      f"{r['median_seconds']} s, {r['failures']} failure(s), server peak {r['peak_rss_mib']} MiB, "
+                      f"server CPU {r['server_cpu_seconds']} of the machine's {r['machine_cpu_seconds']} s, last "
+                      f"figure sent at {r['server_slowest_seconds']} s", flush=True)
     record["load_after"] = load()
     record["held_within"] = held_within(record["rounds"], args.target)
     record["server_held_within"] = held_within(record["rounds"], args.target, "server_slowest_seconds")
+    if "warm" in servers:
+        record["held_within_warm"] = held_within(record["rounds"], args.target, server="warm")
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    print(f"{record['held_within']} user(s) on the same view within {args.target:g} s; written {args.out}")
+    print(f"{record['held_within']} user(s) on the same view within {args.target:g} s on a fresh server"
+          + (f", {record['held_within_warm']} on a warm one" if "warm" in servers else "") + f"; written {args.out}")
 
 
 if __name__ == "__main__":

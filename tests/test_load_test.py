@@ -22,9 +22,11 @@ def test_the_server_holds_the_largest_n_whose_same_view_users_all_drew_in_time()
               {"users": 4, "mode": "same", "failures": 0, "slowest_seconds": 9.5},
               {"users": 8, "mode": "same", "failures": 1, "slowest_seconds": 6.0},  # a failure is not held
               {"users": 16, "mode": "different", "failures": 0, "slowest_seconds": 2.0},  # another mode
-              {"users": 16, "mode": "same", "failures": 0, "slowest_seconds": 31.0}]
-    assert load_test.held_within(rounds, 10) == 4
+              {"users": 16, "mode": "same", "failures": 0, "slowest_seconds": 31.0},
+              {"users": 16, "mode": "same", "server": "warm", "failures": 0, "slowest_seconds": 5.0}]
+    assert load_test.held_within(rounds, 10) == 4  # a new server's rounds (a record without "server": new ones)
     assert load_test.held_within(rounds[2:], 10) == 0
+    assert load_test.held_within(rounds, 10, server="warm") == 16
 
 
 def test_an_unknown_view_is_refused_before_any_browser_starts():
@@ -66,7 +68,8 @@ def test_the_protocol_client_asks_for_a_page_as_a_browser_does_and_reads_what_co
     error = ForwardMsg()
     error.delta.new_element.alert.format = protocol_client.ALERT_ERROR
     stopped, done = ForwardMsg(), ForwardMsg()
-    stopped.script_finished, done.script_finished = ForwardMsg.FINISHED_EARLY_FOR_RERUN, ForwardMsg.FINISHED_SUCCESSFULLY
+    stopped.script_finished = ForwardMsg.FINISHED_EARLY_FOR_RERUN
+    done.script_finished = ForwardMsg.FINISHED_SUCCESSFULLY
     assert protocol_client.read(chart.SerializeToString()) == ("element", "plotly_chart")
     assert protocol_client.read(error.SerializeToString()) == ("element", "error")
     assert protocol_client.read(stopped.SerializeToString()) == ("script_stopped", "FINISHED_EARLY_FOR_RERUN")

@@ -44,6 +44,9 @@ class Config:
                                     "protocol: sessions over the server's websocket without a browser (the server's "
                                     "part alone, as when a class's browsers run on their own machines)",
                         choices=("browser", "protocol"))
+    servers: str = param("fresh", "fresh: the users are a new server's first visitors; warm: someone opened the home "
+                                  "page first (modules imported, model loaded), as a teacher does before class; or "
+                                  "both", choices=("fresh", "warm", "both"))
     browser_nice: int = param(19, "niceness of the browsers, which share the server's cores here (19: the server's "
                                   "work first, as when a class's browsers run on their own machines; 0: as equals)",
                               min=0, max=19)
@@ -61,24 +64,27 @@ def users(text: str) -> list[int]:
 
 def measure(config: Config, compute, progress) -> Measured:
     counts = users(config.users)
-    progress(0, 1, f"{len(counts)} round(s) of browsers at once ({config.modes})")
+    progress(0, 1, f"{len(counts)} round(s) of users at once ({config.modes}, {config.servers} server)")
     out = run_script("load_test.py", ["--users", ",".join(map(str, counts)), "--mode", config.modes,
                                       "--timeout", str(config.timeout), "--target", str(config.target),
-                                      "--browser-nice", str(config.browser_nice), "--client", config.client],
+                                      "--browser-nice", str(config.browser_nice), "--client", config.client,
+                                      "--servers", config.servers],
                      out_flag="--out")
     progress(1, 1, "done")
-    rows = tuple((r["users"], r["mode"], r["slowest_seconds"], r["median_seconds"], r["server_slowest_seconds"],
-                  r["server_median_seconds"], r["failures"], r["peak_rss_mib"], r["server_cpu_seconds"],
-                  r["machine_cpu_seconds"], r["server_start_seconds"]) for r in out["rounds"])
+    rows = tuple((r["users"], r["mode"], r.get("server", "fresh"), r["slowest_seconds"], r["median_seconds"],
+                  r["server_slowest_seconds"], r["server_median_seconds"], r["failures"], r["peak_rss_mib"],
+                  r["server_cpu_seconds"], r["machine_cpu_seconds"], r["server_start_seconds"]) for r in out["rounds"])
     users_are = (f"headless Chromium on the same two cores at nice {config.browser_nice}" if config.client == "browser"
                  else "protocol clients (Streamlit's websocket messages a browser sends on opening an address, no "
                       "drawing) in one process on the same cores")
     return Measured(data=f"the app on a fresh cache per round (converted models and shipped seeds), {users_are}",
-                    sample=Sample(n=sum(counts) * (2 if config.modes == "both" else 1), how="every browser of every "
-                                  "round"), models=[Model(name="default", identity=None)],
+                    sample=Sample(n=sum(counts) * (2 if config.modes == "both" else 1)
+                                  * (2 if config.servers == "both" else 1), how="every user of every round"),
+                    models=[Model(name="default", identity=None)],
                     tables=[Table("rounds", "Seconds to the first figure per round, and the server's memory",
-                                  ("users", "mode", "slowest s", "median s", "sent: slowest s", "sent: median s",
-                                   "failures", "server peak MiB", "server CPU s", "machine CPU s", "server start s"),
+                                  ("users", "mode", "server", "slowest s", "median s", "sent: slowest s",
+                                   "sent: median s", "failures", "server peak MiB", "server CPU s", "machine CPU s",
+                                   "server start s"),
                                   rows, digits=DIGITS,
                                   notes="slowest and median: seconds until a browser showed its figure; sent: until "
                                         "the server sent it (the server's part of the wait); CPU seconds over the "
@@ -91,8 +97,14 @@ def findings(out: dict, target: float) -> list[str]:
     protocol = out.get("client") == "protocol"
     drew = "was sent its figure" if protocol else "drew"
     held = out["held_within"]
-    said = [f"One default server held {held} user(s) on the same lesson step, each that {drew} within {target:g} s."
-            if held else f"No round of users on the same lesson step all {drew} within {target:g} s."]
+    said = [f"One default server, new, held {held} user(s) on the same lesson step, each that {drew} within "
+            f"{target:g} s." if held else f"No round of users on the same lesson step of a new server all {drew} "
+            f"within {target:g} s."]
+    if "held_within_warm" in out:
+        warm = out["held_within_warm"]
+        said.append(f"With the home page opened first (a warm server) it held {warm} user(s) on one step within "
+                    f"{target:g} s." if warm else f"A warm server (the home page opened first) held no round of users "
+                    f"on one step within {target:g} s.")
     if "server_held_within" in out and not protocol:
         sent = out["server_held_within"]
         said.append(f"The server sent every figure within {target:g} s to {sent} user(s) on one step (a session "

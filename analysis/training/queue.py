@@ -48,8 +48,8 @@ QUEUE_HELP = ("Train, in order, every trained system and control the claims boar
               "Bidirectional-Avg baselines, ablation ladder and quarter-data runs, the compression system with "
               "Experiments B2, B and C), each resumable and stopped cleanly at its share of --budget-hours. "
               "Before training it times each kind of step on this machine and prints the plan: each part's steps, "
-              "its estimated minutes, and what will not fit. Parts this repository already shipped for the model count as "
-              "done (--retrain trains them again). Run it again to resume where it stopped.")
+              "its estimated minutes, and what will not fit. Parts this repository already shipped for the model count "
+              "as done (--retrain trains them again). Run it again to resume where it stopped.")
 MIN_SHARE = 0.25  # a part shortened below a quarter of its recipe would not say what the recipe says: skipped
 MIN_BUDGET_MINUTES = 10.0  # below this not even one validation of the cheapest part fits on a CPU: refused at once
 SAFETY = 1.3  # a part's time limit is its estimate times this: the schedule ends first, the clock is a backstop
