@@ -147,6 +147,10 @@ def test_parts_shipped_before_are_not_trained_again_unless_asked(cache, tmp_path
     state = run_queue("default", 1.0, parts=PARTS_3[:1], backbone_for=lambda: tiny_backbone("llama"), retrain=True,
                       say=lambda text: None)
     assert "from" not in state["parts"]["first"] and shipped.stat().st_mtime_ns != written
+    retrained = shipped.stat().st_mtime_ns
+    state = run_queue("default", 1.0, parts=PARTS_3[:1], backbone_for=lambda: tiny_backbone("llama"), retrain=True,
+                      say=lambda text: None)  # a --retrain queue run again resumes: its own parts stay done
+    assert shipped.stat().st_mtime_ns == retrained
 
 
 def test_the_help_says_how_long_each_part_took_here_for_each_built_in_model(capsys):

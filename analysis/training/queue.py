@@ -316,8 +316,12 @@ def run_queue(model: str, budget_hours: float, *, precision: str = "float32", sh
     folder = queue_folder(backbone.facts)
     runs.prepare(folder)  # writable, before the probe spends minutes
     state = QueueState.load(folder)
-    if state is None or state.precision != precision or state.model != model or retrain:
+    if state is None or state.precision != precision or state.model != model:
         state = QueueState(model=model, budget_hours=budget_hours, precision=precision)
+    if retrain:  # what this queue trained itself stays done, so a killed --retrain resumes too
+        dropped = [label for label, r in state.parts.items() if r.get("from")]
+        state.parts = {label: r for label, r in state.parts.items() if label not in dropped}
+        state.plan = [] if dropped else state.plan
     adopted = [] if retrain else adopt_shipped(state, parts, backbone.facts)
     if adopted:
         state.plan = []  # planned before these were adopted: the budget goes to what is left
