@@ -153,6 +153,25 @@ def test_parts_shipped_before_are_not_trained_again_unless_asked(cache, tmp_path
     assert shipped.stat().st_mtime_ns == retrained
 
 
+def test_later_parts_time_limits_stretch_when_earlier_parts_took_longer_than_planned(cache, monkeypatch):
+    """The clock is a backstop (estimate times SAFETY): on a machine slower than its probe, a part stopped at it would
+    ship short of its schedule, so the limit grows by how much longer than planned the parts before it took."""
+    from analysis.training import systems
+
+    state = queue.QueueState("default", 1.0, "float32", plan=[{"part": "first", "minutes": 2.0}],
+                             parts={"first": {"status": "done", "wall_seconds": 300.0},  # 5 min for 2 planned
+                                    "adopted": {"status": "done", "wall_seconds": 0.0, "from": "shipped before"}})
+    assert queue.slowdown(state) == 2.5
+    assert queue.slowdown(queue.QueueState("default", 1.0, "float32")) == 1.0  # nothing yet; never below 1
+    limits = []
+    monkeypatch.setattr(systems, "run", lambda name, config, **kw: limits.append(config.max_minutes) or 1 / 0)
+    planned = queue.Planned("second", "dummy", 12, 12, 4.0, True)
+    with pytest.raises(ZeroDivisionError):
+        queue._run_part(PARTS_3[1], planned, state, cache, lambda: tiny_backbone("llama"), PARTS_3, ship=False,
+                        say=lambda text: None, progress_for=None)
+    assert limits == [round(4.0 * queue.SAFETY * 2.5, 2)]
+
+
 def test_the_help_says_how_long_each_part_took_here_for_each_built_in_model(capsys):
     """A part shipped for a model gives its manifest's minutes, steps and date; one never shipped says so."""
     gircse = next(p for p in PARTS if p.label == "gircse")

@@ -350,6 +350,16 @@ def run_queue(model: str, budget_hours: float, *, precision: str = "float32", sh
     return dataclasses.asdict(state)
 
 
+def slowdown(state: QueueState) -> float:
+    """How much longer than planned the parts this queue trained took (wall time over estimate; at least 1). Later
+    parts' time limits stretch by it, so a machine slower than its probe (longer batches than the probe's, another
+    job) does not stop a part at the clock before its schedule ends and ship it short."""
+    planned = {p["part"]: p["minutes"] for p in state.plan}
+    ratios = [r["wall_seconds"] / 60 / planned[label] for label, r in state.parts.items()
+              if r.get("status") == "done" and not r.get("from") and planned.get(label)]
+    return max([1.0, *ratios])
+
+
 def _run_part(part: Part, planned: Planned, state: QueueState, folder: Path, backbone_for, parts, *, ship, say,
               progress_for) -> None:
     """Train one part (or resume it), ship it, and record the outcome in the queue's state."""
@@ -358,7 +368,8 @@ def _run_part(part: Part, planned: Planned, state: QueueState, folder: Path, bac
         return
     backbone = backbone_for()
     out = run_folder(part, backbone.facts)
-    over = {"steps": planned.steps, "max_minutes": max(1.0, planned.minutes * SAFETY), "out": str(out),
+    limit = max(1.0, planned.minutes * SAFETY * slowdown(state))
+    over = {"steps": planned.steps, "max_minutes": round(limit, 2), "out": str(out),
             "resume": (out / runs.RUN / "checkpoint" / "state.json").is_file(), "precision": state.precision}
     if part.warm_from:
         source = state.parts.get(part.warm_from, {})
@@ -369,8 +380,8 @@ def _run_part(part: Part, planned: Planned, state: QueueState, folder: Path, bac
             state.save(folder)
             return
         over["warm_from"] = str(warm)
-    say(f"training {part.label} ({planned.steps} steps, about {planned.minutes:.0f} min)"
-        + (", resuming from its checkpoint" if over["resume"] else ""))
+    say(f"training {part.label} ({planned.steps} steps, about {planned.minutes:.0f} min, stopped at the latest "
+        f"after {limit:.0f} min)" + (", resuming from its checkpoint" if over["resume"] else ""))
     try:
         summary = systems.run(part.system, part.config(state.model, **over), backbone=backbone,
                               progress=progress_for(part.label) if progress_for else None)
