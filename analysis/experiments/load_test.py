@@ -90,16 +90,17 @@ def measure(config: Config, compute, progress) -> Measured:
                                         "the server sent it (the server's part of the wait); CPU seconds over the "
                                         "round, the server's (process and children) and the whole machine's: the "
                                         "difference is the browsers' (and anything else's).")],
-                    findings=findings(out, config.target), extra=out)
+                    findings=findings(out, config.target), extra=out,
+                    variant="" if config.client == "browser" else config.client)  # load_test_protocol.json beside
 
 
 def findings(out: dict, target: float) -> list[str]:
     protocol = out.get("client") == "protocol"
-    drew = "was sent its figure" if protocol else "drew"
+    each = "each sent its figure" if protocol else "each drawing"
     held = out["held_within"]
-    said = [f"One default server, new, held {held} user(s) on the same lesson step, each that {drew} within "
-            f"{target:g} s." if held else f"No round of users on the same lesson step of a new server all {drew} "
-            f"within {target:g} s."]
+    said = [f"One default server, new, held {held} user(s) on the same lesson step, {each} within {target:g} s."
+            if held else f"No round of users on the same lesson step of a new server was held, {each} within "
+            f"{target:g} s."]
     if "held_within_warm" in out:
         warm = out["held_within_warm"]
         said.append(f"With the home page opened first (a warm server) it held {warm} user(s) on one step within "
@@ -111,6 +112,12 @@ def findings(out: dict, target: float) -> list[str]:
                     "starts once its browser has loaded the page, here on the same cores)." if sent else
                     f"The server did not send every figure within {target:g} s in any round on one step (a session "
                     "starts once its browser has loaded the page, here on the same cores).")
+    spread = [r for r in out["rounds"] if r["mode"] == "different" and r.get("slowest_seconds") is not None]
+    if spread:
+        worst = max(spread, key=lambda r: r["slowest_seconds"])
+        user = max((u for u in worst["results"] if u.get("seconds") is not None), key=lambda u: u["seconds"])
+        said.append(f"On different views the slowest user waited {user['seconds']:.0f} s, on {user['view']} "
+                    f"({worst['users']} users, {worst.get('server', 'fresh')} server).")
     peak = max((r["peak_rss_mib"] or 0 for r in out["rounds"]), default=0)
     said.append(f"The server's memory peaked at {peak:,.0f} MiB over all rounds (one model in memory however many "
                 "sessions).")
