@@ -69,23 +69,7 @@ def imports(path: Path, name: str, known) -> set[str]:
     return {m for m in found if m in known or m.split(".")[0] not in ours}
 
 
-def once(fn):
-    """Memoise `fn` by its arguments, computing each value once even when threads ask for it together: with
-    `functools.lru_cache` every app session that asked for its first cache key at the same moment parsed the whole
-    package itself (16 sessions opening one lesson step spent most of their wait on it), one at a time."""
-    values, lock = {}, threading.Lock()
-
-    @functools.wraps(fn)
-    def memoised(*args):
-        with lock:
-            if args not in values:
-                values[args] = fn(*args)
-            return values[args]
-
-    return memoised
-
-
-@once
+@functools.lru_cache(maxsize=4)
 def _graph(root: Path) -> tuple[dict[str, Path], dict[str, frozenset]]:
     files = module_files(root.parent, (root.name,))
     return files, {name: frozenset(imports(path, name, files) & files.keys()) for name, path in files.items()}
@@ -102,7 +86,7 @@ def _file_of(module: str, files: dict[str, Path], package: str) -> Path | None:
     return Path(file) if file and file.endswith(".py") else None
 
 
-@once
+@functools.lru_cache(maxsize=256)
 def _digest(modules: frozenset, root: Path) -> str:
     files, graph = _graph(root)
     sources, todo = {}, list(modules)
