@@ -67,13 +67,20 @@ STREAM = {"streamed": {"documents": 1000, "peak_rss_mib": 500.0, "model_rss_mib"
 
 def test_the_load_findings_say_how_many_users_one_server_held():
     said = load_test.findings(LOAD, 10)
-    assert said[0].startswith("One default server held 4 user(s)") and "1,400 MiB" in said[1]
+    assert said[0].startswith("One default server, new, held 4 user(s)") and "1,400 MiB" in said[1]
     assert "No round" in load_test.findings({**LOAD, "held_within": 0}, 10)[0]
     assert len(said) == 2  # a record without CPU seconds or the server's log says nothing of them
     rounds = [{**r, "server_cpu_seconds": 30.0, "machine_cpu_seconds": 40.0} for r in LOAD["rounds"]]
     said = load_test.findings({**LOAD, "rounds": rounds, "browser_nice": 19, "server_held_within": 8}, 10)
     assert said[1].startswith("The server sent every figure within 10 s to 8 user(s) on one step")
     assert said[3].startswith("With 8 users (same view) the server used 75%") and "at nice 19" in said[3]
+    spread = {"users": 8, "mode": "different", "server": "warm", "slowest_seconds": 44.0, "failures": 0,
+              "peak_rss_mib": 900.0, "results": [{"view": "geometry", "seconds": 2.0},
+                                                 {"view": "attention", "seconds": 44.0}]}
+    said = load_test.findings({**LOAD, "client": "protocol", "held_within_warm": 8,
+                               "rounds": [*LOAD["rounds"], spread]}, 10)
+    assert "each sent its figure" in said[0] and "(a warm server) it held 8 user(s)" in said[1]
+    assert "slowest user waited 44 s, on attention (8 users, warm server)" in said[2]
 
 
 def test_a_bad_user_count_is_one_sentence():
