@@ -57,13 +57,14 @@ def targets() -> list[tuple[str, str, str]]:
     return out
 
 
-def start_server(env: dict | None = None) -> tuple[subprocess.Popen, str]:
+def start_server(env: dict | None = None, cwd: Path = REPO) -> tuple[subprocess.Popen, str]:
+    """`streamlit run app.py` in folder `cwd` on a free port, once its health check answers: (process, address)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                              "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false"], cwd=REPO, stdout=subprocess.DEVNULL,
+                             "--browser.gatherUsageStats", "false"], cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=env)
     url = f"http://127.0.0.1:{port}"
     for _ in range(240):

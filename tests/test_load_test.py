@@ -91,29 +91,14 @@ else:
 
 def test_protocol_clients_open_a_real_server_together_and_see_its_figures_and_errors(tmp_path):
     import asyncio
-    import socket
-    import subprocess
     import time
-    import urllib.request
 
     import protocol_client
+    from bench_first_figure import start_server
 
     (tmp_path / "app.py").write_text(APP)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false"], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+    proc, url = start_server(cwd=tmp_path)
     try:
-        for _ in range(120):
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                    break
-            except OSError:
-                time.sleep(0.25)
         opened = []
         got = asyncio.run(protocol_client.open_together(url, ["?a=1", "?a=2", "?fail=1", "?text=1"], timeout=30,
                                                         opened=lambda: opened.append(time.time())))
