@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import threading
 
 import numpy as np
 
@@ -83,9 +84,18 @@ def make_key(parts: dict) -> str:
     return _sha256(jsonable(parts))
 
 
+_CODE_LOCK = threading.Lock()
+
+
 def code(*modules: str) -> str:
-    """The code version of the modules that compute a result (dotted names), for a key's "code" part."""
-    return code_version(sorted(set(modules)))
+    """The code version of the modules that compute a result (dotted names), for a key's "code" part.
+
+    One caller at a time: the digest's memo (`functools.lru_cache` in `analysis.core.versions`) let each of 16 app
+    sessions opening one lesson step on a new server parse all the package's modules itself, one after another, most
+    of the class's wait; now the first parses and the others then read its memo. The lock is here, where sessions
+    ask, because versions.py is in every key's import closure: editing it would change every stored key."""
+    with _CODE_LOCK:
+        return code_version(sorted(set(modules)))
 
 
 def digest(*objects) -> str:

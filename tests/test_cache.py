@@ -164,6 +164,32 @@ def test_keys_name_modules_that_exist():
         versions.source_digest(["analysis.methods.no_such_method"])
 
 
+def test_sessions_asking_for_their_first_key_together_parse_the_package_once(monkeypatch):
+    """Sixteen app sessions opening one lesson step at once each parsed every module of the package for their first
+    cache key (the digest's memo was filled by whoever finished first), one at a time: most of the class's wait.
+    Now the first parses and the others wait for it."""
+    import threading
+
+    versions._graph.cache_clear(), versions._digest.cache_clear()
+    parsed, parse = [], versions.parse
+    monkeypatch.setattr(versions, "parse", lambda source: (parsed.append(1), parse(source))[1])
+    start = threading.Barrier(8)
+    codes = []
+
+    def session():
+        start.wait()
+        codes.append(keys.code("analysis.methods.last", "analysis.eval.sts"))
+
+    threads = [threading.Thread(target=session) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    files, _ = versions._graph(versions.ROOT)
+    assert len(set(codes)) == 1 and len(codes) == 8
+    assert len(parsed) == len(files)  # every module once, not once per session
+
+
 def test_source_is_parsed_one_thread_at_a_time():
     """CPython 3.11's ast keeps one recursion counter per interpreter: two app sessions parsing at once failed with
     "AST constructor recursion depth mismatch" (CI, the four-sessions test). A parse waits while another holds it."""
