@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -170,6 +171,26 @@ def test_later_parts_time_limits_stretch_when_earlier_parts_took_longer_than_pla
         queue._run_part(PARTS_3[1], planned, state, cache, lambda: tiny_backbone("llama"), PARTS_3, ship=False,
                         say=lambda text: None, progress_for=None)
     assert limits == [round(4.0 * queue.SAFETY * 2.5, 2)]
+
+
+def test_a_part_whose_weights_git_does_not_hold_still_says_how_long_it_took(tmp_path, monkeypatch):
+    """Gemma 3's Causal2Vec weights (6-9 MB a part) stay out of git, manifests with them; shipping notes each part in
+    its system's ledger, so a fresh clone's help still gives the minutes, steps and date it took here."""
+    from analysis.training import runs, systems
+    from analysis.weights import artefacts
+
+    monkeypatch.setattr(artefacts, "ARTEFACTS", tmp_path / "artefacts")
+    part = next(p for p in PARTS if p.label == "causal2vec-concat")
+    result = tmp_path / "run"
+    result.mkdir()
+    (result / "manifest.json").write_text(json.dumps({"wall_seconds": 839.1, "steps_done": 180,
+                                                      "created": "2026-11-28T08:08:57Z", "partial": False}))
+    (result / "weights.safetensors").write_bytes(b"weights")
+    shipped = runs.ship(result, "causal2vec", "gemma3-270m", systems.ship_place(part.system, part.settings))
+    assert queue.took_here(part, "gemma3-270m") == "14 min, 180 steps, 2026-11-28"
+    shutil.rmtree(shipped)  # a fresh clone: the ignored folder is not there
+    assert queue.took_here(part, "gemma3-270m").startswith("14 min, 180 steps, 2026-11-28 (weights not in this copy")
+    assert queue.took_here(part, "smollm2-135m") == "not trained here yet"
 
 
 def test_the_help_says_how_long_each_part_took_here_for_each_built_in_model(capsys):

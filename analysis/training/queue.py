@@ -39,7 +39,7 @@ import torch
 from analysis.core.errors import UserError
 from analysis.core.paths import cache_root
 from analysis.models.backbone import load_backbone
-from analysis.training import runs, systems
+from analysis.training import ledger, runs, systems
 from analysis.training.loop import TrainConfig, TrainingRun
 from analysis.weights.artefacts import MANIFEST, model_folder_name, read_manifest, shipped_dir
 
@@ -235,15 +235,20 @@ def probe(backbone, parts=PARTS, *, precision: str = "float32", progress=None) -
 
 
 def took_here(part: Part, model: str) -> str:
-    """How long `part` took when this repository trained it for `model` (a built-in name), from its shipped manifest:
-    "21 min, 180 steps, 2026-11-24", or "not trained here yet". What `train all --help` and the README say."""
-    folder = shipped_dir(part.system, model) / systems.ship_place(part.system, part.settings)
+    """How long `part` took when this repository trained it for `model` (a built-in name), from its shipped manifest,
+    else from the ledger when the weights are kept out of git: "21 min, 180 steps, 2026-11-24", or "not trained here
+    yet". What `train all --help` and the README say."""
+    place, model_dir = systems.ship_place(part.system, part.settings), shipped_dir(part.system, model)
+    absent = ""
     try:
-        m = read_manifest(folder)
+        m = read_manifest(model_dir / place)
     except UserError:
-        return "not trained here yet"
+        m = ledger.entry(model_dir, place)
+        if m is None:
+            return "not trained here yet"
+        absent = " (weights not in this copy: over the size git ships; this command trains them again)"
     minutes = f"{m['wall_seconds'] / 60:.0f} min" if m.get("wall_seconds") else "time not recorded"
-    return f"{minutes}, {m.get('steps_done', '?')} steps, {str(m.get('created', ''))[:10] or 'undated'}"
+    return f"{minutes}, {m.get('steps_done', '?')} steps, {str(m.get('created', ''))[:10] or 'undated'}{absent}"
 
 
 def shipped_folder(part: Part, facts) -> Path:

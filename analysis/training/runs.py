@@ -18,7 +18,8 @@ from pathlib import Path
 
 from analysis.core.errors import UserError
 from analysis.core.paths import ARTEFACTS
-from analysis.weights.artefacts import MANIFEST, model_folder_name, runs_root, shipped_dir
+from analysis.training import ledger
+from analysis.weights.artefacts import MANIFEST, model_folder_name, read_manifest, runs_root, shipped_dir
 
 RUN, BEST = "run", "best"
 
@@ -59,7 +60,8 @@ def ship(result: Path, system: str, facts, place: str = "", move_current_to: str
             (e.g. "ablations/icr-mean"), so a retrained system keeps its predecessor; refused when nothing is
             there or the target already holds an artefact.
 
-    Folders inside the replaced one (ablations/, baselines/) are kept."""
+    Folders inside the replaced one (ablations/, baselines/) are kept; the ledger notes what shipped
+    (`analysis.training.ledger`: its time and steps outlive weights kept out of git)."""
     root = shipped_dir(system, facts)
     dest = root / _relative(place, "place") if place else root
     if move_current_to:
@@ -78,6 +80,7 @@ def ship(result: Path, system: str, facts, place: str = "", move_current_to: str
         shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    ledger.note(root, place, read_manifest(dest))
     return dest
 
 
