@@ -6,6 +6,7 @@ here (resumable); its bridge then appears in every method picker.
 """
 
 import json
+import shlex
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -17,6 +18,7 @@ from analysis.data import datasets
 from analysis.data.corpora import shared_stsb
 from analysis.methods.causal2vec import shipped_folder
 from analysis.training.causal2vec import live_folder, live_run
+from analysis.training.queue import inventory
 from analysis.weights.artefacts import read_manifest
 from analysis.weights.manifest import curves
 
@@ -50,12 +52,15 @@ with ui.user_errors():
     ui.deviations.show("causal2vec", title="Causal2Vec: differences from the paper")
     backbone = ui.get_backbone()
 
-    st.subheader("The shipped system, the paper's controls and the earlier MLP-only bridge")
+    st.subheader("The shipped system, the paper's controls and its ablations")
     folder = shipped_folder(backbone)
     runs = {"shipped (bridge + LoRA, concat readout, whole text)": folder,
             "control: no contextual token (LoRA read at EOS)": folder / "ablations" / "no-contextual",
             "control: plain concatenation trained (LoRA, EOS next to MiniLM)": folder / "ablations" / "concat",
-            "ablation: MLP only, text cut after C (the earlier shipped bridge)": folder / "ablations" / "mlp-only"}
+            "ablation: MLP only, text cut after C (the earlier shipped bridge)": folder / "ablations" / "mlp-only",
+            "ablation: trained and read at EOS (Table 12)": folder / "ablations" / "eos-readout",
+            "ablation: bidirectional attention (Table 15)": folder / "ablations" / "bidirectional",
+            "ablation: contextual token before the instruction (Table 14)": folder / "ablations" / "contextual-before"}
     found = {label: read_manifest(f) for label, f in runs.items() if (f / "manifest.json").exists()}
     if not found:
         st.info(f"This checkout has no shipped bridge for this model ({folder.relative_to(folder.parents[2])}).")
@@ -80,6 +85,17 @@ with ui.user_errors():
                    "pairs, captions only; the others the genre-stratified selection part). Wall times are as each "
                    "run went, not a cost comparison: the shipped system trained on one thread beside other jobs "
                    "(its manifest's note).")
+
+    st.subheader("Every trained system for this model")
+    rows = inventory(backbone.facts)
+    ui.show_table(pd.DataFrame(rows).astype({"steps": "Int64"}), index=False)
+    missing = sum(r["weights"] != "in this copy" for r in rows)
+    st.caption(f"What the claims board reads, in the order `train all` trains it, with the minutes, steps and date "
+               f"each part took here (its manifest, or the ledger when its weights are over the size git ships). "
+               f"{missing} of {len(rows)} parts have no weights in this copy; with --dry-run the command below times "
+               f"a step of each on this machine and prints the plan, without it trains what is missing, resumably.")
+    st.code(f"python -m analysis train all --model {shlex.quote(backbone.facts.name)} --budget-hours 6 --dry-run",
+            language="bash")
 
     st.subheader("A live run")
     if shared_stsb("train") is None or shared_stsb("dev") is None:

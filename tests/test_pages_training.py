@@ -23,6 +23,7 @@ def page_cache(tmp_path_factory):
 def test_training_page_shows_the_shipped_runs_and_one_runs_curves():
     from analysis.methods.causal2vec import shipped_folder
     from analysis.models.backbone import load_backbone
+    from analysis.training.queue import PARTS
     from analysis.weights.artefacts import read_manifest
 
     at = AppTest.from_file(str(REPO / "pages" / "11_training.py"), default_timeout=TIMEOUT).run()
@@ -34,8 +35,12 @@ def test_training_page_shows_the_shipped_runs_and_one_runs_curves():
     assert "loss" in names and "dev Spearman" in names and len(figures(at)) == 1  # one run's curves at a time
     table = tables(at)[0]
     assert table["steps"].iloc[0] == man["steps_done"]
-    shipped = [folder / "ablations" / name for name in ("no-contextual", "concat", "mlp-only")]
+    shipped = [folder / "ablations" / name for name in ("no-contextual", "concat", "mlp-only", "eos-readout",
+                                                         "bidirectional", "contextual-before")]
     assert len(table) == 1 + sum((f / "manifest.json").exists() for f in shipped)  # every shipped run, one table
+    trained = tables(at)[1]  # every part `train all` trains, and whether this copy holds it
+    assert list(trained["part"]) == [p.label for p in PARTS]
+    assert trained.set_index("part").loc["causal2vec", "weights"] == "in this copy"
     control = next((label for label in at.radio(key="train_curves").options if label.startswith("control")), None)
     if control is not None:  # a control's curves, chosen
         at.radio(key="train_curves").set_value(control).run()

@@ -188,8 +188,12 @@ def test_a_part_whose_weights_git_does_not_hold_still_says_how_long_it_took(tmp_
     (result / "weights.safetensors").write_bytes(b"weights")
     shipped = runs.ship(result, "causal2vec", "gemma3-270m", systems.ship_place(part.system, part.settings))
     assert queue.took_here(part, "gemma3-270m") == "14 min, 180 steps, 2026-11-28"
+    weights = {r["part"]: r["weights"] for r in queue.inventory("gemma3-270m")}  # the Training page's table
+    assert weights["causal2vec-concat"] == "in this copy" and weights["gircse"] == "not trained"
     shutil.rmtree(shipped)  # a fresh clone: the ignored folder is not there
     assert queue.took_here(part, "gemma3-270m").startswith("14 min, 180 steps, 2026-11-28 (weights not in this copy")
+    row = next(r for r in queue.inventory("gemma3-270m") if r["part"] == "causal2vec-concat")
+    assert row["weights"] == "trained here, not in this copy" and row["minutes"] == 14.0 and row["steps"] == 180
     assert queue.took_here(part, "smollm2-135m") == "not trained here yet"
 
 

@@ -234,21 +234,43 @@ def probe(backbone, parts=PARTS, *, precision: str = "float32", progress=None) -
     return timings
 
 
-def took_here(part: Part, model: str) -> str:
-    """How long `part` took when this repository trained it for `model` (a built-in name), from its shipped manifest,
-    else from the ledger when the weights are kept out of git: "21 min, 180 steps, 2026-11-24", or "not trained here
-    yet". What `train all --help` and the README say."""
+def trained_here(part: Part, model) -> tuple[dict, bool] | None:
+    """(what this repository recorded of `part` for `model`, whether its weights are in this copy), or None when it
+    was never trained here: the shipped manifest, else the ledger's entry (weights kept out of git). `model`: a
+    built-in name or a model's facts."""
     place, model_dir = systems.ship_place(part.system, part.settings), shipped_dir(part.system, model)
-    absent = ""
     try:
-        m = read_manifest(model_dir / place)
+        return read_manifest(model_dir / place), True
     except UserError:
-        m = ledger.entry(model_dir, place)
-        if m is None:
-            return "not trained here yet"
-        absent = " (weights not in this copy: over the size git ships; this command trains them again)"
+        noted = ledger.entry(model_dir, place)
+        return None if noted is None else (noted, False)
+
+
+def took_here(part: Part, model) -> str:
+    """How long `part` took when this repository trained it for `model` (`trained_here`): "21 min, 180 steps,
+    2026-11-24", or "not trained here yet". What `train all --help` and the README say."""
+    found = trained_here(part, model)
+    if found is None:
+        return "not trained here yet"
+    m, present = found
     minutes = f"{m['wall_seconds'] / 60:.0f} min" if m.get("wall_seconds") else "time not recorded"
+    absent = "" if present else " (weights not in this copy: over the size git ships; this command trains them again)"
     return f"{minutes}, {m.get('steps_done', '?')} steps, {str(m.get('created', ''))[:10] or 'undated'}{absent}"
+
+
+def inventory(model) -> list[dict]:
+    """One row per part of the queue, in training order: whether this copy holds its weights for `model`, and how
+    long it took here (the Training page's table of every trained system)."""
+    rows = []
+    for part in PARTS:
+        found = trained_here(part, model)
+        m, present = found if found is not None else ({}, False)
+        weights = "in this copy" if present else "trained here, not in this copy" if found else "not trained"
+        rows.append({"part": part.label, "system": part.system, "weights": weights,
+                     "minutes": round(m["wall_seconds"] / 60, 1) if m.get("wall_seconds") else None,
+                     "steps": m.get("steps_done"), "trained": str(m.get("created", ""))[:10] or None,
+                     "claims": ", ".join(part.claims)})
+    return rows
 
 
 def shipped_folder(part: Part, facts) -> Path:
