@@ -143,6 +143,10 @@ def test_ship_after_the_fact_on_a_copy_of_the_shipped_folder(artefacts, tmp_path
     assert {p.name for p in (model_dir / "ablations" / "icr-mean").iterdir()} == \
         {"manifest.json", "weights.safetensors", "adapter_config.json"}
     assert (model_dir / "ablations" / "stepwise" / "manifest.json").is_file()
+    from analysis.training import ledger
+
+    moved = ledger.entry(model_dir, "ablations/icr-mean")  # the ledger follows the move
+    assert moved["weights_sha256"] == json.loads(old).get("weights_sha256") and ledger.entry(model_dir, "") is not None
 
     done = install("gircse", runs["causal-eos"])
     assert Path(done["shipped"]) == model_dir / "baselines" / "causal-eos"

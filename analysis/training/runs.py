@@ -66,6 +66,7 @@ def ship(result: Path, system: str, facts, place: str = "", move_current_to: str
     dest = root / _relative(place, "place") if place else root
     if move_current_to:
         _move_current(dest, root / _relative(move_current_to, "--move-current-to"))
+        ledger.note(root, move_current_to, read_manifest(root / move_current_to))
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
     try:
